@@ -16,7 +16,7 @@
 //! | `quantize(min = A, max = B, resolution = R)` | [`Quantize`] | `f32` |
 //! | `max_len = N` (plus an element attribute) | [`MaxLen`] | `String`, `Vec<T>` |
 
-use crate::error::{DecodeError, DecodeErrorKind, EncodeError};
+use crate::error::{DecodeError, DecodeErrorKind, EncodeError, EncodeErrorKind};
 use crate::quantize::Quantize;
 use crate::reader::BitReader;
 use crate::writer::{BitWrite, bits_for_span};
@@ -34,6 +34,7 @@ pub trait Decode: Sized {
 
     /// Reads a value over `self`, reusing its allocations (strings, vectors) so that
     /// steady-state decoding allocates nothing. On error `self` holds a partial value.
+    #[inline(always)]
     fn decode_in_place(&mut self, reader: &mut BitReader<'_>) -> Result<(), DecodeError> {
         *self = Self::decode(reader)?;
         Ok(())
@@ -60,6 +61,7 @@ pub trait Codec<T> {
     fn decode(&self, reader: &mut BitReader<'_>) -> Result<T, DecodeError>;
 
     /// Reads a value over `value`, reusing its allocations.
+    #[inline(always)]
     fn decode_in_place(
         &self,
         value: &mut T,
@@ -269,19 +271,19 @@ impl Decode for f64 {
 }
 
 impl<T: Encode, const N: usize> Encode for [T; N] {
-    #[inline]
+    #[inline(always)]
     fn encode<W: BitWrite + ?Sized>(&self, writer: &mut W) -> Result<(), EncodeError> {
         self.iter().try_for_each(|value| value.encode(writer))
     }
 }
 
 impl<T: Decode, const N: usize> Decode for [T; N] {
-    #[inline]
+    #[inline(always)]
     fn decode(reader: &mut BitReader<'_>) -> Result<Self, DecodeError> {
         decode_array(|| T::decode(reader))
     }
 
-    #[inline]
+    #[inline(always)]
     fn decode_in_place(&mut self, reader: &mut BitReader<'_>) -> Result<(), DecodeError> {
         self.iter_mut()
             .try_for_each(|value| value.decode_in_place(reader))
@@ -293,7 +295,7 @@ impl<T: Decode, const N: usize> Decode for [T; N] {
 }
 
 impl<T: Encode> Encode for Option<T> {
-    #[inline]
+    #[inline(always)]
     fn encode<W: BitWrite + ?Sized>(&self, writer: &mut W) -> Result<(), EncodeError> {
         writer.write_bool(self.is_some())?;
         match self {
@@ -304,7 +306,7 @@ impl<T: Encode> Encode for Option<T> {
 }
 
 impl<T: Decode> Decode for Option<T> {
-    #[inline]
+    #[inline(always)]
     fn decode(reader: &mut BitReader<'_>) -> Result<Self, DecodeError> {
         if reader.read_bool()? {
             Ok(Some(T::decode(reader)?))
@@ -320,7 +322,7 @@ impl<T: Decode> Decode for Option<T> {
 
 /// Builds an array from `decode_one`, stopping at the first error (arrays cannot be
 /// built element by element without `unsafe`, so elements pass through `Option`).
-#[inline]
+#[inline(always)]
 fn decode_array<T, const N: usize>(
     mut decode_one: impl FnMut() -> Result<T, DecodeError>,
 ) -> Result<[T; N], DecodeError> {
@@ -344,21 +346,25 @@ macro_rules! containers {
         where
             $codec: Codec<T>,
         {
-            #[inline]
+            #[inline(always)]
             fn encode<W: BitWrite + ?Sized>(&self, values: &[T; N], writer: &mut W) -> Result<(), EncodeError> {
-                values.iter().try_for_each(|value| Codec::<T>::encode(self, value, writer))
+                for value in values {
+                    Codec::<T>::encode(self, value, writer)?;
+                }
+                Ok(())
             }
 
-            #[inline]
+            #[inline(always)]
             fn decode(&self, reader: &mut BitReader<'_>) -> Result<[T; N], DecodeError> {
                 decode_array(|| Codec::<T>::decode(self, reader))
             }
 
-            #[inline]
+            #[inline(always)]
             fn decode_in_place(&self, values: &mut [T; N], reader: &mut BitReader<'_>) -> Result<(), DecodeError> {
-                values
-                    .iter_mut()
-                    .try_for_each(|value| Codec::<T>::decode_in_place(self, value, reader))
+                for value in values {
+                    Codec::<T>::decode_in_place(self, value, reader)?;
+                }
+                Ok(())
             }
 
             fn min_bits(&self) -> usize {
@@ -370,7 +376,7 @@ macro_rules! containers {
         where
             $codec: Codec<T>,
         {
-            #[inline]
+            #[inline(always)]
             fn encode<W: BitWrite + ?Sized>(&self, value: &Option<T>, writer: &mut W) -> Result<(), EncodeError> {
                 writer.write_bool(value.is_some())?;
                 match value {
@@ -379,7 +385,7 @@ macro_rules! containers {
                 }
             }
 
-            #[inline]
+            #[inline(always)]
             fn decode(&self, reader: &mut BitReader<'_>) -> Result<Option<T>, DecodeError> {
                 if reader.read_bool()? {
                     Ok(Some(Codec::<T>::decode(self, reader)?))
@@ -406,12 +412,16 @@ macro_rules! ranged_int {
         impl Codec<$ty> for Range {
             #[inline(always)]
             fn encode<W: BitWrite + ?Sized>(&self, value: &$ty, writer: &mut W) -> Result<(), EncodeError> {
-                writer.write_range(i128::from(*value), self.min, self.max)
+                let value = i128::from(*value);
+                if value < self.min || value > self.max {
+                    return Err(EncodeErrorKind::OutOfRange { value, min: self.min, max: self.max }.into());
+                }
+                writer.write_uint((value - self.min) as u64, self.bits)
             }
 
             #[inline(always)]
             fn decode(&self, reader: &mut BitReader<'_>) -> Result<$ty, DecodeError> {
-                let value = reader.read_range(self.min, self.max)?;
+                let value = reader.read_range_in_bits(self.min, self.max, self.bits)?;
                 // A range wider than the field's type can produce values the type cannot hold.
                 <$ty>::try_from(value).map_err(|_| {
                     DecodeErrorKind::OutOfRange {
@@ -538,7 +548,7 @@ impl Codec<f32> for Quantize {
 }
 
 impl Codec<String> for MaxLen<Natural> {
-    #[inline]
+    #[inline(always)]
     fn encode<W: BitWrite + ?Sized>(
         &self,
         value: &String,
@@ -547,14 +557,14 @@ impl Codec<String> for MaxLen<Natural> {
         writer.write_str(value, self.max_len)
     }
 
-    #[inline]
+    #[inline(always)]
     fn decode(&self, reader: &mut BitReader<'_>) -> Result<String, DecodeError> {
         let mut value = String::new();
         reader.read_string_into(&mut value, self.max_len)?;
         Ok(value)
     }
 
-    #[inline]
+    #[inline(always)]
     fn decode_in_place(
         &self,
         value: &mut String,
@@ -569,7 +579,7 @@ impl Codec<String> for MaxLen<Natural> {
 }
 
 impl<T, C: Codec<T>> Codec<Vec<T>> for MaxLen<C> {
-    #[inline]
+    #[inline(always)]
     fn encode<W: BitWrite + ?Sized>(
         &self,
         values: &Vec<T>,
@@ -581,7 +591,7 @@ impl<T, C: Codec<T>> Codec<Vec<T>> for MaxLen<C> {
             .try_for_each(|value| self.element.encode(value, writer))
     }
 
-    #[inline]
+    #[inline(always)]
     fn decode(&self, reader: &mut BitReader<'_>) -> Result<Vec<T>, DecodeError> {
         let mut values = Vec::new();
         self.decode_in_place(&mut values, reader)?;

@@ -101,9 +101,18 @@ pub enum EncodeErrorKind {
     },
 }
 
-/// An encoding failure and the field it happened in.
+/// An encoding failure and the field it happened in; read it through
+/// [`EncodeErrorInfo`]'s fields (`error.kind`, `error.path`).
+///
+/// Boxed so that `Result<T, EncodeError>` stays two words and returns in registers: an
+/// inline error (a field path and three `i128` bounds) made every successful call copy
+/// 168 bytes. The allocation happens only when encoding fails.
+#[derive(Clone, PartialEq)]
+pub struct EncodeError(Box<EncodeErrorInfo>);
+
+/// What an [`EncodeError`] says.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct EncodeError {
+pub struct EncodeErrorInfo {
     /// What went wrong.
     pub kind: EncodeErrorKind,
     /// Which field, outermost first.
@@ -157,9 +166,17 @@ pub enum DecodeErrorKind {
     },
 }
 
-/// A decoding failure and the field it happened in.
+/// A decoding failure and the field it happened in; read it through
+/// [`DecodeErrorInfo`]'s fields (`error.kind`, `error.path`).
+///
+/// Boxed for the same reason as [`EncodeError`]; one small allocation per failed decode,
+/// none per successful one.
+#[derive(Clone, PartialEq, Eq)]
+pub struct DecodeError(Box<DecodeErrorInfo>);
+
+/// What a [`DecodeError`] says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct DecodeError {
+pub struct DecodeErrorInfo {
     /// What went wrong.
     pub kind: DecodeErrorKind,
     /// Which field, outermost first.
@@ -167,23 +184,39 @@ pub struct DecodeError {
 }
 
 macro_rules! error_common {
-    ($error:ident, $kind:ident) => {
+    ($error:ident, $info:ident, $kind:ident) => {
         impl $error {
             /// Adds the name of the field the error happened in; derived code calls this
             /// for each enclosing field as the error propagates.
             #[must_use]
+            #[cold]
             pub fn in_field(mut self, name: &'static str) -> Self {
-                self.path.push(name);
+                self.0.path.push(name);
                 self
             }
         }
 
+        impl std::ops::Deref for $error {
+            type Target = $info;
+
+            fn deref(&self) -> &$info {
+                &self.0
+            }
+        }
+
         impl From<$kind> for $error {
+            #[cold]
             fn from(kind: $kind) -> Self {
-                Self {
+                Self(Box::new($info {
                     kind,
                     path: FieldPath::default(),
-                }
+                }))
+            }
+        }
+
+        impl fmt::Debug for $error {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                fmt::Debug::fmt(&*self.0, f)
             }
         }
 
@@ -205,8 +238,8 @@ macro_rules! error_common {
     };
 }
 
-error_common!(EncodeError, EncodeErrorKind);
-error_common!(DecodeError, DecodeErrorKind);
+error_common!(EncodeError, EncodeErrorInfo, EncodeErrorKind);
+error_common!(DecodeError, DecodeErrorInfo, DecodeErrorKind);
 
 #[cfg(test)]
 mod tests {

@@ -54,13 +54,17 @@ mod reader;
 mod writer;
 
 pub use codec::{Codec, Decode, Encode};
-pub use error::{DecodeError, DecodeErrorKind, EncodeError, EncodeErrorKind, FieldPath};
+pub use error::{
+    DecodeError, DecodeErrorInfo, DecodeErrorKind, EncodeError, EncodeErrorInfo, EncodeErrorKind,
+    FieldPath,
+};
 pub use quantize::Quantize;
 pub use reader::BitReader;
 pub use tickwire_wire_derive::{Decode, Encode};
 pub use writer::{BitCounter, BitWrite, BitWriter, bits_for_span};
 
 /// Encodes `value` at the start of `buf` and returns the number of bytes used.
+#[inline]
 pub fn encode_to_slice<T: Encode + ?Sized>(
     value: &T,
     buf: &mut [u8],
@@ -78,6 +82,7 @@ pub fn encode_to_vec<T: Encode + ?Sized>(value: &T) -> Result<Vec<u8>, EncodeErr
 }
 
 /// The number of bits `value` encodes to, measured without writing.
+#[inline]
 pub fn bit_len<T: Encode + ?Sized>(value: &T) -> Result<usize, EncodeError> {
     let mut counter = BitCounter::default();
     value.encode(&mut counter)?;
@@ -85,6 +90,7 @@ pub fn bit_len<T: Encode + ?Sized>(value: &T) -> Result<usize, EncodeError> {
 }
 
 /// Decodes a value that must fill `bytes` exactly (only zero padding may follow it).
+#[inline]
 pub fn decode_exact<T: Decode>(bytes: &[u8]) -> Result<T, DecodeError> {
     let mut reader = BitReader::new(bytes);
     let value = T::decode(&mut reader)?;
@@ -93,6 +99,7 @@ pub fn decode_exact<T: Decode>(bytes: &[u8]) -> Result<T, DecodeError> {
 }
 
 /// Decodes over `value`, reusing its allocations; `bytes` must hold exactly one value.
+#[inline]
 pub fn decode_exact_in_place<T: Decode>(value: &mut T, bytes: &[u8]) -> Result<(), DecodeError> {
     let mut reader = BitReader::new(bytes);
     value.decode_in_place(&mut reader)?;

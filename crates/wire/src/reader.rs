@@ -27,7 +27,8 @@ pub struct BitReader<'a> {
     loaded: usize,
     /// Loaded bits not yet read; bit 0 is the next one.
     scratch: u64,
-    scratch_bits: u32,
+    /// Full width for the same store-forwarding reason as `BitWriter::scratch_bits`.
+    scratch_bits: u64,
 }
 
 impl<'a> BitReader<'a> {
@@ -54,7 +55,11 @@ impl<'a> BitReader<'a> {
     /// Checks that the input is used up: at most the last byte's padding remains, and it
     /// is zero. Encodings are canonical, so a value that decodes and finishes re-encodes to
     /// the same bytes.
-    pub fn finish(mut self) -> Result<(), DecodeError> {
+    ///
+    /// Takes `&self`: moving the reader into a by-value `finish` cost a store-forwarding
+    /// stall on every decode.
+    #[inline]
+    pub fn finish(&self) -> Result<(), DecodeError> {
         let remaining = self.remaining_bits();
         if remaining >= 8 {
             return Err(DecodeErrorKind::TrailingBytes {
@@ -62,22 +67,27 @@ impl<'a> BitReader<'a> {
             }
             .into());
         }
-        self.expect_zero(remaining as u32)
+        // Fewer than 8 bits left means every byte is loaded and `scratch` holds exactly
+        // the padding (bits already read were shifted out).
+        if self.scratch != 0 {
+            return Err(DecodeErrorKind::NonZeroPadding.into());
+        }
+        Ok(())
     }
 
     /// Reads `bits` bits (`bits <= 32`) as the low bits of the result.
     #[inline(always)]
     pub fn read_bits(&mut self, bits: u32) -> Result<u32, DecodeError> {
         debug_assert!(bits <= 32, "read_bits of {bits} bits");
-        if self.scratch_bits < bits {
+        if self.scratch_bits < u64::from(bits) {
             self.refill();
-            if self.scratch_bits < bits {
+            if self.scratch_bits < u64::from(bits) {
                 return Err(self.truncated(bits as usize));
             }
         }
         let value = (self.scratch & low_mask(bits)) as u32;
         self.scratch >>= bits;
-        self.scratch_bits -= bits;
+        self.scratch_bits -= u64::from(bits);
         Ok(value)
     }
 
@@ -95,7 +105,8 @@ impl<'a> BitReader<'a> {
         }
     }
 
-    #[cold]
+    /// The last 0–3 bytes of every message come through here, so it stays inline.
+    #[inline(always)]
     fn refill_tail(&mut self) {
         while self.scratch_bits <= 56 {
             let Some(&byte) = self.buf.get(self.loaded) else {
@@ -116,6 +127,7 @@ impl<'a> BitReader<'a> {
         .into()
     }
 
+    #[inline]
     fn expect_zero(&mut self, bits: u32) -> Result<(), DecodeError> {
         if self.read_bits(bits)? != 0 {
             return Err(DecodeErrorKind::NonZeroPadding.into());
@@ -124,19 +136,20 @@ impl<'a> BitReader<'a> {
     }
 
     /// Skips to the next byte boundary; the skipped bits must be zero.
+    #[inline]
     pub fn align(&mut self) -> Result<(), DecodeError> {
         let pad = (8 - self.bits_read() % 8) % 8;
         self.expect_zero(pad as u32)
     }
 
     /// Reads one bit.
-    #[inline]
+    #[inline(always)]
     pub fn read_bool(&mut self) -> Result<bool, DecodeError> {
         Ok(self.read_bits(1)? == 1)
     }
 
     /// Reads an unsigned integer of exactly `bits` bits (`bits <= 64`).
-    #[inline]
+    #[inline(always)]
     pub fn read_uint(&mut self, bits: u32) -> Result<u64, DecodeError> {
         debug_assert!(bits <= 64, "read_uint of {bits} bits");
         if bits <= 32 {
@@ -151,10 +164,21 @@ impl<'a> BitReader<'a> {
     }
 
     /// Reads an integer declared to lie in `min..=max` (the span must fit in 64 bits).
-    #[inline]
+    #[inline(always)]
     pub fn read_range(&mut self, min: i128, max: i128) -> Result<i128, DecodeError> {
+        self.read_range_in_bits(min, max, bits_for_span((max - min) as u64))
+    }
+
+    /// [`read_range`](Self::read_range) with the width already computed.
+    #[inline(always)]
+    pub(crate) fn read_range_in_bits(
+        &mut self,
+        min: i128,
+        max: i128,
+        bits: u32,
+    ) -> Result<i128, DecodeError> {
         let span = (max - min) as u64;
-        let offset = self.read_uint(bits_for_span(span))?;
+        let offset = self.read_uint(bits)?;
         let value = min + i128::from(offset);
         if offset > span {
             return Err(DecodeErrorKind::OutOfRange { value, min, max }.into());
@@ -195,26 +219,26 @@ impl<'a> BitReader<'a> {
     }
 
     /// Reads a raw IEEE 754 `f32`.
-    #[inline]
+    #[inline(always)]
     pub fn read_f32(&mut self) -> Result<f32, DecodeError> {
         Ok(f32::from_bits(self.read_bits(32)?))
     }
 
     /// Reads a raw IEEE 754 `f64`.
-    #[inline]
+    #[inline(always)]
     pub fn read_f64(&mut self) -> Result<f64, DecodeError> {
         Ok(f64::from_bits(self.read_uint(64)?))
     }
 
     /// Reads a float quantized to `quantize`'s grid.
-    #[inline]
+    #[inline(always)]
     pub fn read_quantized(&mut self, quantize: &Quantize) -> Result<f32, DecodeError> {
         let step = self.read_uint(quantize.bits())?;
         quantize.value_of(step)
     }
 
     /// Reads a length in `0..=max`.
-    #[inline]
+    #[inline(always)]
     pub fn read_len(&mut self, max: usize) -> Result<usize, DecodeError> {
         let len = self.read_uint(bits_for_span(max as u64))? as usize;
         if len > max {
@@ -225,7 +249,7 @@ impl<'a> BitReader<'a> {
 
     /// Reads a length in `0..=max` for a sequence whose elements take at least
     /// `min_element_bits` each, refusing a length the remaining input cannot hold.
-    #[inline]
+    #[inline(always)]
     pub fn read_len_for(
         &mut self,
         max: usize,
@@ -242,8 +266,9 @@ impl<'a> BitReader<'a> {
     /// Fills `out` with raw bytes, 8 bits each.
     #[inline]
     pub fn read_raw_bytes(&mut self, out: &mut [u8]) -> Result<(), DecodeError> {
-        if self.remaining_bits() < out.len() * 8 {
-            return Err(self.truncated(out.len() * 8));
+        let needed = out.len().saturating_mul(8);
+        if needed > self.remaining_bits() {
+            return Err(self.truncated(needed));
         }
         let mut words = out.chunks_exact_mut(4);
         for word in &mut words {
@@ -255,8 +280,26 @@ impl<'a> BitReader<'a> {
         Ok(())
     }
 
+    /// Appends `len` raw bytes to `out`.
+    #[inline(always)]
+    fn append_raw_bytes(&mut self, out: &mut Vec<u8>, len: usize) -> Result<(), DecodeError> {
+        let needed = len.saturating_mul(8);
+        if needed > self.remaining_bits() {
+            return Err(self.truncated(needed));
+        }
+        out.reserve(len);
+        for _ in 0..len / 4 {
+            out.extend_from_slice(&self.read_bits(32)?.to_le_bytes());
+        }
+        for _ in 0..len % 4 {
+            out.push(self.read_bits(8)? as u8);
+        }
+        Ok(())
+    }
+
     /// Reads a byte array of at most `max_len` bytes into `out`, replacing its contents and
     /// reusing its capacity.
+    #[inline]
     pub fn read_bytes_into(
         &mut self,
         out: &mut Vec<u8>,
@@ -264,22 +307,30 @@ impl<'a> BitReader<'a> {
     ) -> Result<(), DecodeError> {
         let len = self.read_len_for(max_len, 8)?;
         out.clear();
-        out.resize(len, 0);
-        self.read_raw_bytes(out)
+        self.append_raw_bytes(out, len)
     }
 
     /// Reads a UTF-8 string of at most `max_len` bytes into `out`, replacing its contents
     /// and reusing its capacity.
+    #[inline]
     pub fn read_string_into(
         &mut self,
         out: &mut String,
         max_len: usize,
     ) -> Result<(), DecodeError> {
+        let len = self.read_len_for(max_len, 8)?;
         // Decode into the string's own allocation so steady-state decoding allocates nothing.
         let mut bytes = std::mem::take(out).into_bytes();
-        if let Err(error) = self.read_bytes_into(&mut bytes, max_len) {
+        bytes.clear();
+        if let Err(error) = self.append_raw_bytes(&mut bytes, len) {
             *out = empty_string_keeping(bytes);
             return Err(error);
+        }
+        if bytes.is_ascii() {
+            // SAFETY: ASCII is valid UTF-8. Names and chat are mostly ASCII, and the full
+            // validation below cost more than the rest of a short string's decode.
+            *out = unsafe { String::from_utf8_unchecked(bytes) };
+            return Ok(());
         }
         match String::from_utf8(bytes) {
             Ok(string) => {

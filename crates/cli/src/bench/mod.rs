@@ -1,0 +1,3 @@
+//! `tickwire bench <scenario>`: commands that measure and print figures.
+
+pub mod wire;

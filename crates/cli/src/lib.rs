@@ -1,0 +1,10 @@
+//! The library half of the `tickwire` binary: each subcommand's work, kept apart from
+//! argument parsing so benchmarks and tests can call it directly.
+//!
+//! | module | subcommand |
+//! |---|---|
+//! | [`bench::wire`] | `tickwire bench wire` |
+//! | [`alloc_count`] | allocation counting for benchmarks |
+
+pub mod alloc_count;
+pub mod bench;

@@ -1,0 +1,63 @@
+//! `tickwire`: the one binary. Later issues add `serve`, `bots` and more `bench` scenarios.
+
+use clap::{Parser, Subcommand};
+use tickwire::alloc_count::CountingAllocator;
+use tickwire::bench::wire::{self, WireBenchConfig};
+
+// Counting costs one relaxed atomic add per allocation and lets benchmarks report
+// allocations per operation from the real binary.
+#[global_allocator]
+static ALLOCATOR: CountingAllocator = CountingAllocator;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "tickwire",
+    version,
+    about = "Authoritative real-time game server"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run a benchmark and print its figures.
+    Bench {
+        #[command(subcommand)]
+        scenario: Scenario,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum Scenario {
+    /// Seed 002's entity: encoded size, ns and allocations per write + read round trip.
+    Wire {
+        /// Print one JSON object instead of a table.
+        #[arg(long)]
+        json: bool,
+        /// Timed samples per case (the median is reported).
+        #[arg(long, default_value_t = 15, value_parser = clap::value_parser!(u16).range(1..))]
+        samples: u16,
+    },
+}
+
+fn main() -> anyhow::Result<()> {
+    match Cli::parse().command {
+        Command::Bench {
+            scenario: Scenario::Wire { json, samples },
+        } => {
+            let config = WireBenchConfig {
+                samples: usize::from(samples),
+                ..WireBenchConfig::default()
+            };
+            let report = wire::run(&config)?;
+            if json {
+                println!("{}", serde_json::to_string(&report)?);
+            } else {
+                print!("{}", wire::render(&report));
+            }
+        }
+    }
+    Ok(())
+}
