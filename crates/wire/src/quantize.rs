@@ -29,7 +29,8 @@ pub struct Quantize {
 }
 
 impl Quantize {
-    /// A grid from `min` to `max` with steps `resolution` apart.
+    /// A grid from `min` to `max` with steps `resolution` apart. The ends are rounded to
+    /// the nearest `f32` first, so every decoded value re-encodes to its own step.
     ///
     /// Panics (at compile time in a `const`) unless `min < max`, `resolution > 0`, the grid
     /// has at most 2^32 steps, and `resolution` is coarse enough that a decoded `f32`
@@ -52,6 +53,11 @@ impl Quantize {
             resolution >= max_abs / 4_194_304.0,
             "quantize: resolution is finer than f32 precision at the range's ends"
         );
+        // The grid's ends are the nearest f32 values to the bounds given: a bound such as
+        // 0.1 that an f32 cannot hold would otherwise decode (as 0.1f32, slightly above
+        // 0.1) to a value its own range refuses.
+        let min = min as f32 as f64;
+        let max = max as f32 as f64;
         let span = (max - min) / resolution + 0.5;
         assert!(
             span <= 4_294_967_296.0,
@@ -161,6 +167,19 @@ mod tests {
         assert_eq!(q.last_step(), 3);
         assert_eq!(q.value_of(3).unwrap(), 1.0, "1.2 is clamped to max");
         assert_eq!(q.step_of(1.0).unwrap(), 3);
+    }
+
+    #[test]
+    fn bounds_an_f32_cannot_hold_still_round_trip() {
+        let q = Quantize::new(-0.1, 0.1, 0.001);
+        assert_eq!(q.min(), f64::from(-0.1f32));
+        assert_eq!(q.max(), f64::from(0.1f32));
+        for value in [-0.1f32, 0.1, 0.05] {
+            let step = q.step_of(value).unwrap();
+            let decoded = q.value_of(step).unwrap();
+            assert_eq!(q.step_of(decoded).unwrap(), step, "{value} re-encodes");
+        }
+        assert_eq!(q.value_of(q.last_step()).unwrap(), 0.1f32);
     }
 
     #[test]

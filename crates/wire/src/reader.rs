@@ -287,7 +287,8 @@ impl<'a> BitReader<'a> {
         if needed > self.remaining_bits() {
             return Err(self.truncated(needed));
         }
-        out.reserve(len);
+        // Exact: a decoded value never holds more than its declared bound.
+        out.reserve_exact(len);
         for _ in 0..len / 4 {
             out.extend_from_slice(&self.read_bits(32)?.to_le_bytes());
         }

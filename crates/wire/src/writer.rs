@@ -52,7 +52,7 @@ pub trait BitWrite {
             return Err(EncodeErrorKind::OutOfRange {
                 value: i128::from(value),
                 min: 0,
-                max: i128::from(u64::MAX >> (64 - bits)),
+                max: (1i128 << bits) - 1,
             }
             .into());
         }
@@ -335,6 +335,8 @@ mod tests {
         assert_eq!(error.to_string(), "value 1001 outside range 0..=1000");
         let error = counter.write_uint(16, 4).unwrap_err();
         assert_eq!(error.to_string(), "value 16 outside range 0..=15");
+        let error = counter.write_uint(1, 0).unwrap_err();
+        assert_eq!(error.to_string(), "value 1 outside range 0..=0");
         let error = counter.write_str("too long", 4).unwrap_err();
         assert_eq!(error.to_string(), "length 8 exceeds max 4");
     }
