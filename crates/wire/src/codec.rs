@@ -15,6 +15,62 @@
 //! | `varint` | [`Varint`] | integers (signed ones zigzag-mapped) |
 //! | `quantize(min = A, max = B, resolution = R)` | [`Quantize`] | `f32` |
 //! | `max_len = N` (plus an element attribute) | [`MaxLen`] | `String`, `Vec<T>` |
+//!
+//! Mistakes in the declaration are compile errors, not runtime surprises. A range whose `min`
+//! exceeds its `max`:
+//!
+//! ```compile_fail
+//! #[derive(tickwire_wire::Encode)]
+//! struct Stat {
+//!     #[wire(min = 1000, max = 0)]
+//!     value: u16,
+//! }
+//! ```
+//!
+//! A string without a bound:
+//!
+//! ```compile_fail
+//! #[derive(tickwire_wire::Encode)]
+//! struct Player {
+//!     name: String,
+//! }
+//! ```
+//!
+//! A float grid finer than `f32` can tell apart:
+//!
+//! ```compile_fail
+//! #[derive(tickwire_wire::Encode)]
+//! struct Position {
+//!     #[wire(quantize(min = -100000.0, max = 100000.0, resolution = 0.0001))]
+//!     x: f32,
+//! }
+//! ```
+//!
+//! Two element codecs for one field:
+//!
+//! ```compile_fail
+//! #[derive(tickwire_wire::Encode)]
+//! struct Score {
+//!     #[wire(varint, bits = 8)]
+//!     value: u32,
+//! }
+//! ```
+//!
+//! The same declarations, written correctly, compile:
+//!
+//! ```
+//! #[derive(tickwire_wire::Encode)]
+//! struct Fine {
+//!     #[wire(min = 0, max = 1000)]
+//!     stat: u16,
+//!     #[wire(max_len = 16)]
+//!     name: String,
+//!     #[wire(quantize(min = -100000.0, max = 100000.0, resolution = 0.1))]
+//!     x: f32,
+//!     #[wire(varint)]
+//!     score: u32,
+//! }
+//! ```
 
 use crate::error::{DecodeError, DecodeErrorKind, EncodeError, EncodeErrorKind};
 use crate::quantize::Quantize;

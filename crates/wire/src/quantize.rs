@@ -36,9 +36,14 @@ impl Quantize {
     /// has at most 2^32 steps, and `resolution` is coarse enough that a decoded `f32`
     /// re-quantizes to the same step (`resolution >= max(|min|, |max|) / 2^22`).
     pub const fn new(min: f64, max: f64, resolution: f64) -> Self {
+        // The grid's ends are the nearest f32 values to the bounds given: a bound such as
+        // 0.1 that an f32 cannot hold would otherwise decode (as 0.1f32, slightly above
+        // 0.1) to a value its own range refuses.
+        let min = min as f32 as f64;
+        let max = max as f32 as f64;
         assert!(
             min.is_finite() && max.is_finite() && min < max,
-            "quantize: min must be below max and both finite"
+            "quantize: min must be below max (as f32 values) and both finite"
         );
         assert!(
             resolution.is_finite() && resolution > 0.0,
@@ -53,11 +58,6 @@ impl Quantize {
             resolution >= max_abs / 4_194_304.0,
             "quantize: resolution is finer than f32 precision at the range's ends"
         );
-        // The grid's ends are the nearest f32 values to the bounds given: a bound such as
-        // 0.1 that an f32 cannot hold would otherwise decode (as 0.1f32, slightly above
-        // 0.1) to a value its own range refuses.
-        let min = min as f32 as f64;
-        let max = max as f32 as f64;
         let span = (max - min) / resolution + 0.5;
         assert!(
             span <= 4_294_967_296.0,

@@ -267,8 +267,9 @@ fn measure(config: &WireBenchConfig, mut op: impl FnMut()) -> Measurement {
     }
     batch *= 4;
 
+    let mut per_op_ns: Vec<f64> = Vec::with_capacity(config.samples.max(1));
+    // Read after the sample vector exists, which never grows, so only `op` is counted.
     let allocs_before = alloc_count::allocations();
-    let mut per_op_ns: Vec<f64> = Vec::with_capacity(config.samples);
     for _ in 0..config.samples.max(1) {
         let start = Instant::now();
         for _ in 0..batch {
@@ -276,7 +277,6 @@ fn measure(config: &WireBenchConfig, mut op: impl FnMut()) -> Measurement {
         }
         per_op_ns.push(start.elapsed().as_nanos() as f64 / batch as f64);
     }
-    // The sample vector was allocated before counting started and never grows.
     let allocs = alloc_count::allocations() - allocs_before;
     per_op_ns.sort_by(f64::total_cmp);
     Measurement {

@@ -1,0 +1,39 @@
+# The two commands a new user needs: `make run` and `make test`.
+# Everything else here is for working on tickwire itself.
+
+CARGO ?= cargo
+
+.PHONY: run test lint fmt bench-wire bench fuzz-smoke
+
+## Build and start the main job. Until the server exists (issue 4), that is the wire benchmark.
+run:
+	$(CARGO) run --release --locked -p tickwire -- bench wire
+
+## Every test: unit, integration, property, golden vectors and doc tests.
+test:
+	$(CARGO) test --workspace --locked --all-targets
+	$(CARGO) test --workspace --locked --doc
+
+## What CI checks besides the tests.
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
+
+fmt:
+	$(CARGO) fmt --all
+
+## Benchmarks, pinned to CPU 1 (see docs/BENCHMARKS.md for the figures and anchors).
+bench-wire:
+	$(CARGO) build --release --locked -p tickwire
+	taskset -c 1 target/release/tickwire bench wire
+
+bench:
+	taskset -c 1 $(CARGO) bench --workspace
+
+## A short libFuzzer run of every fuzz target (needs cargo-fuzz; RUSTC_BOOTSTRAP lets the
+## stable toolchain accept the sanitizer flags).
+FUZZ_SECONDS ?= 30
+fuzz-smoke:
+	cd fuzz && for target in $$(RUSTC_BOOTSTRAP=1 $(CARGO) fuzz list); do \
+		RUSTC_BOOTSTRAP=1 $(CARGO) fuzz run -O $$target -- -max_total_time=$(FUZZ_SECONDS) || exit 1; \
+	done
