@@ -1,7 +1,7 @@
 //! `#[derive(Encode, Decode)]` for [`tickwire-wire`](https://docs.rs/tickwire-wire): declare a
 //! message type once, with its bounds as field attributes.
 //!
-//! ```ignore
+//! ```text
 //! #[derive(Encode, Decode)]
 //! struct Entity {
 //!     #[wire(max_len = 32)]
