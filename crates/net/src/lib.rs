@@ -1,0 +1,1 @@
+//! tokio drivers that move datagrams between sockets and the sans-IO protocol.

@@ -1,0 +1,1 @@
+//! Reliability and channels over unreliable packets (filled in by the reliability work).
