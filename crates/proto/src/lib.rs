@@ -1,5 +1,80 @@
 //! The tickwire protocol without I/O: connect tokens, the handshake, packet encryption,
 //! acks, channels and fragmentation. Time comes in as an argument and datagrams go in and out
 //! as byte slices, so everything here is tested with a virtual clock and a simulated link.
+//!
+//! ```text
+//! client                                   server
+//!   | -- request (connect token) ----------> |  token opened; no state kept
+//!   | <---------- challenge (sealed token) -- |
+//!   | -- response (challenge token) -------> |  connection created
+//!   | <------ accepted (tick rate, MTU, …) -- |
+//!   | <=========== payload packets ========> |  acks, channels, keepalives
+//! ```
+//!
+//! | type | role |
+//! |---|---|
+//! | [`TokenIssuer`](token::TokenIssuer), [`ConnectToken`](token::ConnectToken) | what the HTTP side gives a client |
+//! | [`Server`] | the server endpoint: handshakes and every connection |
+//! | [`Client`] | the client endpoint |
+//! | [`ConnectionParams`] | what the server dictates: tick rate, keepalive, timeout, MTU, channels |
+//! | [`reliable`] | acks, RTT, channels, fragmentation inside a connection |
+//! | [`sim`] | a seeded link simulator for deterministic tests |
 
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+mod bytes_io;
+mod client;
+mod connection;
+pub mod crypto;
+mod packet;
+mod params;
 pub mod reliable;
+mod replay;
+mod server;
+pub mod sim;
+pub mod token;
+
+pub use client::{Client, ClientEvent, ClientSendError, ClientState, HANDSHAKE_RESEND_INTERVAL};
+pub use connection::ConnectionStats;
+pub use packet::ENCRYPTED_OVERHEAD_MAX;
+pub use params::{ConnectionParams, DisconnectReason, MAX_CHANNELS, MAX_MTU, MIN_MTU, ParamsError};
+pub use server::{
+    ConnectionId, DropCounts, DropReason, MAX_DATAGRAM_BYTES, Server, ServerConfig, ServerEvent,
+    ServerSendError, ServerStats,
+};
+
+/// A datagram to send: its first `len` bytes of the buffer given to `poll_transmit`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Transmit {
+    /// Where to send it.
+    pub destination: SocketAddr,
+    /// How many bytes of the buffer it fills.
+    pub len: usize,
+}
+
+/// Unix time derived from the driver's monotonic clock, so endpoints never read the system
+/// clock and tests can run on a virtual one.
+#[derive(Debug, Clone, Copy)]
+struct UnixClock {
+    origin: Instant,
+    origin_unix_seconds: u64,
+}
+
+impl UnixClock {
+    fn new(now: Instant, unix_seconds: u64) -> Self {
+        Self {
+            origin: now,
+            origin_unix_seconds: unix_seconds,
+        }
+    }
+
+    fn unix_seconds(&self, now: Instant) -> u64 {
+        let elapsed: Duration = now.saturating_duration_since(self.origin);
+        self.origin_unix_seconds.saturating_add(elapsed.as_secs())
+    }
+
+    fn origin(&self) -> Instant {
+        self.origin
+    }
+}

@@ -1,0 +1,359 @@
+//! The client endpoint: connects with a connect token, then runs the connection, without I/O.
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+
+use crate::connection::{Connection, ConnectionStats, DISCONNECT_REDUNDANCY, Received, Refused};
+use crate::crypto::Cipher;
+use crate::packet::{CHALLENGE_TOKEN_BYTES, EncryptedHeader, PacketType, Request, Response};
+use crate::params::{ConnectionParams, DisconnectReason};
+use crate::reliable::{ReliabilityConfig, SendError};
+use crate::server::MAX_DATAGRAM_BYTES;
+use crate::token::ConnectToken;
+use crate::{Transmit, UnixClock};
+
+/// How often the client repeats a handshake packet until it is answered.
+pub const HANDSHAKE_RESEND_INTERVAL: Duration = Duration::from_millis(100);
+
+/// Where the client is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientState {
+    /// Handshaking with one of the token's servers.
+    Connecting,
+    /// Connected; messages flow.
+    Connected,
+    /// Done, for this reason.
+    Disconnected(DisconnectReason),
+}
+
+/// Something that happened, for the application.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClientEvent {
+    /// The handshake completed; these are the parameters the server dictated.
+    Connected {
+        /// Tick rate, keepalive, timeout, MTU and channels, as the server decided.
+        params: ConnectionParams,
+    },
+    /// A message arrived.
+    Message {
+        /// On which channel.
+        channel: u8,
+        /// The message.
+        message: Bytes,
+    },
+    /// The connection ended or never started.
+    Disconnected {
+        /// Why.
+        reason: DisconnectReason,
+    },
+}
+
+/// Why [`Client::send`] did not queue a message.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientSendError {
+    /// The client is not connected.
+    #[error("not connected")]
+    NotConnected,
+    /// The connection refused the message.
+    #[error(transparent)]
+    Send(#[from] SendError),
+}
+
+enum Phase {
+    SendingRequest {
+        last_sent: Option<Instant>,
+    },
+    SendingResponse {
+        last_sent: Option<Instant>,
+        challenge_sequence: u64,
+        challenge_token: Box<[u8; CHALLENGE_TOKEN_BYTES]>,
+    },
+    Connected(Box<Connection>),
+    Disconnected(DisconnectReason),
+}
+
+/// The client endpoint of the tickwire protocol.
+///
+/// Sans-IO, driven like the server: [`handle_datagram`](Self::handle_datagram) for each
+/// datagram from the server, [`handle_timeout`](Self::handle_timeout) when
+/// [`poll_timeout`](Self::poll_timeout) comes, [`poll_event`](Self::poll_event) until
+/// `None`, then [`poll_transmit`](Self::poll_transmit) until `None`.
+pub struct Client {
+    token: ConnectToken,
+    clock: UnixClock,
+    reliability: ReliabilityConfig,
+    server_index: usize,
+    /// When the handshake with the current server began.
+    server_started: Instant,
+    server_to_client: Cipher,
+    phase: Phase,
+    events: VecDeque<ClientEvent>,
+    /// Disconnect packets still to send.
+    farewells: VecDeque<(SocketAddr, Vec<u8>)>,
+    scratch: Box<[u8; MAX_DATAGRAM_BYTES]>,
+}
+
+impl Client {
+    /// A client that will connect with `token`; its clock reads `unix_time` at `now`.
+    /// `reliability` bounds what this client buffers (channels and MTU come from the server).
+    pub fn new(
+        token: ConnectToken,
+        now: Instant,
+        unix_time: u64,
+        reliability: ReliabilityConfig,
+    ) -> Self {
+        Self {
+            server_to_client: Cipher::new(&token.server_to_client_key),
+            token,
+            clock: UnixClock::new(now, unix_time),
+            reliability,
+            server_index: 0,
+            server_started: now,
+            phase: Phase::SendingRequest { last_sent: None },
+            events: VecDeque::new(),
+            farewells: VecDeque::new(),
+            scratch: Box::new([0; MAX_DATAGRAM_BYTES]),
+        }
+    }
+
+    /// Where the client is.
+    pub fn state(&self) -> ClientState {
+        match &self.phase {
+            Phase::SendingRequest { .. } | Phase::SendingResponse { .. } => ClientState::Connecting,
+            Phase::Connected(_) => ClientState::Connected,
+            Phase::Disconnected(reason) => ClientState::Disconnected(*reason),
+        }
+    }
+
+    /// The server being connected to (or connected).
+    pub fn server_address(&self) -> SocketAddr {
+        self.token.server_addresses[self.server_index]
+    }
+
+    /// Figures about the connection, once connected.
+    pub fn stats(&self) -> Option<ConnectionStats> {
+        match &self.phase {
+            Phase::Connected(connection) => Some(connection.stats()),
+            _ => None,
+        }
+    }
+
+    fn end(&mut self, reason: DisconnectReason) {
+        if !matches!(self.phase, Phase::Disconnected(_)) {
+            self.phase = Phase::Disconnected(reason);
+            self.events.push_back(ClientEvent::Disconnected { reason });
+        }
+    }
+
+    /// Takes in one datagram; anything not from the server, or not authentic, is ignored.
+    pub fn handle_datagram(&mut self, now: Instant, from: SocketAddr, datagram: &[u8]) {
+        if from != self.server_address() || datagram.len() > MAX_DATAGRAM_BYTES {
+            return;
+        }
+        let Some(header) = EncryptedHeader::read(datagram) else {
+            return;
+        };
+        match &mut self.phase {
+            Phase::Connected(connection) => {
+                match connection.handle_datagram(now, header, datagram, &mut self.scratch[..]) {
+                    Ok(Received::Payload) => {
+                        while let Some((channel, message)) = connection.receive() {
+                            self.events
+                                .push_back(ClientEvent::Message { channel, message });
+                        }
+                    }
+                    Ok(Received::Disconnect(reason)) => self.end(reason),
+                    Ok(Received::Other)
+                    | Err(Refused::Replay | Refused::Unauthenticated | Refused::Malformed) => {}
+                    Err(Refused::Fatal(reason)) => self.close(now, reason),
+                }
+            }
+            Phase::SendingRequest { .. } | Phase::SendingResponse { .. } => {
+                self.handle_handshake_reply(now, header, datagram);
+            }
+            Phase::Disconnected(_) => {}
+        }
+    }
+
+    fn handle_handshake_reply(&mut self, now: Instant, header: EncryptedHeader, datagram: &[u8]) {
+        let Some(body) = header.open(
+            datagram,
+            &self.server_to_client,
+            self.token.protocol_id,
+            &mut self.scratch[..],
+        ) else {
+            return;
+        };
+        match (header.packet_type, &self.phase) {
+            (PacketType::Denied, _) => {
+                let reason = body.first().map_or(DisconnectReason::Other(0), |code| {
+                    DisconnectReason::from_code(*code)
+                });
+                self.end(reason);
+            }
+            (PacketType::Challenge, Phase::SendingRequest { .. }) => {
+                let Some(sequence) = body.get(..8) else {
+                    return;
+                };
+                let Some(token) = body.get(8..8 + CHALLENGE_TOKEN_BYTES) else {
+                    return;
+                };
+                let mut challenge_token = Box::new([0u8; CHALLENGE_TOKEN_BYTES]);
+                challenge_token.copy_from_slice(token);
+                self.phase = Phase::SendingResponse {
+                    last_sent: None,
+                    challenge_sequence: u64::from_le_bytes(sequence.try_into().unwrap_or_default()),
+                    challenge_token,
+                };
+            }
+            (PacketType::Accepted, Phase::SendingResponse { .. }) => {
+                let Some(params) = ConnectionParams::read(body) else {
+                    return;
+                };
+                let connection = Connection::new(
+                    now,
+                    self.server_address(),
+                    0,
+                    self.token.protocol_id,
+                    &self.token.client_to_server_key,
+                    &self.token.server_to_client_key,
+                    &params,
+                    &self.reliability,
+                );
+                match connection {
+                    Ok(mut connection) => {
+                        // The accepted packet came through this connection's sequence space.
+                        connection.note_received(header.sequence, now);
+                        self.phase = Phase::Connected(Box::new(connection));
+                        self.events.push_back(ClientEvent::Connected { params });
+                    }
+                    Err(_) => self.end(DisconnectReason::ProtocolViolation),
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Gives up on handshakes and connections that have gone quiet.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        match &self.phase {
+            Phase::SendingRequest { .. } | Phase::SendingResponse { .. } => {
+                if self.clock.unix_seconds(now) >= self.token.expire_timestamp {
+                    return self.end(DisconnectReason::HandshakeTimedOut);
+                }
+                let timeout = Duration::from_secs(self.token.timeout_seconds.into());
+                if now.saturating_duration_since(self.server_started) >= timeout {
+                    if self.server_index + 1 < self.token.server_addresses.len() {
+                        // Try the token's next server from the start.
+                        self.server_index += 1;
+                        self.server_started = now;
+                        self.phase = Phase::SendingRequest { last_sent: None };
+                    } else {
+                        self.end(DisconnectReason::HandshakeTimedOut);
+                    }
+                }
+            }
+            Phase::Connected(connection) => {
+                if connection.is_timed_out(now) {
+                    self.end(DisconnectReason::TimedOut);
+                }
+            }
+            Phase::Disconnected(_) => {}
+        }
+    }
+
+    /// When `handle_timeout` or `poll_transmit` next has something to do.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let handshake_deadline =
+            self.server_started + Duration::from_secs(self.token.timeout_seconds.into());
+        match &self.phase {
+            Phase::SendingRequest { last_sent } | Phase::SendingResponse { last_sent, .. } => {
+                let resend =
+                    last_sent.map_or(self.server_started, |sent| sent + HANDSHAKE_RESEND_INTERVAL);
+                Some(resend.min(handshake_deadline))
+            }
+            Phase::Connected(connection) => Some(connection.next_timeout()),
+            Phase::Disconnected(_) => None,
+        }
+    }
+
+    /// The next thing that happened.
+    pub fn poll_event(&mut self) -> Option<ClientEvent> {
+        self.events.pop_front()
+    }
+
+    /// Queues a message for the server.
+    pub fn send(&mut self, channel: u8, message: Bytes) -> Result<(), ClientSendError> {
+        match &mut self.phase {
+            Phase::Connected(connection) => Ok(connection.send(channel, message)?),
+            _ => Err(ClientSendError::NotConnected),
+        }
+    }
+
+    /// Ends the connection, telling the server (redundantly).
+    pub fn disconnect(&mut self, now: Instant) {
+        self.close(now, DisconnectReason::Requested);
+    }
+
+    fn close(&mut self, now: Instant, reason: DisconnectReason) {
+        if let Phase::Connected(connection) = &mut self.phase {
+            for _ in 0..DISCONNECT_REDUNDANCY {
+                let mut packet = vec![0u8; 64];
+                if let Some(len) = connection.write_control(
+                    now,
+                    PacketType::Disconnect,
+                    &[reason.code()],
+                    &mut packet,
+                ) {
+                    packet.truncate(len);
+                    self.farewells.push_back((connection.address, packet));
+                }
+            }
+        }
+        self.end(reason);
+    }
+
+    /// Writes the next datagram to send into `buf` (at least the MTU) and says where it goes.
+    pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
+        if let Some((destination, packet)) = self.farewells.pop_front() {
+            let len = packet.len().min(buf.len());
+            buf[..len].copy_from_slice(&packet[..len]);
+            return Some(Transmit { destination, len });
+        }
+        let destination = self.server_address();
+        let due = |last_sent: &Option<Instant>| {
+            last_sent
+                .is_none_or(|sent| now.saturating_duration_since(sent) >= HANDSHAKE_RESEND_INTERVAL)
+        };
+        let len = match &mut self.phase {
+            Phase::SendingRequest { last_sent } if due(last_sent) => {
+                *last_sent = Some(now);
+                Request {
+                    protocol_id: self.token.protocol_id,
+                    expire_timestamp: self.token.expire_timestamp,
+                    nonce: self.token.nonce,
+                    private_token: &self.token.private_token,
+                }
+                .write(buf)?
+            }
+            Phase::SendingResponse {
+                last_sent,
+                challenge_sequence,
+                challenge_token,
+            } if due(last_sent) => {
+                *last_sent = Some(now);
+                Response {
+                    challenge_sequence: *challenge_sequence,
+                    challenge_token,
+                }
+                .write(buf)?
+            }
+            Phase::Connected(connection) => connection.write_payload(now, buf)?,
+            _ => return None,
+        };
+        Some(Transmit { destination, len })
+    }
+}

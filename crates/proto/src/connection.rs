@@ -1,0 +1,246 @@
+//! An established connection, as either endpoint sees it: its ciphers and packet sequence,
+//! replay protection, reliability and channels, keepalives and timeout.
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+
+use crate::crypto::{Cipher, Key};
+use crate::packet::{ENCRYPTED_OVERHEAD_MAX, EncryptedHeader, PacketType, write_encrypted};
+use crate::params::{ConnectionParams, DisconnectReason};
+use crate::reliable::{Reliability, ReliabilityConfig, ReliabilityStats, SendError};
+use crate::replay::ReplayWindow;
+
+/// Disconnect packets sent when a side closes, so one lost datagram does not leave the
+/// other waiting for its timeout.
+pub(crate) const DISCONNECT_REDUNDANCY: usize = 3;
+
+/// Figures about one connection.
+#[derive(Debug, Clone)]
+pub struct ConnectionStats {
+    /// Acks, round-trip time and loss, from the reliability layer.
+    pub reliability: ReliabilityStats,
+    /// Encrypted packets sent.
+    pub packets_sent: u64,
+    /// Encrypted packets that authenticated and were accepted.
+    pub packets_received: u64,
+    /// Packets refused as replays (a sequence seen before or too old).
+    pub packets_replayed: u64,
+    /// Packets that did not authenticate under this connection's key.
+    pub packets_unauthenticated: u64,
+    /// Payloads the reliability layer refused as malformed.
+    pub payloads_malformed: u64,
+}
+
+/// What an authenticated packet meant.
+pub(crate) enum Received {
+    /// Acks and messages were taken in; read them with [`Connection::receive`].
+    Payload,
+    /// The peer closed the connection.
+    Disconnect(DisconnectReason),
+    /// A packet type this side ignores once connected (a repeated handshake reply).
+    Other,
+}
+
+/// Why a packet was not taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Refused {
+    Replay,
+    Unauthenticated,
+    Malformed,
+    /// The peer broke the protocol badly enough to end the connection.
+    Fatal(DisconnectReason),
+}
+
+pub(crate) struct Connection {
+    pub(crate) address: SocketAddr,
+    pub(crate) client_id: u64,
+    protocol_id: u64,
+    send_cipher: Cipher,
+    receive_cipher: Cipher,
+    send_sequence: u64,
+    replay: ReplayWindow,
+    reliability: Reliability,
+    keepalive_interval: Duration,
+    timeout: Duration,
+    last_sent: Instant,
+    last_received: Instant,
+    stats: ConnectionStats,
+}
+
+impl Connection {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        now: Instant,
+        address: SocketAddr,
+        client_id: u64,
+        protocol_id: u64,
+        send_key: &Key,
+        receive_key: &Key,
+        params: &ConnectionParams,
+        reliability: &ReliabilityConfig,
+    ) -> Result<Self, crate::reliable::ConfigError> {
+        let reliability = Reliability::new(ReliabilityConfig {
+            channels: params.channels.clone(),
+            max_packet_payload: usize::from(params.mtu) - ENCRYPTED_OVERHEAD_MAX,
+            max_message_size: params.max_message_size as usize,
+            ..reliability.clone()
+        })?;
+        Ok(Self {
+            address,
+            client_id,
+            protocol_id,
+            send_cipher: Cipher::new(send_key),
+            receive_cipher: Cipher::new(receive_key),
+            send_sequence: 0,
+            replay: ReplayWindow::default(),
+            reliability,
+            keepalive_interval: params.keepalive_interval,
+            timeout: params.timeout,
+            last_sent: now,
+            last_received: now,
+            stats: ConnectionStats {
+                reliability: ReliabilityStats::default(),
+                packets_sent: 0,
+                packets_received: 0,
+                packets_replayed: 0,
+                packets_unauthenticated: 0,
+                payloads_malformed: 0,
+            },
+        })
+    }
+
+    /// Authenticates, de-duplicates and takes in one datagram from the peer.
+    pub(crate) fn handle_datagram(
+        &mut self,
+        now: Instant,
+        header: EncryptedHeader,
+        datagram: &[u8],
+        scratch: &mut [u8],
+    ) -> Result<Received, Refused> {
+        if self.replay.is_replay(header.sequence) {
+            self.stats.packets_replayed += 1;
+            return Err(Refused::Replay);
+        }
+        let Some(body) = header.open(datagram, &self.receive_cipher, self.protocol_id, scratch)
+        else {
+            self.stats.packets_unauthenticated += 1;
+            return Err(Refused::Unauthenticated);
+        };
+        self.replay.accept(header.sequence);
+        self.last_received = now;
+        self.stats.packets_received += 1;
+        match header.packet_type {
+            PacketType::Payload => match self.reliability.read_packet(now, body) {
+                Ok(()) => Ok(Received::Payload),
+                Err(error) if error.is_fatal() => {
+                    Err(Refused::Fatal(DisconnectReason::ProtocolViolation))
+                }
+                Err(_) => {
+                    self.stats.payloads_malformed += 1;
+                    Err(Refused::Malformed)
+                }
+            },
+            PacketType::Disconnect => match body {
+                [code] => Ok(Received::Disconnect(DisconnectReason::from_code(*code))),
+                _ => Err(Refused::Malformed),
+            },
+            _ => Ok(Received::Other),
+        }
+    }
+
+    /// Records a packet that authenticated outside `handle_datagram` (the client's accepted
+    /// packet, opened during the handshake), so a copy of it is a replay.
+    pub(crate) fn note_received(&mut self, sequence: u64, now: Instant) {
+        if !self.replay.is_replay(sequence) {
+            self.replay.accept(sequence);
+        }
+        self.last_received = now;
+    }
+
+    /// Queues a message on a channel.
+    pub(crate) fn send(&mut self, channel: u8, message: Bytes) -> Result<(), SendError> {
+        self.reliability.send(channel, message)
+    }
+
+    /// The next message the peer sent, in delivery order.
+    pub(crate) fn receive(&mut self) -> Option<(u8, Bytes)> {
+        self.reliability.receive()
+    }
+
+    fn next_sequence(&mut self) -> u64 {
+        let sequence = self.send_sequence;
+        self.send_sequence += 1;
+        sequence
+    }
+
+    /// Writes the next payload packet into `buf`: data, owed acks, or a keepalive when the
+    /// connection has been quiet for the keepalive interval. `None` when nothing is due.
+    pub(crate) fn write_payload(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
+        let force = now.saturating_duration_since(self.last_sent) >= self.keepalive_interval;
+        let sequence = self.send_sequence;
+        let reliability = &mut self.reliability;
+        let len = write_encrypted(
+            buf,
+            PacketType::Payload,
+            sequence,
+            &self.send_cipher,
+            self.protocol_id,
+            |body| reliability.write_packet(now, body, force),
+        )?;
+        self.next_sequence();
+        self.last_sent = now;
+        self.stats.packets_sent += 1;
+        Some(len)
+    }
+
+    /// Writes an encrypted control packet (accepted, disconnect, denied) with `body`.
+    pub(crate) fn write_control(
+        &mut self,
+        now: Instant,
+        packet_type: PacketType,
+        body: &[u8],
+        buf: &mut [u8],
+    ) -> Option<usize> {
+        let sequence = self.send_sequence;
+        let len = write_encrypted(
+            buf,
+            packet_type,
+            sequence,
+            &self.send_cipher,
+            self.protocol_id,
+            |out| {
+                out.get_mut(..body.len())?.copy_from_slice(body);
+                Some(body.len())
+            },
+        )?;
+        self.next_sequence();
+        self.last_sent = now;
+        self.stats.packets_sent += 1;
+        Some(len)
+    }
+
+    /// Whether the peer has been silent past the timeout.
+    pub(crate) fn is_timed_out(&self, now: Instant) -> bool {
+        now.saturating_duration_since(self.last_received) >= self.timeout
+    }
+
+    /// When this connection next needs attention: a keepalive, a resend or its timeout.
+    pub(crate) fn next_timeout(&self) -> Instant {
+        let keepalive = self.last_sent + self.keepalive_interval;
+        let timeout = self.last_received + self.timeout;
+        let mut next = keepalive.min(timeout);
+        if let Some(resend) = self.reliability.next_timeout() {
+            next = next.min(resend);
+        }
+        next
+    }
+
+    pub(crate) fn stats(&self) -> ConnectionStats {
+        ConnectionStats {
+            reliability: self.reliability.stats(),
+            ..self.stats.clone()
+        }
+    }
+}

@@ -1,0 +1,757 @@
+//! The server endpoint: accepts connections from clients holding connect tokens and runs
+//! every established connection, without I/O.
+
+use std::collections::{HashMap, VecDeque};
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+
+use crate::connection::{Connection, ConnectionStats, DISCONNECT_REDUNDANCY, Received, Refused};
+use crate::crypto::{Cipher, Key, TAG_BYTES};
+use crate::packet::{
+    CHALLENGE_TOKEN_BYTES, ChallengeToken, EncryptedHeader, PacketType, Request, Response,
+    write_encrypted,
+};
+use crate::params::{ConnectionParams, DisconnectReason, ParamsError};
+use crate::reliable::{ReliabilityConfig, SendError};
+use crate::token::{PrivateToken, TokenError, USER_DATA_BYTES};
+use crate::{Transmit, UnixClock};
+
+/// Largest datagram the server reads; anything longer is not a tickwire packet.
+pub const MAX_DATAGRAM_BYTES: usize = 2048;
+/// Handshake replies waiting for `poll_transmit`; beyond this, new requests are dropped
+/// (and counted) until the driver catches up.
+const MAX_PENDING_REPLIES: usize = 1024;
+/// Largest handshake reply: a challenge packet.
+const MAX_REPLY_BYTES: usize = 1 + 8 + 8 + CHALLENGE_TOKEN_BYTES + TAG_BYTES;
+
+/// How a server runs.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// The game's protocol id; requests for others are dropped.
+    pub protocol_id: u64,
+    /// The key connect tokens are sealed with (shared with the token issuer).
+    pub private_key: Key,
+    /// This server's public addresses; a token must name one of them.
+    pub public_addresses: Vec<SocketAddr>,
+    /// Most clients connected at once; others are denied with [`DisconnectReason::ServerFull`].
+    pub max_clients: usize,
+    /// What every client is told in the accepted packet.
+    pub params: ConnectionParams,
+    /// Per-connection bounds of the reliability layer (channels and payload size come from
+    /// `params`).
+    pub reliability: ReliabilityConfig,
+    /// Connect tokens remembered to refuse their reuse from another address.
+    pub max_remembered_tokens: usize,
+}
+
+impl ServerConfig {
+    /// A configuration with default parameters for `public_addresses`.
+    pub fn new(protocol_id: u64, private_key: Key, public_addresses: Vec<SocketAddr>) -> Self {
+        Self {
+            protocol_id,
+            private_key,
+            public_addresses,
+            max_clients: 4096,
+            params: ConnectionParams::default(),
+            reliability: ReliabilityConfig::default(),
+            max_remembered_tokens: 16_384,
+        }
+    }
+}
+
+/// Identifies a connection on one server; never reused for a later connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ConnectionId {
+    slot: u32,
+    generation: u32,
+}
+
+/// Something that happened, for the application.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ServerEvent {
+    /// A client completed the handshake.
+    Connected {
+        /// The new connection.
+        connection: ConnectionId,
+        /// The client id from its connect token.
+        client_id: u64,
+        /// Where the client's packets come from.
+        address: SocketAddr,
+        /// Application data from the connect token.
+        user_data: Box<[u8; USER_DATA_BYTES]>,
+    },
+    /// A message arrived.
+    Message {
+        /// From whom.
+        connection: ConnectionId,
+        /// On which channel.
+        channel: u8,
+        /// The message.
+        message: Bytes,
+    },
+    /// A connection ended.
+    Disconnected {
+        /// Which connection.
+        connection: ConnectionId,
+        /// Its client id.
+        client_id: u64,
+        /// Why.
+        reason: DisconnectReason,
+    },
+}
+
+/// Why [`Server::send`] did not queue a message.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerSendError {
+    /// The connection has ended (or never existed).
+    #[error("no such connection")]
+    UnknownConnection,
+    /// The connection refused the message.
+    #[error(transparent)]
+    Send(#[from] SendError),
+}
+
+/// Why a datagram was dropped, counted in [`ServerStats`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DropReason {
+    /// Not a tickwire packet, or a malformed one.
+    Malformed,
+    /// A connection request for another protocol id.
+    WrongProtocol,
+    /// A connect token past its expiry.
+    TokenExpired,
+    /// A connect token whose private part does not authenticate.
+    TokenTampered,
+    /// A connect token that does not name this server.
+    TokenWrongServer,
+    /// A connect token already used from another address.
+    TokenReplayed,
+    /// A challenge response that does not authenticate or expired.
+    ChallengeInvalid,
+    /// An encrypted packet from an address with no connection.
+    UnknownAddress,
+    /// An encrypted packet whose sequence was already seen.
+    PacketReplayed,
+    /// An encrypted packet that does not authenticate under its connection's key.
+    Unauthenticated,
+    /// The handshake reply queue was full.
+    Overloaded,
+}
+
+/// Counters of everything the server received, sent and dropped.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ServerStats {
+    /// Datagrams handed to `handle_datagram`.
+    pub datagrams_received: u64,
+    /// Bytes handed to `handle_datagram`.
+    pub bytes_received: u64,
+    /// Datagrams returned by `poll_transmit`.
+    pub datagrams_sent: u64,
+    /// Bytes returned by `poll_transmit`.
+    pub bytes_sent: u64,
+    /// Bytes sent in reply to packets from clients not yet connected (requests and
+    /// responses); never more than the bytes those packets carried.
+    pub handshake_bytes_sent: u64,
+    /// Bytes of requests and responses received from clients not yet connected.
+    pub handshake_bytes_received: u64,
+    /// Connections accepted.
+    pub connections_accepted: u64,
+    /// Connection attempts denied (full, or client id already connected).
+    pub connections_denied: u64,
+    /// Dropped datagrams, by reason.
+    pub dropped: DropCounts,
+}
+
+/// Dropped datagrams by [`DropReason`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[allow(missing_docs)]
+pub struct DropCounts {
+    pub malformed: u64,
+    pub wrong_protocol: u64,
+    pub token_expired: u64,
+    pub token_tampered: u64,
+    pub token_wrong_server: u64,
+    pub token_replayed: u64,
+    pub challenge_invalid: u64,
+    pub unknown_address: u64,
+    pub packet_replayed: u64,
+    pub unauthenticated: u64,
+    pub overloaded: u64,
+}
+
+impl DropCounts {
+    fn count(&mut self, reason: DropReason) {
+        let counter = match reason {
+            DropReason::Malformed => &mut self.malformed,
+            DropReason::WrongProtocol => &mut self.wrong_protocol,
+            DropReason::TokenExpired => &mut self.token_expired,
+            DropReason::TokenTampered => &mut self.token_tampered,
+            DropReason::TokenWrongServer => &mut self.token_wrong_server,
+            DropReason::TokenReplayed => &mut self.token_replayed,
+            DropReason::ChallengeInvalid => &mut self.challenge_invalid,
+            DropReason::UnknownAddress => &mut self.unknown_address,
+            DropReason::PacketReplayed => &mut self.packet_replayed,
+            DropReason::Unauthenticated => &mut self.unauthenticated,
+            DropReason::Overloaded => &mut self.overloaded,
+        };
+        *counter += 1;
+    }
+
+    /// All drops together.
+    pub fn total(&self) -> u64 {
+        self.malformed
+            + self.wrong_protocol
+            + self.token_expired
+            + self.token_tampered
+            + self.token_wrong_server
+            + self.token_replayed
+            + self.challenge_invalid
+            + self.unknown_address
+            + self.packet_replayed
+            + self.unauthenticated
+            + self.overloaded
+    }
+}
+
+/// A handshake or disconnect datagram waiting to be sent.
+struct PendingReply {
+    to: SocketAddr,
+    len: usize,
+    bytes: [u8; MAX_REPLY_BYTES],
+}
+
+/// Connect tokens already used, by their authentication tag, so a token seen from a second
+/// address is refused. Bounded: the oldest entries go first.
+struct UsedTokens {
+    by_tag: HashMap<[u8; TAG_BYTES], SocketAddr>,
+    order: VecDeque<[u8; TAG_BYTES]>,
+    capacity: usize,
+}
+
+impl UsedTokens {
+    /// Records `tag` for `from`; false when the token was already used from elsewhere.
+    fn claim(&mut self, tag: [u8; TAG_BYTES], from: SocketAddr) -> bool {
+        if let Some(first) = self.by_tag.get(&tag) {
+            return *first == from;
+        }
+        if self.order.len() >= self.capacity
+            && let Some(oldest) = self.order.pop_front()
+        {
+            self.by_tag.remove(&oldest);
+        }
+        self.by_tag.insert(tag, from);
+        self.order.push_back(tag);
+        true
+    }
+}
+
+struct Slot {
+    generation: u32,
+    connection: Option<Connection>,
+}
+
+/// The server endpoint of the tickwire protocol.
+///
+/// Sans-IO: the driver owns the socket and the clock. Its loop, for every batch of datagrams:
+///
+/// 1. [`handle_datagram`](Self::handle_datagram) for each datagram received;
+/// 2. [`poll_event`](Self::poll_event) until `None`, handing connections, messages and
+///    disconnects to the game, which calls [`send`](Self::send) and
+///    [`disconnect`](Self::disconnect);
+/// 3. [`handle_timeout`](Self::handle_timeout) when the time from
+///    [`poll_timeout`](Self::poll_timeout) has come (keepalives, resends, timeouts), then
+///    `poll_event` again;
+/// 4. [`poll_transmit`](Self::poll_transmit) until `None`, sending each datagram;
+/// 5. sleep until the next datagram or `poll_timeout`.
+pub struct Server {
+    config: ServerConfig,
+    token_cipher: Cipher,
+    challenge_cipher: Cipher,
+    challenge_sequence: u64,
+    clock: UnixClock,
+    slots: Vec<Slot>,
+    free_slots: Vec<u32>,
+    by_address: HashMap<SocketAddr, u32>,
+    by_client_id: HashMap<u64, u32>,
+    used_tokens: UsedTokens,
+    replies: VecDeque<PendingReply>,
+    events: VecDeque<ServerEvent>,
+    /// Where the next `poll_transmit` starts looking, so connections take turns.
+    transmit_cursor: usize,
+    scratch: Box<[u8; MAX_DATAGRAM_BYTES]>,
+    stats: ServerStats,
+}
+
+impl Server {
+    /// A server whose clock reads `unix_time` seconds at `now`. `rng` supplies the key that
+    /// seals challenge tokens, fresh for every server so challenge nonces never repeat
+    /// under one key.
+    pub fn new(
+        config: ServerConfig,
+        now: Instant,
+        unix_time: u64,
+        rng: &mut (impl rand::CryptoRng + ?Sized),
+    ) -> Result<Self, ParamsError> {
+        config.params.validate()?;
+        Ok(Self {
+            token_cipher: Cipher::new(&config.private_key),
+            challenge_cipher: Cipher::new(&Key::random(rng)),
+            challenge_sequence: 0,
+            clock: UnixClock::new(now, unix_time),
+            slots: Vec::new(),
+            free_slots: Vec::new(),
+            by_address: HashMap::new(),
+            by_client_id: HashMap::new(),
+            used_tokens: UsedTokens {
+                by_tag: HashMap::new(),
+                order: VecDeque::new(),
+                capacity: config.max_remembered_tokens.max(1),
+            },
+            replies: VecDeque::new(),
+            events: VecDeque::new(),
+            transmit_cursor: 0,
+            scratch: Box::new([0; MAX_DATAGRAM_BYTES]),
+            stats: ServerStats::default(),
+            config,
+        })
+    }
+
+    /// Counters of traffic and drops.
+    pub fn stats(&self) -> &ServerStats {
+        &self.stats
+    }
+
+    /// Clients connected now.
+    pub fn connection_count(&self) -> usize {
+        self.by_address.len()
+    }
+
+    /// Figures about one connection.
+    pub fn connection_stats(&self, id: ConnectionId) -> Option<ConnectionStats> {
+        self.connection(id).map(Connection::stats)
+    }
+
+    fn connection(&self, id: ConnectionId) -> Option<&Connection> {
+        let slot = self.slots.get(id.slot as usize)?;
+        (slot.generation == id.generation)
+            .then_some(slot.connection.as_ref())
+            .flatten()
+    }
+
+    fn connection_mut(&mut self, id: ConnectionId) -> Option<&mut Connection> {
+        let slot = self.slots.get_mut(id.slot as usize)?;
+        (slot.generation == id.generation)
+            .then_some(slot.connection.as_mut())
+            .flatten()
+    }
+
+    fn id_of(&self, slot: u32) -> ConnectionId {
+        ConnectionId {
+            slot,
+            generation: self.slots[slot as usize].generation,
+        }
+    }
+
+    fn drop_datagram(&mut self, reason: DropReason) {
+        self.stats.dropped.count(reason);
+    }
+
+    /// Takes in one datagram. Never fails: whatever is wrong with it is counted in
+    /// [`stats`](Self::stats) and the datagram dropped.
+    pub fn handle_datagram(&mut self, now: Instant, from: SocketAddr, datagram: &[u8]) {
+        self.stats.datagrams_received += 1;
+        self.stats.bytes_received += datagram.len() as u64;
+        if datagram.len() > MAX_DATAGRAM_BYTES {
+            return self.drop_datagram(DropReason::Malformed);
+        }
+        if let Some(&slot) = self.by_address.get(&from) {
+            return self.handle_connected(now, from, slot, datagram);
+        }
+        match PacketType::of(datagram) {
+            Some(PacketType::Request) => self.handle_request(now, from, datagram),
+            Some(PacketType::Response) => self.handle_response(now, from, datagram),
+            Some(_) => self.drop_datagram(DropReason::UnknownAddress),
+            None => self.drop_datagram(DropReason::Malformed),
+        }
+    }
+
+    fn handle_connected(&mut self, now: Instant, from: SocketAddr, slot: u32, datagram: &[u8]) {
+        let id = self.id_of(slot);
+        if PacketType::of(datagram) == Some(PacketType::Response) {
+            // The client has not seen our accepted packet yet; say it again, but only for a
+            // genuine response: anything less would let a spoofed byte buy a larger reply.
+            if self
+                .open_response(datagram, now)
+                .is_some_and(|(challenge, _)| challenge.client_address == from)
+            {
+                return self.send_accepted(now, slot);
+            }
+            return self.drop_datagram(DropReason::ChallengeInvalid);
+        }
+        let Some(header) = EncryptedHeader::read(datagram) else {
+            return self.drop_datagram(DropReason::Malformed);
+        };
+        let Some(connection) = self.slots[slot as usize].connection.as_mut() else {
+            return;
+        };
+        match connection.handle_datagram(now, header, datagram, &mut self.scratch[..]) {
+            Ok(Received::Payload) => {
+                while let Some((channel, message)) = connection.receive() {
+                    self.events.push_back(ServerEvent::Message {
+                        connection: id,
+                        channel,
+                        message,
+                    });
+                }
+            }
+            Ok(Received::Disconnect(reason)) => self.remove(slot, reason, false, now),
+            Ok(Received::Other) => {}
+            Err(Refused::Replay) => self.drop_datagram(DropReason::PacketReplayed),
+            Err(Refused::Unauthenticated) => self.drop_datagram(DropReason::Unauthenticated),
+            Err(Refused::Malformed) => self.drop_datagram(DropReason::Malformed),
+            Err(Refused::Fatal(reason)) => self.remove(slot, reason, true, now),
+        }
+    }
+
+    fn handle_request(&mut self, now: Instant, from: SocketAddr, datagram: &[u8]) {
+        let Some(request) = Request::read(datagram) else {
+            return self.drop_datagram(DropReason::Malformed);
+        };
+        if request.protocol_id != self.config.protocol_id {
+            return self.drop_datagram(DropReason::WrongProtocol);
+        }
+        let unix_now = self.clock.unix_seconds(now);
+        if request.expire_timestamp <= unix_now {
+            return self.drop_datagram(DropReason::TokenExpired);
+        }
+        let private = match PrivateToken::open_with(
+            request.private_token,
+            &self.token_cipher,
+            request.protocol_id,
+            request.expire_timestamp,
+            request.nonce,
+        ) {
+            Ok(private) => private,
+            Err(TokenError::Tampered) => return self.drop_datagram(DropReason::TokenTampered),
+            Err(_) => return self.drop_datagram(DropReason::Malformed),
+        };
+        if !private
+            .server_addresses
+            .iter()
+            .any(|address| self.config.public_addresses.contains(address))
+        {
+            return self.drop_datagram(DropReason::TokenWrongServer);
+        }
+        let mut tag = [0u8; TAG_BYTES];
+        tag.copy_from_slice(&request.private_token[request.private_token.len() - TAG_BYTES..]);
+        if !self.used_tokens.claim(tag, from) {
+            return self.drop_datagram(DropReason::TokenReplayed);
+        }
+        if self.replies.len() >= MAX_PENDING_REPLIES {
+            return self.drop_datagram(DropReason::Overloaded);
+        }
+        self.stats.handshake_bytes_received += datagram.len() as u64;
+        let server_to_client = Cipher::new(&private.server_to_client_key);
+        if self.by_client_id.contains_key(&private.client_id) {
+            return self.deny(from, &server_to_client, DisconnectReason::AlreadyConnected);
+        }
+        if self.by_address.len() >= self.config.max_clients {
+            return self.deny(from, &server_to_client, DisconnectReason::ServerFull);
+        }
+
+        let sequence = self.challenge_sequence;
+        self.challenge_sequence += 1;
+        let challenge = ChallengeToken {
+            client_id: private.client_id,
+            expire_timestamp: request.expire_timestamp,
+            client_address: from,
+            client_to_server_key: private.client_to_server_key,
+            server_to_client_key: private.server_to_client_key,
+            user_data: private.user_data,
+        };
+        let sealed = challenge.seal(&self.challenge_cipher, self.config.protocol_id, sequence);
+        let mut reply = PendingReply {
+            to: from,
+            len: 0,
+            bytes: [0; MAX_REPLY_BYTES],
+        };
+        // The challenge packet's own sequence is the challenge sequence: unique per server.
+        let written = write_encrypted(
+            &mut reply.bytes,
+            PacketType::Challenge,
+            sequence,
+            &server_to_client,
+            self.config.protocol_id,
+            |body| {
+                body.get_mut(..8)?.copy_from_slice(&sequence.to_le_bytes());
+                body.get_mut(8..8 + CHALLENGE_TOKEN_BYTES)?
+                    .copy_from_slice(&sealed);
+                Some(8 + CHALLENGE_TOKEN_BYTES)
+            },
+        );
+        if let Some(len) = written {
+            reply.len = len;
+            self.stats.handshake_bytes_sent += len as u64;
+            self.replies.push_back(reply);
+        }
+    }
+
+    fn deny(&mut self, to: SocketAddr, cipher: &Cipher, reason: DisconnectReason) {
+        self.stats.connections_denied += 1;
+        let mut reply = PendingReply {
+            to,
+            len: 0,
+            bytes: [0; MAX_REPLY_BYTES],
+        };
+        // Denials are rare and unordered; sequence 0 under the client's key is fine
+        // because the client only ever accepts one.
+        if let Some(len) = write_encrypted(
+            &mut reply.bytes,
+            PacketType::Denied,
+            0,
+            cipher,
+            self.config.protocol_id,
+            |body| {
+                *body.first_mut()? = reason.code();
+                Some(1)
+            },
+        ) {
+            reply.len = len;
+            self.stats.handshake_bytes_sent += len as u64;
+            self.replies.push_back(reply);
+        }
+    }
+
+    /// A response's challenge token, if it authenticates and has not expired.
+    fn open_response(&self, datagram: &[u8], now: Instant) -> Option<(ChallengeToken, u64)> {
+        let response = Response::read(datagram)?;
+        let challenge = ChallengeToken::open(
+            response.challenge_token,
+            &self.challenge_cipher,
+            self.config.protocol_id,
+            response.challenge_sequence,
+        )?;
+        (challenge.expire_timestamp > self.clock.unix_seconds(now))
+            .then_some((challenge, response.challenge_sequence))
+    }
+
+    fn handle_response(&mut self, now: Instant, from: SocketAddr, datagram: &[u8]) {
+        let Some((challenge, _)) = self.open_response(datagram, now) else {
+            return self.drop_datagram(DropReason::ChallengeInvalid);
+        };
+        if challenge.client_address != from {
+            return self.drop_datagram(DropReason::ChallengeInvalid);
+        }
+        self.stats.handshake_bytes_received += datagram.len() as u64;
+        if self.by_client_id.contains_key(&challenge.client_id) {
+            let cipher = Cipher::new(&challenge.server_to_client_key);
+            return self.deny(from, &cipher, DisconnectReason::AlreadyConnected);
+        }
+        if self.by_address.len() >= self.config.max_clients {
+            let cipher = Cipher::new(&challenge.server_to_client_key);
+            return self.deny(from, &cipher, DisconnectReason::ServerFull);
+        }
+        let connection = match Connection::new(
+            now,
+            from,
+            challenge.client_id,
+            self.config.protocol_id,
+            &challenge.server_to_client_key,
+            &challenge.client_to_server_key,
+            &self.config.params,
+            &self.config.reliability,
+        ) {
+            Ok(connection) => connection,
+            Err(_) => return self.drop_datagram(DropReason::Overloaded),
+        };
+        let slot = match self.free_slots.pop() {
+            Some(slot) => {
+                self.slots[slot as usize].connection = Some(connection);
+                slot
+            }
+            None => {
+                self.slots.push(Slot {
+                    generation: 0,
+                    connection: Some(connection),
+                });
+                (self.slots.len() - 1) as u32
+            }
+        };
+        self.by_address.insert(from, slot);
+        self.by_client_id.insert(challenge.client_id, slot);
+        self.stats.connections_accepted += 1;
+        self.events.push_back(ServerEvent::Connected {
+            connection: self.id_of(slot),
+            client_id: challenge.client_id,
+            address: from,
+            user_data: Box::new(challenge.user_data),
+        });
+        self.send_accepted(now, slot);
+    }
+
+    fn send_accepted(&mut self, now: Instant, slot: u32) {
+        if self.replies.len() >= MAX_PENDING_REPLIES {
+            return self.drop_datagram(DropReason::Overloaded);
+        }
+        let mut body = [0u8; 64];
+        let Some(body_len) = self.config.params.write(&mut body) else {
+            return;
+        };
+        let Some(connection) = self.slots[slot as usize].connection.as_mut() else {
+            return;
+        };
+        let mut reply = PendingReply {
+            to: connection.address,
+            len: 0,
+            bytes: [0; MAX_REPLY_BYTES],
+        };
+        if let Some(len) = connection.write_control(
+            now,
+            PacketType::Accepted,
+            &body[..body_len],
+            &mut reply.bytes,
+        ) {
+            reply.len = len;
+            self.stats.handshake_bytes_sent += len as u64;
+            self.replies.push_back(reply);
+        }
+    }
+
+    /// Queues `message` for a connection on `channel`. A reliable channel that overflows
+    /// its bound disconnects the client with [`DisconnectReason::ReliableQueueFull`] (a slow
+    /// client must not grow the server's memory) and returns the error.
+    pub fn send(
+        &mut self,
+        now: Instant,
+        id: ConnectionId,
+        channel: u8,
+        message: Bytes,
+    ) -> Result<(), ServerSendError> {
+        let Some(connection) = self.connection_mut(id) else {
+            return Err(ServerSendError::UnknownConnection);
+        };
+        match connection.send(channel, message) {
+            Ok(()) => Ok(()),
+            Err(SendError::QueueFull) => {
+                self.remove(id.slot, DisconnectReason::ReliableQueueFull, true, now);
+                Err(ServerSendError::Send(SendError::QueueFull))
+            }
+            Err(error) => Err(ServerSendError::Send(error)),
+        }
+    }
+
+    /// Ends a connection, telling the client why (redundantly, so one lost packet does not
+    /// matter). A [`ServerEvent::Disconnected`] follows.
+    pub fn disconnect(&mut self, now: Instant, id: ConnectionId, reason: DisconnectReason) {
+        if self.connection(id).is_some() {
+            self.remove(id.slot, reason, true, now);
+        }
+    }
+
+    fn remove(&mut self, slot: u32, reason: DisconnectReason, notify: bool, now: Instant) {
+        let id = self.id_of(slot);
+        let entry = &mut self.slots[slot as usize];
+        let Some(mut connection) = entry.connection.take() else {
+            return;
+        };
+        entry.generation = entry.generation.wrapping_add(1);
+        self.free_slots.push(slot);
+        self.by_address.remove(&connection.address);
+        self.by_client_id.remove(&connection.client_id);
+        if notify {
+            for _ in 0..DISCONNECT_REDUNDANCY {
+                let mut reply = PendingReply {
+                    to: connection.address,
+                    len: 0,
+                    bytes: [0; MAX_REPLY_BYTES],
+                };
+                if let Some(len) = connection.write_control(
+                    now,
+                    PacketType::Disconnect,
+                    &[reason.code()],
+                    &mut reply.bytes,
+                ) {
+                    reply.len = len;
+                    self.replies.push_back(reply);
+                }
+            }
+        }
+        self.events.push_back(ServerEvent::Disconnected {
+            connection: id,
+            client_id: connection.client_id,
+            reason,
+        });
+    }
+
+    /// Drops connections that have timed out. Keepalives and resends need no call here:
+    /// `poll_transmit` produces them when due.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        for slot in 0..self.slots.len() {
+            let timed_out = self.slots[slot]
+                .connection
+                .as_ref()
+                .is_some_and(|connection| connection.is_timed_out(now));
+            if timed_out {
+                self.remove(slot as u32, DisconnectReason::TimedOut, false, now);
+            }
+        }
+    }
+
+    /// The earliest time `handle_timeout` or `poll_transmit` has something to do.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.slots
+            .iter()
+            .filter_map(|slot| slot.connection.as_ref())
+            .map(Connection::next_timeout)
+            .min()
+    }
+
+    /// The next thing that happened.
+    pub fn poll_event(&mut self) -> Option<ServerEvent> {
+        self.events.pop_front()
+    }
+
+    /// Writes the next datagram to send into `buf` (at least the MTU) and says where it goes.
+    pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
+        if let Some(reply) = self.replies.pop_front() {
+            let len = reply.len.min(buf.len());
+            buf[..len].copy_from_slice(&reply.bytes[..len]);
+            return Some(self.sent(reply.to, len));
+        }
+        let count = self.slots.len();
+        let mtu = usize::from(self.config.params.mtu).min(buf.len());
+        for step in 0..count {
+            let slot = (self.transmit_cursor + step) % count;
+            let Some(connection) = self.slots[slot].connection.as_mut() else {
+                continue;
+            };
+            if let Some(len) = connection.write_payload(now, &mut buf[..mtu]) {
+                let to = connection.address;
+                // Round-robin, one packet at a time, so a busy connection cannot starve
+                // the others of the tick's sending.
+                self.transmit_cursor = slot + 1;
+                return Some(self.sent(to, len));
+            }
+        }
+        self.transmit_cursor = (self.transmit_cursor + 1) % count.max(1);
+        None
+    }
+
+    fn sent(&mut self, destination: SocketAddr, len: usize) -> Transmit {
+        self.stats.datagrams_sent += 1;
+        self.stats.bytes_sent += len as u64;
+        Transmit { destination, len }
+    }
+
+    /// The connection at `address`, if one is established.
+    pub fn connection_at(&self, address: SocketAddr) -> Option<ConnectionId> {
+        self.by_address.get(&address).map(|&slot| self.id_of(slot))
+    }
+
+    /// Time since the server's clock origin, for drivers that want a stable epoch.
+    pub fn uptime(&self, now: Instant) -> Duration {
+        now.saturating_duration_since(self.clock.origin())
+    }
+}
