@@ -171,6 +171,9 @@ struct SentRecord {
 /// A packet of ours that the peer just acknowledged.
 pub(crate) struct AckedPacket {
     pub(crate) sent_at: Instant,
+    /// Whether it asked for an ack. Only those give RTT samples: the peer acks the others
+    /// whenever it next has something to send, which says nothing about the path.
+    pub(crate) eliciting: bool,
     pub(crate) entries: Range<u64>,
 }
 
@@ -225,6 +228,7 @@ impl SentPackets {
         record.acked = true;
         Some(AckedPacket {
             sent_at: record.sent_at,
+            eliciting: record.eliciting,
             entries: start..record.entries_end,
         })
     }

@@ -471,8 +471,10 @@ impl Reliability {
                     .is_none_or(|largest| sequence_newer(sequence, largest))
             {
                 self.largest_acked = Some(sequence);
-                self.rtt
-                    .sample(now.saturating_duration_since(acked.sent_at));
+                if acked.eliciting {
+                    self.rtt
+                        .sample(now.saturating_duration_since(acked.sent_at));
+                }
             }
             for index in acked.entries {
                 let Some(entry) = self.sent.entry(index) else {

@@ -240,6 +240,28 @@ fn acked_reliable_data_is_freed_and_never_resent() {
 }
 
 #[test]
+fn a_late_ack_of_an_ack_only_packet_is_not_an_rtt_sample() {
+    let (mut a, mut b) = default_pair();
+    let t0 = Instant::now();
+    b.send(CHANNEL_UNRELIABLE, message(0, 5)).expect("room");
+    exchange(&mut b, &mut a, t0);
+    exchange(&mut a, &mut b, t0 + ms(40)); // a acks at once: b's first sample is 40 ms
+    assert_eq!(b.stats().rtt, ms(40));
+    a.send(CHANNEL_UNRELIABLE, message(1, 5)).expect("room");
+    exchange(&mut a, &mut b, t0 + ms(50));
+    exchange(&mut b, &mut a, t0 + ms(60)); // b's ack-only packet: a owes nothing for it
+    // a acks that packet only when it next has data, 5 s later: not a round trip.
+    a.send(CHANNEL_UNRELIABLE, message(2, 5)).expect("room");
+    exchange(&mut a, &mut b, t0 + Duration::from_secs(5));
+    let rtt = b.stats().rtt;
+    assert_eq!(
+        rtt,
+        ms(40),
+        "an ack-only packet's late ack skewed the RTT to {rtt:?}"
+    );
+}
+
+#[test]
 fn acks_are_owed_only_for_packets_that_ask_for_them() {
     let (mut a, mut b) = default_pair();
     let t0 = Instant::now();
