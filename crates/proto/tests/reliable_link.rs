@@ -553,3 +553,92 @@ fn loss_estimate_tracks_the_link_loss() {
         );
     }
 }
+
+/// Counts this thread's heap allocations, so the test below can see what one exchange costs
+/// while other tests run in parallel.
+mod alloc_count {
+    use std::alloc::{GlobalAlloc, Layout, System};
+    use std::cell::Cell;
+
+    pub(crate) struct Counting;
+
+    thread_local! {
+        static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+    }
+
+    // SAFETY: forwards to the system allocator unchanged; only counts calls.
+    unsafe impl GlobalAlloc for Counting {
+        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+            ALLOCATIONS.with(|n| n.set(n.get() + 1));
+            // SAFETY: the caller upholds `alloc`'s contract, which we pass on.
+            unsafe { System.alloc(layout) }
+        }
+
+        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+            // SAFETY: `ptr` came from `System.alloc` with this layout.
+            unsafe { System.dealloc(ptr, layout) }
+        }
+
+        unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+            ALLOCATIONS.with(|n| n.set(n.get() + 1));
+            // SAFETY: as for `alloc` and `dealloc`.
+            unsafe { System.realloc(ptr, layout, new_size) }
+        }
+    }
+
+    pub(crate) fn allocations() -> u64 {
+        ALLOCATIONS.with(Cell::get)
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: alloc_count::Counting = alloc_count::Counting;
+
+#[test]
+fn steady_state_packets_allocate_only_for_delivered_messages() {
+    let config = ReliabilityConfig::default();
+    let mut a = Reliability::new(config.clone()).expect("valid");
+    let mut b = Reliability::new(config).expect("valid");
+    let t0 = Instant::now();
+    let mut buf = [0u8; 1150];
+    let mut tick = |n: u32, delivered: &mut u64| {
+        let now = t0 + TICK * n;
+        // Static messages: sending them allocates nothing, so what is counted is the layer.
+        a.send(RELIABLE, Bytes::from_static(b"input command"))
+            .expect("room");
+        a.send(UNRELIABLE, Bytes::from_static(b"input"))
+            .expect("room");
+        b.send(SEQUENCED, Bytes::from_static(b"snapshot of the world"))
+            .expect("room");
+        for a_sends in [true, false] {
+            let (from, to) = if a_sends {
+                (&mut a, &mut b)
+            } else {
+                (&mut b, &mut a)
+            };
+            while let Some(len) = from.write_packet(now, &mut buf, false) {
+                to.read_packet(now, &buf[..len]).expect("valid");
+            }
+            while to.receive().is_some() {
+                *delivered += 1;
+            }
+        }
+    };
+    let mut delivered = 0;
+    for n in 0..300 {
+        tick(n, &mut delivered); // buffers grow to their working size
+    }
+    let before = alloc_count::allocations();
+    delivered = 0;
+    for n in 300..1300 {
+        tick(n, &mut delivered);
+    }
+    let allocations = alloc_count::allocations() - before;
+    assert_eq!(delivered, 3000, "three messages a tick for 1000 ticks");
+    // Each delivered message is copied out of the packet into its own buffer; nothing else
+    // (packets, acks, bookkeeping) may allocate.
+    assert!(
+        allocations <= delivered,
+        "{allocations} allocations for {delivered} delivered messages over 1000 ticks"
+    );
+}

@@ -9,7 +9,7 @@ use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::frame::{Frame, FrameReader};
+use super::frame::{Frame, FrameReader, PacketWriter};
 use super::header::PacketHeader;
 use super::*;
 
@@ -102,6 +102,48 @@ fn fragment_frame(id: u16, total_len: u32, fragment_size: u16, index: u16) -> Ve
 
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
+}
+
+/// The worked example in `docs/protocol-reliability.md` ("Frames"), byte for byte.
+const DOC_EXAMPLE: &str = "01050003000500000000000002686901017502070000";
+
+#[test]
+fn the_documented_example_payload_reads_as_documented() {
+    let payload: Vec<u8> = (0..DOC_EXAMPLE.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&DOC_EXAMPLE[i..i + 2], 16).expect("hex"))
+        .collect();
+    let header = PacketHeader::decode(&payload).expect("valid header");
+    assert_eq!(
+        header,
+        PacketHeader {
+            sequence: 5,
+            ack: Some(header::Ack {
+                ack: 3,
+                bits: 0b101
+            }),
+            ping: false
+        }
+    );
+    let (_, mut b) = default_pair();
+    b.read_packet(Instant::now(), &payload)
+        .expect("the example is valid");
+    assert_eq!(
+        received(&mut b),
+        vec![
+            (0, Bytes::from_static(b"hi")),
+            (1, Bytes::from_static(b"u")),
+            (2, Bytes::new())
+        ]
+    );
+    // Writing the same content reproduces the frames after the header.
+    let mut buf = [0u8; 64];
+    let mut writer = PacketWriter::new(&mut buf);
+    assert!(writer.try_message(0, Some(0), b"hi"));
+    assert!(writer.try_message(1, None, b"u"));
+    assert!(writer.try_message(2, Some(7), b""));
+    let len = writer.len();
+    assert_eq!(buf[..len], payload[HEADER_LEN..]);
 }
 
 #[test]
