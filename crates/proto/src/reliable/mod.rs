@@ -1,1 +1,504 @@
-//! Reliability and channels over unreliable packets (filled in by the reliability work).
+//! Reliability and channels over the unreliable packets of an established connection, in the
+//! manner of reliable.io and renet: packet acks, RTT and loss estimates, and per-channel
+//! delivery (reliable and ordered, unreliable, or unreliable but sequenced), with large
+//! reliable messages split into fragments.
+//!
+//! This layer sees only plaintext payloads. The connection code around it encrypts what
+//! [`Reliability::write_packet`] produces and hands decrypted payloads to
+//! [`Reliability::read_packet`]. It does no I/O and reads no clock; time comes in as `now`.
+//! The byte layout is specified in `docs/protocol-reliability.md`.
+//!
+//! A driver, each tick and whenever [`Reliability::next_timeout`] passes:
+//!
+//! 1. [`Reliability::read_packet`] for each payload received (count and drop a
+//!    [`ReadError::Malformed`]; close the connection on a fatal one, [`ReadError::is_fatal`]);
+//! 2. [`Reliability::receive`] until `None`, handing messages to the game;
+//! 3. [`Reliability::send`] for the game's outgoing messages;
+//! 4. [`Reliability::write_packet`] until `None`, sending each packet; pass `force` once
+//!    when a keepalive is due.
+//!
+//! ```
+//! use std::time::Instant;
+//! use bytes::Bytes;
+//! use tickwire_proto::reliable::{Reliability, ReliabilityConfig};
+//!
+//! let mut server = Reliability::new(ReliabilityConfig::default())?;
+//! let mut client = Reliability::new(ReliabilityConfig::default())?;
+//! let now = Instant::now(); // a driver's clock; this crate never reads one itself
+//!
+//! server.send(0, Bytes::from_static(b"welcome"))?; // channel 0: reliable
+//! server.send(2, Bytes::from_static(b"snapshot 1"))?; // channel 2: sequenced
+//! let mut packet = [0u8; 1150];
+//! while let Some(len) = server.write_packet(now, &mut packet, false) {
+//!     client.read_packet(now, &packet[..len])?; // in real life: encrypt, send, decrypt
+//! }
+//! assert_eq!(client.receive(), Some((0, Bytes::from_static(b"welcome"))));
+//! assert_eq!(client.receive(), Some((2, Bytes::from_static(b"snapshot 1"))));
+//! assert_eq!(client.receive(), None);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! | type | role |
+//! |---|---|
+//! | [`Reliability`] | one connection's acks, estimates, channels and queues |
+//! | [`ReliabilityConfig`] | channel kinds and the memory bounds |
+//! | [`ChannelKind`] | what a channel promises: `Reliable`, `Unreliable`, `UnreliableSequenced` |
+//! | [`ReliabilityStats`] | RTT, loss, counters and memory in use |
+//! | [`SendError`], [`ReadError`], [`MalformedError`], [`ConfigError`] | what went wrong, with the values and limits |
+
+#![cfg_attr(
+    not(test),
+    warn(clippy::unwrap_used, clippy::expect_used, clippy::panic)
+)]
+
+mod acks;
+mod channel;
+mod config;
+mod error;
+mod fragment;
+mod frame;
+mod header;
+mod reliable_recv;
+mod reliable_send;
+mod rtt;
+mod sequence;
+mod stats;
+
+use std::collections::VecDeque;
+use std::time::Instant;
+
+use bytes::Bytes;
+
+pub use acks::RECEIVED_WINDOW;
+pub use config::{
+    ChannelKind, ConfigError, MAX_CHANNELS, MAX_FRAGMENTS, MIN_FRAGMENT_SIZE, MIN_PACKET_PAYLOAD,
+    ReliabilityConfig,
+};
+pub use error::{MalformedError, ReadError, SendError};
+pub use header::HEADER_LEN;
+pub use rtt::{INITIAL_RTT, LOSS_WINDOW, MAX_RESEND_TIMEOUT, MIN_RESEND_TIMEOUT};
+pub use stats::ReliabilityStats;
+
+use acks::{Arrival, ReceivedPackets, SentPackets};
+use channel::{Channel, accept_sequenced};
+use config::Layout;
+use frame::{Frame, FrameReader, PacketWriter};
+use header::{Ack, PacketHeader};
+use reliable_recv::{Delivered, Held};
+use reliable_send::WriteContext;
+use rtt::{LossEstimator, RttEstimator};
+use sequence::sequence_newer;
+
+/// Most reliable messages a channel has in flight (admitted, not yet all acked). The
+/// receiver holds ids up to this far ahead of the next one it expects.
+pub const MESSAGE_WINDOW: usize = 1024;
+
+/// Counters reported in [`ReliabilityStats`].
+#[derive(Debug, Default)]
+struct Counters {
+    packets_sent: u64,
+    packets_acked: u64,
+    packets_received: u64,
+    packets_duplicate: u64,
+    packets_stale: u64,
+    messages_dropped: u64,
+    messages_out_of_sequence: u64,
+    units_resent: u64,
+}
+
+/// One connection's reliability layer: acks, RTT and loss, and its channels. See the
+/// [module docs](self) for the order a driver calls it in.
+#[derive(Debug)]
+pub struct Reliability {
+    config: ReliabilityConfig,
+    layout: Layout,
+    channels: Vec<Channel>,
+    sent: SentPackets,
+    received: ReceivedPackets,
+    rtt: RttEstimator,
+    loss: LossEstimator,
+    /// Newest of our packets acked so far; only an ack past it yields an RTT sample, so
+    /// late or repeated acks (which include extra delay) do not skew the estimate.
+    largest_acked: Option<u16>,
+    delivered: Delivered,
+    /// Reliable bytes queued or unacked, across channels.
+    reliable_queue_bytes: usize,
+    /// Reliable bytes admitted to send windows, across channels (at most
+    /// `max_reassembly_bytes`: the most the peer may have to hold).
+    span_bytes: usize,
+    bytes_in_flight: usize,
+    held: Held,
+    counters: Counters,
+}
+
+impl Reliability {
+    /// Creates a connection's layer; fails when the config is out of bounds.
+    pub fn new(config: ReliabilityConfig) -> Result<Self, ConfigError> {
+        let layout = config.validate()?;
+        Ok(Self {
+            channels: config
+                .channels
+                .iter()
+                .map(|&kind| Channel::new(kind))
+                .collect(),
+            held: Held {
+                bytes: 0,
+                max: config.max_reassembly_bytes,
+            },
+            config,
+            layout,
+            sent: SentPackets::default(),
+            received: ReceivedPackets::default(),
+            rtt: RttEstimator::default(),
+            loss: LossEstimator::default(),
+            largest_acked: None,
+            delivered: VecDeque::new(),
+            reliable_queue_bytes: 0,
+            span_bytes: 0,
+            bytes_in_flight: 0,
+            counters: Counters::default(),
+        })
+    }
+
+    /// The configuration this layer was built with.
+    pub fn config(&self) -> &ReliabilityConfig {
+        &self.config
+    }
+
+    /// Largest message `channel` accepts, or `None` if there is no such channel: an
+    /// unreliable message must fit one packet alone; a reliable one is fragmented up to
+    /// `max_message_size`.
+    pub fn max_message_len(&self, channel: u8) -> Option<usize> {
+        Some(match self.config.channels.get(usize::from(channel))? {
+            ChannelKind::Reliable => self.config.max_message_size,
+            ChannelKind::Unreliable => self.layout.max_unreliable,
+            ChannelKind::UnreliableSequenced => self.layout.max_sequenced,
+        })
+    }
+
+    /// Queues `message` on `channel`. A reliable message is kept until acked; an unreliable
+    /// one waits for the next packet, the oldest being dropped (and counted) when
+    /// `max_unreliable_queue` are waiting.
+    pub fn send(&mut self, channel: u8, message: Bytes) -> Result<(), SendError> {
+        let max = self
+            .max_message_len(channel)
+            .ok_or(SendError::UnknownChannel {
+                channel,
+                channels: self.channels.len(),
+            })?;
+        let len = message.len();
+        if len > max {
+            return Err(SendError::TooLarge { len, max });
+        }
+        let Some(state) = self.channels.get_mut(usize::from(channel)) else {
+            return Err(SendError::UnknownChannel {
+                channel,
+                channels: self.config.channels.len(),
+            });
+        };
+        if let Channel::Reliable { send, .. } = state {
+            let max = self.config.max_reliable_queue_bytes;
+            if self.reliable_queue_bytes + len > max {
+                return Err(SendError::QueueFull {
+                    queued: self.reliable_queue_bytes,
+                    len,
+                    max,
+                });
+            }
+            self.reliable_queue_bytes += len;
+            send.push(message);
+        } else if state.queue_unreliable(message, self.config.max_unreliable_queue) {
+            self.counters.messages_dropped += 1;
+        }
+        Ok(())
+    }
+
+    /// Writes the next packet's plaintext into `out` (using at most `max_packet_payload`
+    /// bytes) and returns its length: the header, then reliable units that are due (never
+    /// sent, or unacked for a resend timeout) oldest first, then queued unreliable messages,
+    /// as many as fit. Returns `None`, writing nothing, when there is nothing to send, no
+    /// ack is owed and `force` is false, or when `out` is shorter than [`HEADER_LEN`].
+    ///
+    /// Call it until `None` to drain a tick's packets. `force` makes this one call return a
+    /// packet even when empty (a keepalive, which asks the peer for an ack); passing it on
+    /// every call of a drain loop would never end the loop.
+    pub fn write_packet(&mut self, now: Instant, out: &mut [u8], force: bool) -> Option<usize> {
+        let limit = out.len().min(self.config.max_packet_payload);
+        let (head, body) = out
+            .get_mut(..limit)?
+            .split_first_chunk_mut::<HEADER_LEN>()?;
+        self.sent.retire(now, self.rtt.loss_delay(), &mut self.loss);
+        for channel in &mut self.channels {
+            if let Channel::Reliable { send, .. } = channel {
+                send.admit(
+                    &mut self.span_bytes,
+                    self.config.max_reassembly_bytes,
+                    &self.layout,
+                );
+            }
+        }
+        let mut writer = PacketWriter::new(body);
+        let mut ctx = WriteContext {
+            now,
+            resend_timeout: self.rtt.resend_timeout(),
+            writer: &mut writer,
+            sent: &mut self.sent,
+            bytes_in_flight: &mut self.bytes_in_flight,
+            units_resent: &mut self.counters.units_resent,
+        };
+        for (id, channel) in self.channels.iter_mut().enumerate() {
+            if let Channel::Reliable { send, .. } = channel {
+                send.write_due(id as u8, &mut ctx);
+            }
+        }
+        for (id, channel) in self.channels.iter_mut().enumerate() {
+            channel.write_unreliable(id as u8, &mut writer);
+        }
+        let frames = writer.frames();
+        if frames == 0 && !force && !self.received.ack_owed() {
+            return None;
+        }
+        let ping = frames == 0 && force;
+        let header = PacketHeader {
+            sequence: self.sent.next_sequence(),
+            ack: self.received.take_ack(),
+            ping,
+        };
+        header.encode(head);
+        self.sent
+            .push_packet(now, frames > 0 || ping, &mut self.loss);
+        self.counters.packets_sent += 1;
+        Some(HEADER_LEN + writer.len())
+    }
+
+    /// Processes one received payload: its acks (RTT samples, freeing acked reliable data)
+    /// and its messages. A malformed packet is refused whole, before it has any effect; a
+    /// duplicate or stale one is dropped (counted in the stats) and returns `Ok`. Never
+    /// panics, and allocates only within `max_reassembly_bytes` (plus delivered messages,
+    /// which the caller drains with [`Reliability::receive`]).
+    pub fn read_packet(&mut self, now: Instant, payload: &[u8]) -> Result<(), ReadError> {
+        let header = PacketHeader::decode(payload)?;
+        let frames = self.check_frames(payload)?;
+        let arrival = self
+            .received
+            .insert(header.sequence, frames > 0 || header.ping);
+        if arrival == Arrival::Stale {
+            // Its acks are as old as it is; ignore them too.
+            self.counters.packets_stale += 1;
+            return Ok(());
+        }
+        if let Some(ack) = header.ack {
+            self.handle_ack(now, ack);
+        }
+        self.sent.retire(now, self.rtt.loss_delay(), &mut self.loss);
+        if arrival == Arrival::Duplicate {
+            self.counters.packets_duplicate += 1;
+            return Ok(());
+        }
+        self.counters.packets_received += 1;
+        self.apply_frames(payload)
+    }
+
+    /// The next delivered message and its channel, in delivery order.
+    pub fn receive(&mut self) -> Option<(u8, Bytes)> {
+        self.delivered.pop_front()
+    }
+
+    /// When the earliest unacked reliable unit becomes due for a resend; `None` when nothing
+    /// is in flight. New messages and owed acks go out on the driver's next
+    /// [`Reliability::write_packet`] regardless; this is only about resends.
+    pub fn next_timeout(&self) -> Option<Instant> {
+        let resend_timeout = self.rtt.resend_timeout();
+        self.channels
+            .iter()
+            .filter_map(|channel| match channel {
+                Channel::Reliable { send, .. } => send.next_timeout(resend_timeout),
+                _ => None,
+            })
+            .min()
+    }
+
+    /// Estimates, counters and memory in use.
+    pub fn stats(&self) -> ReliabilityStats {
+        let c = &self.counters;
+        ReliabilityStats {
+            rtt: self.rtt.smoothed(),
+            rtt_variance: self.rtt.variance(),
+            resend_timeout: self.rtt.resend_timeout(),
+            packet_loss: self.loss.loss(),
+            packets_sent: c.packets_sent,
+            packets_acked: c.packets_acked,
+            packets_received: c.packets_received,
+            packets_duplicate: c.packets_duplicate,
+            packets_stale: c.packets_stale,
+            messages_dropped: c.messages_dropped,
+            messages_out_of_sequence: c.messages_out_of_sequence,
+            units_resent: c.units_resent,
+            bytes_in_flight: self.bytes_in_flight,
+            reliable_queue_bytes: self.reliable_queue_bytes,
+            reassembly_bytes: self.held.bytes,
+        }
+    }
+
+    /// True while unreliable messages wait or reliable ones are queued or unacked.
+    pub fn has_pending(&self) -> bool {
+        self.reliable_queue_bytes > 0 || self.channels.iter().any(Channel::has_unreliable)
+    }
+
+    /// Every check that needs no change of state, so that a packet refused here has had no
+    /// effect. Returns the number of frames.
+    fn check_frames(&self, payload: &[u8]) -> Result<usize, ReadError> {
+        let mut frames = 0;
+        for frame in FrameReader::new(payload, HEADER_LEN, &self.config.channels) {
+            frames += 1;
+            match frame? {
+                Frame::Reliable { channel, id, data } => {
+                    self.check_size(data.len())?;
+                    if let Some(Channel::Reliable { receive, .. }) = self.channel(channel) {
+                        receive.check_message(channel, id)?;
+                    }
+                }
+                Frame::Fragment {
+                    channel,
+                    id,
+                    total_len,
+                    fragment_size,
+                    ..
+                } => {
+                    self.check_size(total_len as usize)?;
+                    if let Some(Channel::Reliable { receive, .. }) = self.channel(channel) {
+                        receive.check_fragment(channel, id, total_len, fragment_size)?;
+                    }
+                }
+                Frame::Unreliable { .. } | Frame::Sequenced { .. } => {}
+            }
+        }
+        Ok(frames)
+    }
+
+    fn check_size(&self, len: usize) -> Result<(), ReadError> {
+        let max = self.config.max_message_size;
+        if len > max {
+            return Err(ReadError::MessageTooLarge { len, max });
+        }
+        Ok(())
+    }
+
+    fn channel(&self, channel: u8) -> Option<&Channel> {
+        self.channels.get(usize::from(channel))
+    }
+
+    /// Delivers a checked packet's messages.
+    fn apply_frames(&mut self, payload: &[u8]) -> Result<(), ReadError> {
+        let Self {
+            config,
+            channels,
+            held,
+            delivered,
+            counters,
+            ..
+        } = self;
+        for frame in FrameReader::new(payload, HEADER_LEN, &config.channels) {
+            match frame? {
+                Frame::Reliable { channel, id, data } => {
+                    if let Some(Channel::Reliable { receive, .. }) =
+                        channels.get_mut(usize::from(channel))
+                    {
+                        receive.on_message(channel, id, data, held, delivered)?;
+                    }
+                }
+                Frame::Fragment {
+                    channel,
+                    id,
+                    total_len,
+                    fragment_size,
+                    index,
+                    data,
+                } => {
+                    if let Some(Channel::Reliable { receive, .. }) =
+                        channels.get_mut(usize::from(channel))
+                    {
+                        receive.on_fragment(
+                            channel,
+                            id,
+                            total_len,
+                            fragment_size,
+                            index,
+                            data,
+                            held,
+                            delivered,
+                        )?;
+                    }
+                }
+                Frame::Unreliable { channel, data } => {
+                    delivered.push_back((channel, Bytes::copy_from_slice(data)));
+                }
+                Frame::Sequenced {
+                    channel,
+                    sequence,
+                    data,
+                } => {
+                    if let Some(Channel::Sequenced { last_delivered, .. }) =
+                        channels.get_mut(usize::from(channel))
+                    {
+                        if accept_sequenced(last_delivered, sequence) {
+                            delivered.push_back((channel, Bytes::copy_from_slice(data)));
+                        } else {
+                            counters.messages_out_of_sequence += 1;
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Applies the peer's ack: marks our packets acked, their reliable units delivered, takes
+    /// an RTT sample and frees fully acked messages.
+    fn handle_ack(&mut self, now: Instant, Ack { ack, bits }: Ack) {
+        for back in 0..=32u16 {
+            if back > 0 && bits >> (back - 1) & 1 == 0 {
+                continue;
+            }
+            let sequence = ack.wrapping_sub(back);
+            let Some(acked) = self.sent.ack(sequence) else {
+                continue;
+            };
+            self.counters.packets_acked += 1;
+            if back == 0
+                && self
+                    .largest_acked
+                    .is_none_or(|largest| sequence_newer(sequence, largest))
+            {
+                self.largest_acked = Some(sequence);
+                if acked.eliciting {
+                    self.rtt
+                        .sample(now.saturating_duration_since(acked.sent_at));
+                }
+            }
+            for index in acked.entries {
+                let Some(entry) = self.sent.entry(index) else {
+                    continue;
+                };
+                if let Some(Channel::Reliable { send, .. }) =
+                    self.channels.get_mut(usize::from(entry.channel))
+                    && let Some(len) = send.ack(entry.message, entry.unit)
+                {
+                    self.bytes_in_flight -= len;
+                }
+            }
+        }
+        for channel in &mut self.channels {
+            if let Channel::Reliable { send, .. } = channel {
+                let freed = send.pop_acked();
+                self.reliable_queue_bytes -= freed;
+                self.span_bytes -= freed;
+                // The resend timeout may have changed with the sample.
+                send.invalidate_cursor();
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,428 @@
+//! Packet-level acknowledgement: which of the peer's packets arrived (and which of those we
+//! still owe an ack for), and which of ours are in flight with what they carried.
+
+use std::collections::VecDeque;
+use std::ops::Range;
+use std::time::{Duration, Instant};
+
+use super::header::Ack;
+use super::rtt::LossEstimator;
+use super::sequence::sequence_newer;
+
+/// How many of the peer's most recent sequences we remember: older packets are stale (we can
+/// no longer tell whether they are duplicates) and are dropped unacked.
+pub const RECEIVED_WINDOW: u32 = 256;
+
+/// Most of our packets tracked in flight; past it the oldest is given up as lost.
+const MAX_SENT_RECORDS: usize = 1024;
+
+/// 256 bits indexed from 0, stored as four little-endian words.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Bits256([u64; 4]);
+
+impl Bits256 {
+    pub(crate) fn get(&self, i: u32) -> bool {
+        i < 256 && self.0[(i / 64) as usize] >> (i % 64) & 1 == 1
+    }
+
+    pub(crate) fn set(&mut self, i: u32, value: bool) {
+        if i < 256 {
+            let word = &mut self.0[(i / 64) as usize];
+            let mask = 1u64 << (i % 64);
+            if value {
+                *word |= mask;
+            } else {
+                *word &= !mask;
+            }
+        }
+    }
+
+    /// Moves bit `i` to `i + n`; bits pushed past 255 are lost and the low `n` become 0.
+    pub(crate) fn shift_up(&mut self, n: u32) {
+        if n >= 256 {
+            self.0 = [0; 4];
+            return;
+        }
+        let words = (n / 64) as usize;
+        let bits = n % 64;
+        let old = self.0;
+        for k in 0..4usize {
+            let low = k.checked_sub(words).map_or(0, |j| old[j] << bits);
+            let carry = match k.checked_sub(words + 1) {
+                Some(j) if bits != 0 => old[j] >> (64 - bits),
+                _ => 0,
+            };
+            self.0[k] = low | carry;
+        }
+    }
+
+    pub(crate) fn lowest_set(&self) -> Option<u32> {
+        self.0
+            .iter()
+            .enumerate()
+            .find(|(_, word)| **word != 0)
+            .map(|(k, word)| k as u32 * 64 + word.trailing_zeros())
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0 == [0; 4]
+    }
+}
+
+/// What a received packet sequence turned out to be.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Arrival {
+    /// Not seen before: process it.
+    New,
+    /// Seen before: its messages were already handled.
+    Duplicate,
+    /// Older than the window: cannot tell, so drop it (unacked; the peer resends).
+    Stale,
+}
+
+/// The peer's packets we received. Bit `i` of each set stands for sequence `latest - i`.
+#[derive(Debug, Default)]
+pub(crate) struct ReceivedPackets {
+    latest: Option<u16>,
+    received: Bits256,
+    /// Received ack-eliciting packets not yet covered by an ack we sent.
+    unreported: Bits256,
+}
+
+impl ReceivedPackets {
+    pub(crate) fn insert(&mut self, sequence: u16, eliciting: bool) -> Arrival {
+        let back = match self.latest {
+            Some(latest) if !sequence_newer(sequence, latest) => {
+                u32::from(latest.wrapping_sub(sequence))
+            }
+            Some(latest) => {
+                let ahead = u32::from(sequence.wrapping_sub(latest));
+                self.received.shift_up(ahead);
+                self.unreported.shift_up(ahead);
+                self.latest = Some(sequence);
+                0
+            }
+            None => {
+                self.latest = Some(sequence);
+                0
+            }
+        };
+        if back >= RECEIVED_WINDOW {
+            return Arrival::Stale;
+        }
+        // A newer sequence has just shifted its bit in clear, so only a repeat finds it set.
+        if self.received.get(back) {
+            return Arrival::Duplicate;
+        }
+        self.received.set(back, true);
+        if eliciting {
+            self.unreported.set(back, true);
+        }
+        Arrival::New
+    }
+
+    /// True while some ack-eliciting packet has not been acknowledged in a packet we sent.
+    pub(crate) fn ack_owed(&self) -> bool {
+        !self.unreported.is_empty()
+    }
+
+    /// The ack for the next packet we send, or `None` before any packet arrived. It names the
+    /// newest unreported packet (normally the latest received) and the 32 before it, and
+    /// marks them reported; older unreported packets go in the next packet's ack, so a burst
+    /// of more than 33 packets is still fully acknowledged by a few packets back.
+    pub(crate) fn take_ack(&mut self) -> Option<Ack> {
+        let latest = self.latest?;
+        let from = self.unreported.lowest_set().unwrap_or(0);
+        let mut bits = 0u32;
+        for j in 0..32 {
+            if self.received.get(from + 1 + j) {
+                bits |= 1 << j;
+            }
+        }
+        for i in from..=from + 32 {
+            self.unreported.set(i, false);
+        }
+        Some(Ack {
+            ack: latest.wrapping_sub(from as u16),
+            bits,
+        })
+    }
+}
+
+/// A reliable unit a packet carried: which message (by absolute number, so an entry can
+/// never be mistaken for a later message that reuses the u16 id) and which fragment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct SentEntry {
+    pub(crate) channel: u8,
+    pub(crate) unit: u16,
+    pub(crate) message: u64,
+}
+
+#[derive(Debug)]
+struct SentRecord {
+    sent_at: Instant,
+    /// Absolute index one past this packet's last entry; its first is the previous record's
+    /// end (or `entries_base` for the front record).
+    entries_end: u64,
+    acked: bool,
+    eliciting: bool,
+}
+
+/// A packet of ours that the peer just acknowledged.
+pub(crate) struct AckedPacket {
+    pub(crate) sent_at: Instant,
+    /// Whether it asked for an ack. Only those give RTT samples: the peer acks the others
+    /// whenever it next has something to send, which says nothing about the path.
+    pub(crate) eliciting: bool,
+    pub(crate) entries: Range<u64>,
+}
+
+/// Our packets in flight, in sequence order, and the reliable units each carried. Records
+/// and entries live in two ring buffers that keep their capacity, so sending a packet does
+/// not allocate once they have grown to the connection's working size.
+#[derive(Debug, Default)]
+pub(crate) struct SentPackets {
+    records: VecDeque<SentRecord>,
+    /// Sequence of `records[0]`, or of the next packet when there are none.
+    front_sequence: u16,
+    entries: VecDeque<SentEntry>,
+    /// Absolute index of `entries[0]`.
+    entries_base: u64,
+}
+
+impl SentPackets {
+    /// Sequence the next packet will carry.
+    pub(crate) fn next_sequence(&self) -> u16 {
+        self.front_sequence.wrapping_add(self.records.len() as u16)
+    }
+
+    /// Notes a reliable unit carried by the packet being written.
+    pub(crate) fn push_entry(&mut self, entry: SentEntry) {
+        self.entries.push_back(entry);
+    }
+
+    /// Finishes the packet being written (its entries were pushed already).
+    pub(crate) fn push_packet(&mut self, now: Instant, eliciting: bool, loss: &mut LossEstimator) {
+        self.records.push_back(SentRecord {
+            sent_at: now,
+            entries_end: self.entries_base + self.entries.len() as u64,
+            acked: false,
+            eliciting,
+        });
+        if self.records.len() > MAX_SENT_RECORDS {
+            self.pop_front(loss);
+        }
+    }
+
+    /// Marks our packet `sequence` acknowledged; returns it if this is news.
+    pub(crate) fn ack(&mut self, sequence: u16) -> Option<AckedPacket> {
+        let index = usize::from(sequence.wrapping_sub(self.front_sequence));
+        let start = match index.checked_sub(1) {
+            Some(prev) => self.records.get(prev)?.entries_end,
+            None => self.entries_base,
+        };
+        let record = self.records.get_mut(index)?;
+        if record.acked {
+            return None;
+        }
+        record.acked = true;
+        Some(AckedPacket {
+            sent_at: record.sent_at,
+            eliciting: record.eliciting,
+            entries: start..record.entries_end,
+        })
+    }
+
+    pub(crate) fn entry(&self, index: u64) -> Option<SentEntry> {
+        let offset = usize::try_from(index.checked_sub(self.entries_base)?).ok()?;
+        self.entries.get(offset).copied()
+    }
+
+    /// Retires packets from the front once their fate is known: acked, or unacked for
+    /// `loss_delay` (lost). Each retired ack-eliciting packet feeds the loss estimate.
+    pub(crate) fn retire(&mut self, now: Instant, loss_delay: Duration, loss: &mut LossEstimator) {
+        while let Some(front) = self.records.front() {
+            if !front.acked && now.saturating_duration_since(front.sent_at) < loss_delay {
+                break;
+            }
+            self.pop_front(loss);
+        }
+    }
+
+    fn pop_front(&mut self, loss: &mut LossEstimator) {
+        let Some(record) = self.records.pop_front() else {
+            return;
+        };
+        if record.eliciting {
+            loss.record(!record.acked);
+        }
+        self.front_sequence = self.front_sequence.wrapping_add(1);
+        let count = record.entries_end.saturating_sub(self.entries_base);
+        let count = usize::try_from(count)
+            .unwrap_or(usize::MAX)
+            .min(self.entries.len());
+        self.entries.drain(..count);
+        self.entries_base += count as u64;
+    }
+
+    /// Packets in flight (sent, not yet acked or given up).
+    #[cfg(test)]
+    pub(crate) fn in_flight(&self) -> usize {
+        self.records.iter().filter(|record| !record.acked).count()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bits_shift_across_words() {
+        let mut bits = Bits256::default();
+        bits.set(0, true);
+        bits.set(63, true);
+        bits.set(200, true);
+        bits.shift_up(1);
+        assert!(bits.get(1) && bits.get(64) && bits.get(201) && !bits.get(0) && !bits.get(63));
+        bits.shift_up(64);
+        assert!(
+            bits.get(65) && bits.get(128) && !bits.get(201),
+            "bit 265 must fall out"
+        );
+        bits.shift_up(130);
+        assert!(bits.get(195) && !bits.get(128), "{bits:?}");
+        assert_eq!(bits.lowest_set(), Some(195));
+        bits.shift_up(256);
+        assert!(bits.is_empty());
+    }
+
+    #[test]
+    fn acks_name_the_latest_and_the_32_before() {
+        let mut received = ReceivedPackets::default();
+        assert_eq!(received.take_ack(), None, "no ack before any packet");
+        for sequence in [65530u16, 65531, 65533, 0, 2] {
+            assert_eq!(
+                received.insert(sequence, true),
+                Arrival::New,
+                "{sequence} is new"
+            );
+        }
+        assert!(received.ack_owed());
+        let ack = received.take_ack().expect("packets arrived");
+        assert_eq!(ack.ack, 2);
+        // Bits: 1 (-1) no, 0 (-2) yes, 65535 no, 65534 no, 65533 (-5) yes, 65532 no, 65531 (-7), 65530 (-8).
+        assert_eq!(ack.bits, 0b1101_0010, "bits {:#b}", ack.bits);
+        assert!(!received.ack_owed(), "everything was covered by that ack");
+    }
+
+    #[test]
+    fn duplicates_and_stale_packets_are_told_apart() {
+        let mut received = ReceivedPackets::default();
+        assert_eq!(received.insert(1000, true), Arrival::New);
+        assert_eq!(received.insert(1000, true), Arrival::Duplicate);
+        assert_eq!(
+            received.insert(999, false),
+            Arrival::New,
+            "an older packet not seen yet"
+        );
+        assert_eq!(received.insert(999, true), Arrival::Duplicate);
+        assert_eq!(
+            received.insert(1000 - 255, true),
+            Arrival::New,
+            "inside the 256 window"
+        );
+        assert_eq!(
+            received.insert(1000 - 256, true),
+            Arrival::Stale,
+            "just outside the window"
+        );
+        assert_eq!(
+            received.insert(1000u16.wrapping_add(32768), true),
+            Arrival::Stale,
+            "half the circle away is not newer, so it is old and stale"
+        );
+        assert_eq!(received.insert(1300, true), Arrival::New);
+        assert_eq!(
+            received.insert(1000, true),
+            Arrival::Stale,
+            "1000 fell out of the window"
+        );
+    }
+
+    #[test]
+    fn bursts_longer_than_the_bitfield_are_acked_over_several_packets() {
+        let mut received = ReceivedPackets::default();
+        for sequence in 0..100u16 {
+            received.insert(sequence, true);
+        }
+        let mut acked = std::collections::BTreeSet::new();
+        let mut packets = 0;
+        while received.ack_owed() {
+            let Ack { ack, bits } = received.take_ack().expect("packets arrived");
+            acked.insert(ack);
+            for i in 0..32u16 {
+                if bits >> i & 1 == 1 {
+                    acked.insert(ack.wrapping_sub(1 + i));
+                }
+            }
+            packets += 1;
+        }
+        assert_eq!(packets, 4, "100 packets need ceil(100 / 33) acks");
+        assert_eq!(
+            acked,
+            (0..100).collect(),
+            "every packet of the burst must be acked"
+        );
+        // With nothing unreported, the ack falls back to the latest.
+        assert_eq!(received.take_ack().map(|ack| ack.ack), Some(99));
+    }
+
+    #[test]
+    fn sent_packets_map_acks_to_their_entries_and_retire_in_order() {
+        let start = Instant::now();
+        let mut loss = LossEstimator::default();
+        let mut sent = SentPackets::default();
+        for n in 0..3u16 {
+            assert_eq!(sent.next_sequence(), n);
+            for unit in 0..n {
+                sent.push_entry(SentEntry {
+                    channel: 0,
+                    unit,
+                    message: u64::from(n),
+                });
+            }
+            sent.push_packet(start + Duration::from_millis(u64::from(n)), true, &mut loss);
+        }
+        let acked = sent.ack(2).expect("packet 2 is in flight");
+        assert_eq!(acked.entries, 1..3, "packet 2 carried entries 1 and 2");
+        assert_eq!(sent.entry(2).map(|entry| entry.unit), Some(1));
+        assert!(sent.ack(2).is_none(), "a second ack is not news");
+        assert!(sent.ack(7).is_none(), "never sent");
+        // Packet 0 is lost after the delay; 1 is still waiting; so only 0 retires.
+        sent.retire(
+            start + Duration::from_millis(100),
+            Duration::from_millis(100),
+            &mut loss,
+        );
+        assert_eq!(sent.in_flight(), 1);
+        assert_eq!(
+            sent.entry(0).map(|entry| entry.message),
+            Some(1),
+            "entries stay until retired"
+        );
+        assert_eq!(loss.loss(), 1.0);
+        assert!(sent.ack(1).is_some());
+        sent.retire(
+            start + Duration::from_millis(100),
+            Duration::from_millis(100),
+            &mut loss,
+        );
+        assert_eq!(sent.in_flight(), 0);
+        assert_eq!(loss.loss(), 1.0 / 3.0, "one lost of three decided");
+        assert_eq!(sent.entry(2), None, "entries of retired packets are freed");
+        assert!(
+            sent.ack(1).is_none(),
+            "a retired packet cannot be acked again"
+        );
+    }
+}
