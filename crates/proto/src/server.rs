@@ -634,9 +634,9 @@ impl Server {
         };
         match connection.send(channel, message) {
             Ok(()) => Ok(()),
-            Err(SendError::QueueFull) => {
+            Err(error @ SendError::QueueFull { .. }) => {
                 self.remove(id.slot, DisconnectReason::ReliableQueueFull, true, now);
-                Err(ServerSendError::Send(SendError::QueueFull))
+                Err(ServerSendError::Send(error))
             }
             Err(error) => Err(ServerSendError::Send(error)),
         }
