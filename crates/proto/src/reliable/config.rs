@@ -14,6 +14,10 @@ pub const MAX_CHANNELS: usize = 32;
 /// a fragment of at least [`MIN_FRAGMENT_SIZE`] bytes, with margin.
 pub const MIN_PACKET_PAYLOAD: usize = 128;
 
+/// Largest `max_packet_payload` accepted: far above any datagram MTU, and it keeps every
+/// size derived from it small.
+pub const MAX_PACKET_PAYLOAD: usize = 1 << 16;
+
 /// Smallest fragment size a receiver accepts in a fragment frame. It keeps a peer from
 /// splitting a message into absurdly many pieces (each costs a bitmap bit and a frame).
 pub const MIN_FRAGMENT_SIZE: usize = 64;
@@ -46,7 +50,7 @@ pub struct ReliabilityConfig {
     /// `[Reliable, Unreliable, UnreliableSequenced]`.
     pub channels: Vec<ChannelKind>,
     /// Bytes this layer may put in one packet: the caller's MTU minus its own header and AEAD
-    /// tag. At least [`MIN_PACKET_PAYLOAD`]. Default 1150 (a 1200-byte datagram with room for
+    /// tag. [`MIN_PACKET_PAYLOAD`]..=[`MAX_PACKET_PAYLOAD`]. Default 1150 (a 1200-byte datagram with room for
     /// the connection header and tag).
     pub max_packet_payload: usize,
     /// Largest reliable message; larger ones are refused by `send` and, from a peer, are
@@ -101,6 +105,14 @@ pub enum ConfigError {
         len: usize,
         /// Smallest allowed.
         min: usize,
+    },
+    /// `max_packet_payload` above [`MAX_PACKET_PAYLOAD`].
+    #[error("max_packet_payload {len} exceeds max {max}")]
+    PacketPayloadTooLarge {
+        /// Configured payload.
+        len: usize,
+        /// Largest allowed.
+        max: usize,
     },
     /// A message of `max_message_size` could never be sent: the receiver could not hold it.
     #[error(
@@ -164,6 +176,12 @@ impl ReliabilityConfig {
             return Err(ConfigError::PacketPayloadTooSmall {
                 len: self.max_packet_payload,
                 min: MIN_PACKET_PAYLOAD,
+            });
+        }
+        if self.max_packet_payload > MAX_PACKET_PAYLOAD {
+            return Err(ConfigError::PacketPayloadTooLarge {
+                len: self.max_packet_payload,
+                max: MAX_PACKET_PAYLOAD,
             });
         }
         if self.max_message_size > self.max_reassembly_bytes {
@@ -271,6 +289,16 @@ mod tests {
                     ..base.clone()
                 },
                 ConfigError::PacketPayloadTooSmall { len: 127, min: 128 },
+            ),
+            (
+                ReliabilityConfig {
+                    max_packet_payload: 65537,
+                    ..base.clone()
+                },
+                ConfigError::PacketPayloadTooLarge {
+                    len: 65537,
+                    max: 65536,
+                },
             ),
             (
                 ReliabilityConfig {

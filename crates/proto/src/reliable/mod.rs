@@ -71,8 +71,8 @@ use bytes::Bytes;
 
 pub use acks::RECEIVED_WINDOW;
 pub use config::{
-    ChannelKind, ConfigError, MAX_CHANNELS, MAX_FRAGMENTS, MIN_FRAGMENT_SIZE, MIN_PACKET_PAYLOAD,
-    ReliabilityConfig,
+    ChannelKind, ConfigError, MAX_CHANNELS, MAX_FRAGMENTS, MAX_PACKET_PAYLOAD, MIN_FRAGMENT_SIZE,
+    MIN_PACKET_PAYLOAD, ReliabilityConfig,
 };
 pub use error::{MalformedError, ReadError, SendError};
 pub use header::HEADER_LEN;

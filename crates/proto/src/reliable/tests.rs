@@ -785,17 +785,24 @@ fn invalid_config_is_refused_by_new() {
 /// window, fragment and budget logic rather than stopping at the first byte.
 fn arbitrary_frame() -> impl Strategy<Value = Vec<u8>> {
     prop_oneof![
-        // Fragments with plausible sizes, including ones over the bounds.
-        (0u8..4, any::<u16>(), 0u32..10_000, 60u16..300, 0u16..200).prop_map(
+        // Mostly valid fragments of a few messages (so reassemblies start, fill, complete and
+        // pile up against the bound), some claiming more than max_message_size.
+        4 => (0u16..40, 1u32..6000, prop_oneof![Just(64u16), 64u16..300], any::<u16>()).prop_map(
+            |(id, total_len, fragment_size, index)| {
+                let count = total_len.div_ceil(u32::from(fragment_size)) as u16;
+                fragment_frame(id, total_len, fragment_size, index % count.max(1))
+            }
+        ),
+        // Fragments with arbitrary fields: wrong channels, indices past the end.
+        1 => (0u8..4, any::<u16>(), 0u32..10_000, 60u16..300, 0u16..200).prop_map(
             |(channel, id, total_len, fragment_size, index)| {
-                let id = id % 2048;
-                let mut frame = fragment_frame(id, total_len, fragment_size.max(64), index);
+                let mut frame = fragment_frame(id % 2048, total_len, fragment_size.max(64), index);
                 frame[0] = 0x80 | channel;
                 frame
             }
         ),
         // Whole messages, near and past the window.
-        (
+        2 => (
             0u8..4,
             0u16..1100,
             proptest::collection::vec(any::<u8>(), 0..300)
@@ -809,7 +816,7 @@ fn arbitrary_frame() -> impl Strategy<Value = Vec<u8>> {
                 frame.extend_from_slice(&data[..data.len().min(127)]);
                 frame
             }),
-        proptest::collection::vec(any::<u8>(), 0..40),
+        1 => proptest::collection::vec(any::<u8>(), 0..40),
     ]
 }
 
@@ -848,10 +855,25 @@ proptest! {
         let mut r = Reliability::new(fuzz_config()).expect("valid");
         let t0 = Instant::now();
         let mut buf = [0u8; 1150];
+        // Reliable data in flight (one message in fragments), so the random acks have
+        // packets, units and budgets to act on.
+        let queue = |r: &mut Reliability, n: u32| {
+            for len in [10, 3000] {
+                // QueueFull is expected at times: the random acks may never free anything.
+                let _ = r.send(CHANNEL_RELIABLE, message(n, len));
+            }
+            r.send(CHANNEL_SEQUENCED, message(n, 20)).expect("unreliable sends never fail");
+        };
+        queue(&mut r, 0);
+        while r.write_packet(t0, &mut buf, false).is_some() {}
         for (i, (sequence, has_ack, ack, bits, frames)) in packets.iter().enumerate() {
+            if i % 4 == 3 {
+                queue(&mut r, i as u32);
+            }
             let mut packet = vec![0u8; HEADER_LEN];
             let head = packet.first_chunk_mut().expect("HEADER_LEN bytes");
-            let ack = has_ack.then_some(header::Ack { ack: *ack, bits: *bits });
+            // Acks near our own sequences, so that many of them hit packets we sent.
+            let ack = has_ack.then_some(header::Ack { ack: ack % 16, bits: *bits });
             PacketHeader { sequence: sequence % 64, ack, ping: false }.encode(head);
             for frame in frames {
                 packet.extend_from_slice(frame);
@@ -863,6 +885,10 @@ proptest! {
             while r.receive().is_some() {}
             // Writing back must not panic either, whatever state the input left.
             while r.write_packet(now, &mut buf, false).is_some() {}
+            let stats = r.stats();
+            prop_assert!(stats.reliable_queue_bytes <= 8192, "{:?}", stats);
+            prop_assert!(stats.bytes_in_flight <= stats.reliable_queue_bytes, "{:?}", stats);
+            let _ = r.next_timeout();
         }
     }
 }
@@ -917,4 +943,26 @@ fn random_two_way_traffic_keeps_the_counters_consistent() {
         "all acked, so nothing may remain counted: {stats:?}"
     );
     assert_eq!(b.stats().reassembly_bytes, 0);
+}
+
+#[test]
+fn the_highest_channel_id_works_and_the_layer_is_send() {
+    fn assert_send<T: Send + 'static>() {}
+    assert_send::<Reliability>();
+    let mut channels = vec![ChannelKind::Unreliable; 31];
+    channels.push(ChannelKind::Reliable);
+    let config = ReliabilityConfig {
+        channels,
+        ..ReliabilityConfig::default()
+    };
+    let (mut a, mut b) = pair(&config);
+    a.send(31, message(1, 5000))
+        .expect("channel 31 is reliable");
+    a.send(30, message(2, 10))
+        .expect("channel 30 is unreliable");
+    exchange(&mut a, &mut b, Instant::now());
+    assert_eq!(
+        received(&mut b),
+        vec![(31, message(1, 5000)), (30, message(2, 10))]
+    );
 }
