@@ -81,10 +81,15 @@ impl Connection {
         params: &ConnectionParams,
         reliability: &ReliabilityConfig,
     ) -> Result<Self, crate::reliable::ConfigError> {
+        // The dictated message size wins over local bounds: a receiver must be able to
+        // reassemble what its peer may send, or the two would disagree mid-message.
+        let max_message_size = params.max_message_size as usize;
         let reliability = Reliability::new(ReliabilityConfig {
             channels: params.channels.clone(),
             max_packet_payload: usize::from(params.mtu) - ENCRYPTED_OVERHEAD_MAX,
-            max_message_size: params.max_message_size as usize,
+            max_message_size,
+            max_reassembly_bytes: reliability.max_reassembly_bytes.max(max_message_size),
+            max_reliable_queue_bytes: reliability.max_reliable_queue_bytes.max(max_message_size),
             ..reliability.clone()
         })?;
         Ok(Self {

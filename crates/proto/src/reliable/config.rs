@@ -42,7 +42,7 @@ pub enum ChannelKind {
 /// Tunables of one connection's reliability layer. Both ends must agree on `channels`; the
 /// other fields bound memory and may differ, though a sender uses its own
 /// `max_reassembly_bytes` as the budget for what the receiver must hold (see
-/// `docs/protocol-reliability.md`), so a receiver configured lower than its peer may see a
+/// `docs/PROTOCOL.md` ("Reliability and channels")), so a receiver configured lower than its peer may see a
 /// [`ReadError::ReassemblyLimit`](super::ReadError::ReassemblyLimit).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ReliabilityConfig {

@@ -6,7 +6,7 @@
 //! This layer sees only plaintext payloads. The connection code around it encrypts what
 //! [`Reliability::write_packet`] produces and hands decrypted payloads to
 //! [`Reliability::read_packet`]. It does no I/O and reads no clock; time comes in as `now`.
-//! The byte layout is specified in `docs/protocol-reliability.md`.
+//! The byte layout is specified in `docs/PROTOCOL.md` ("Reliability and channels").
 //!
 //! A driver, each tick and whenever [`Reliability::next_timeout`] passes:
 //!

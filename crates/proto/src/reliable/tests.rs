@@ -104,7 +104,7 @@ fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
 
-/// The worked example in `docs/protocol-reliability.md` ("Frames"), byte for byte.
+/// The worked example in `docs/PROTOCOL.md` ("Reliability and channels", "Frames"), byte for byte.
 const DOC_EXAMPLE: &str = "01050003000500000000000002686901017502070000";
 
 #[test]
