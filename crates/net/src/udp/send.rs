@@ -221,7 +221,11 @@ impl SendBatch {
                 )
             };
             if let Ok(accepted) = usize::try_from(n) {
-                // sendmmsg returns at least 1 or an error, never 0 for a non-empty batch.
+                // sendmmsg returns at least 1 or an error, never 0 for a non-empty batch;
+                // were it to, returning beats looping on it.
+                if accepted == 0 {
+                    return Err(io::Error::other("sendmmsg accepted no datagram"));
+                }
                 self.stats.syscalls += 1;
                 self.stats.datagrams += accepted as u64;
                 self.stats.bytes += pending[..accepted]
