@@ -1,1 +1,39 @@
 //! tokio drivers that move datagrams between sockets and the sans-IO protocol.
+//!
+//! So far: batched UDP ([`udp`]). Each worker thread binds its own socket to the server's
+//! port with `SO_REUSEPORT`, receives up to 64 datagrams per `recvmmsg` into buffers it
+//! allocated once, and sends a batch to many destinations per `sendmmsg`. Nothing is shared
+//! between workers, so no lock sits on the packet path, and nothing is allocated per packet.
+//! Linux only: it calls `recvmmsg`, `sendmmsg` and `sched_setaffinity` directly.
+//!
+//! ```no_run
+//! use tickwire_net::udp::{BatchSocket, RecvBatch, SendBatch};
+//!
+//! # async fn worker() -> std::io::Result<()> {
+//! let socket = BatchSocket::bind("0.0.0.0:7777".parse().unwrap())?;
+//! let mut inbox = RecvBatch::new();
+//! let mut outbox = SendBatch::new();
+//! loop {
+//!     socket.recv_batch(&mut inbox).await?;
+//!     for (from, datagram) in &inbox {
+//!         // The protocol answers in place, straight into the next send slot.
+//!         outbox.push_with(from, |slot| {
+//!             slot[..datagram.len()].copy_from_slice(datagram);
+//!             datagram.len()
+//!         });
+//!     }
+//!     socket.send_batch(&mut outbox).await?;
+//! }
+//! # }
+//! ```
+//!
+//! | type | role |
+//! |---|---|
+//! | [`udp::BatchSocket`] | a worker's socket under tokio: `recv_batch`, `send_batch`, `try_*` |
+//! | [`udp::RecvBatch`], [`udp::SendBatch`] | preallocated datagram slots, one `*mmsg` call each |
+//! | [`udp::RecvStats`], [`udp::SendStats`] | per-batch counters, drops by reason |
+//! | [`udp::bind_reuseport`] | the socket setup: `SO_REUSEPORT`, buffer sizes, dual stack |
+//! | [`bench::raw_sendmmsg`] | the machine's raw send limit, which the full path is held against |
+
+pub mod bench;
+pub mod udp;

@@ -1,0 +1,22 @@
+//! Batched UDP: one `SO_REUSEPORT` socket per worker, `recvmmsg` in, `sendmmsg` out to many
+//! destinations per call, buffers allocated once.
+//!
+//! | type | role |
+//! |---|---|
+//! | [`bind_reuseport`] | a nonblocking socket on a port shared by every worker |
+//! | [`BatchSocket`] | that socket under tokio: `recv_batch` / `send_batch` and `try_*` forms |
+//! | [`RecvBatch`] | slots for the datagrams of one receive; iterate `(source, bytes)` |
+//! | [`SendBatch`] | slots filled in place, each to its own destination |
+//! | [`RecvStats`], [`SendStats`] | per-batch counters, drops by reason |
+
+mod bind;
+mod mmsg;
+mod recv;
+mod send;
+pub(crate) mod sockaddr;
+mod socket;
+
+pub use bind::{RECV_BUFFER_BYTES, SEND_BUFFER_BYTES, bind_reuseport};
+pub use recv::{RecvBatch, RecvIter, RecvStats};
+pub use send::{SendBatch, SendStats};
+pub use socket::BatchSocket;
