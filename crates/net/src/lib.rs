@@ -1,6 +1,6 @@
 //! tokio drivers that move datagrams between sockets and the sans-IO protocol.
 //!
-//! So far: batched UDP ([`udp`]). Each worker thread binds its own socket to the server's
+//! Batched UDP ([`udp`]) and the driver that runs the sans-IO protocol over it ([`driver`]). Each worker thread binds its own socket to the server's
 //! port with `SO_REUSEPORT`, receives up to 64 datagrams per `recvmmsg` into buffers it
 //! allocated once, and sends a batch to many destinations per `sendmmsg`. Nothing is shared
 //! between workers, so no lock sits on the packet path, and nothing is allocated per packet.
@@ -29,6 +29,7 @@
 //!
 //! | type | role |
 //! |---|---|
+//! | [`driver::Driver`] | runs a protocol [`Server`](tickwire_proto::Server) or [`Client`](tickwire_proto::Client) over a `BatchSocket` |
 //! | [`udp::BatchSocket`] | a worker's socket under tokio: `recv_batch`, `send_batch`, `try_*` |
 //! | [`udp::RecvBatch`], [`udp::SendBatch`] | preallocated datagram slots, one `*mmsg` call each |
 //! | [`udp::RecvStats`], [`udp::SendStats`] | per-batch counters, drops by reason |
@@ -36,4 +37,5 @@
 //! | [`bench::raw_sendmmsg`] | the machine's raw send limit, which the full path is held against |
 
 pub mod bench;
+pub mod driver;
 pub mod udp;

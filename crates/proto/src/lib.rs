@@ -16,6 +16,7 @@
 //! | [`TokenIssuer`](token::TokenIssuer), [`ConnectToken`](token::ConnectToken) | what the HTTP side gives a client |
 //! | [`Server`] | the server endpoint: handshakes and every connection |
 //! | [`Client`] | the client endpoint |
+//! | [`Endpoint`] | the sans-IO calls both share, for drivers |
 //! | [`ConnectionParams`] | what the server dictates: tick rate, keepalive, timeout, MTU, channels |
 //! | [`reliable`] | acks, RTT, channels, fragmentation inside a connection |
 //! | [`sim`] | a seeded link simulator for deterministic tests |
@@ -43,6 +44,60 @@ pub use server::{
     ConnectionId, DropCounts, DropReason, MAX_DATAGRAM_BYTES, Server, ServerConfig, ServerEvent,
     ServerSendError, ServerStats,
 };
+
+/// The sans-IO shape both [`Server`] and [`Client`] share, so one driver runs either.
+///
+/// A driver calls, in a loop: [`handle_datagram`](Self::handle_datagram) for each datagram
+/// received; [`handle_timeout`](Self::handle_timeout) once [`poll_timeout`](Self::poll_timeout)
+/// has passed; [`poll_event`](Self::poll_event) until `None` (the application reacts, and may
+/// queue messages); [`poll_transmit`](Self::poll_transmit) until `None`, sending each
+/// datagram; then waits for a datagram or the next `poll_timeout`.
+pub trait Endpoint {
+    /// What the endpoint reports to the application.
+    type Event;
+
+    /// Takes in one datagram received from `from` at `now`.
+    fn handle_datagram(&mut self, now: Instant, from: SocketAddr, datagram: &[u8]);
+    /// Runs timers due at `now`.
+    fn handle_timeout(&mut self, now: Instant);
+    /// Writes the next datagram to send into `buf`.
+    fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit>;
+    /// The next event for the application.
+    fn poll_event(&mut self) -> Option<Self::Event>;
+    /// When `handle_timeout` next has work, if ever.
+    fn poll_timeout(&self) -> Option<Instant>;
+}
+
+macro_rules! endpoint {
+    ($endpoint:ty, $event:ty) => {
+        impl Endpoint for $endpoint {
+            type Event = $event;
+
+            fn handle_datagram(&mut self, now: Instant, from: SocketAddr, datagram: &[u8]) {
+                <$endpoint>::handle_datagram(self, now, from, datagram)
+            }
+
+            fn handle_timeout(&mut self, now: Instant) {
+                <$endpoint>::handle_timeout(self, now)
+            }
+
+            fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
+                <$endpoint>::poll_transmit(self, now, buf)
+            }
+
+            fn poll_event(&mut self) -> Option<$event> {
+                <$endpoint>::poll_event(self)
+            }
+
+            fn poll_timeout(&self) -> Option<Instant> {
+                <$endpoint>::poll_timeout(self)
+            }
+        }
+    };
+}
+
+endpoint!(Server, ServerEvent);
+endpoint!(Client, ClientEvent);
 
 /// A datagram to send: its first `len` bytes of the buffer given to `poll_transmit`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

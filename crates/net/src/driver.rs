@@ -1,0 +1,162 @@
+//! The tokio driver: moves datagrams and time between a [`BatchSocket`] and a sans-IO
+//! [`Endpoint`] (a protocol server or client). One driver per worker thread; the endpoint
+//! and its connections live in it, so nothing on the packet path is shared or locked.
+
+use std::io;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use tickwire_proto::{Client, Endpoint, MAX_DATAGRAM_BYTES, Server};
+
+use crate::udp::{BatchSocket, RecvBatch, SendBatch};
+
+/// The shortest wait between two turns of the loop when the endpoint reports a deadline
+/// that has already passed.
+const MIN_WAIT: Duration = Duration::from_millis(1);
+
+/// A driver running the protocol's server endpoint.
+pub type ServerDriver = Driver<Server>;
+/// A driver running the protocol's client endpoint.
+pub type ClientDriver = Driver<Client>;
+
+/// Counters of what the driver moved.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DriverStats {
+    /// `recvmmsg` batches taken in.
+    pub receive_batches: u64,
+    /// `sendmmsg` batches handed to the socket.
+    pub send_batches: u64,
+}
+
+/// Runs an [`Endpoint`] over a [`BatchSocket`].
+///
+/// The application owns the driver and calls [`next_event`](Self::next_event) in a loop;
+/// between events it reaches the endpoint through [`endpoint_mut`](Self::endpoint_mut)
+/// (to send or disconnect) and calls [`flush`](Self::flush) when it wants queued data on
+/// the wire without waiting for the next event.
+///
+/// ```no_run
+/// # use tickwire_net::driver::ServerDriver;
+/// # use tickwire_proto::ServerEvent;
+/// # async fn echo(mut driver: ServerDriver) -> std::io::Result<()> {
+/// loop {
+///     if let ServerEvent::Message { connection, channel, message } = driver.next_event().await? {
+///         let now = std::time::Instant::now();
+///         let _ = driver.endpoint_mut().send(now, connection, channel, message);
+///     }
+/// }
+/// # }
+/// ```
+pub struct Driver<E: Endpoint> {
+    socket: BatchSocket,
+    endpoint: E,
+    inbox: RecvBatch,
+    outbox: SendBatch,
+    /// Where `poll_transmit` writes before the datagram is queued for `sendmmsg`.
+    scratch: Box<[u8; MAX_DATAGRAM_BYTES]>,
+    stats: DriverStats,
+}
+
+impl<E: Endpoint> Driver<E> {
+    /// A driver for `endpoint` on `socket`.
+    pub fn new(socket: BatchSocket, endpoint: E) -> Self {
+        Self {
+            socket,
+            endpoint,
+            inbox: RecvBatch::new(),
+            outbox: SendBatch::new(),
+            scratch: Box::new([0; MAX_DATAGRAM_BYTES]),
+            stats: DriverStats::default(),
+        }
+    }
+
+    /// The endpoint, to read its state and statistics.
+    pub fn endpoint(&self) -> &E {
+        &self.endpoint
+    }
+
+    /// The endpoint, to queue messages or disconnect.
+    pub fn endpoint_mut(&mut self) -> &mut E {
+        &mut self.endpoint
+    }
+
+    /// The socket's address.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.socket.local_addr()
+    }
+
+    /// What the driver moved so far.
+    pub fn stats(&self) -> DriverStats {
+        self.stats
+    }
+
+    /// Sends every datagram the endpoint has ready, `sendmmsg` batch by batch.
+    pub async fn flush(&mut self) -> io::Result<()> {
+        let now = Instant::now();
+        while let Some(transmit) = self.endpoint.poll_transmit(now, &mut self.scratch[..]) {
+            let datagram = &self.scratch[..transmit.len];
+            if !self.outbox.push(transmit.destination, datagram) {
+                send_all(&self.socket, &mut self.outbox, &mut self.stats).await?;
+                // An empty batch always takes a datagram that fit the endpoint's buffer.
+                self.outbox.push(transmit.destination, datagram);
+            }
+        }
+        send_all(&self.socket, &mut self.outbox, &mut self.stats).await
+    }
+
+    /// Drives the socket and the endpoint's timers until the endpoint reports an event.
+    /// Queued data is flushed before every wait.
+    pub async fn next_event(&mut self) -> io::Result<E::Event> {
+        loop {
+            if let Some(event) = self.endpoint.poll_event() {
+                return Ok(event);
+            }
+            let now = Instant::now();
+            if self.endpoint.poll_timeout().is_some_and(|at| at <= now) {
+                self.endpoint.handle_timeout(now);
+                if let Some(event) = self.endpoint.poll_event() {
+                    return Ok(event);
+                }
+            }
+            // A due deadline may be a resend or keepalive, which only `poll_transmit` clears.
+            self.flush().await?;
+            // Never spin on a deadline the endpoint still reports as past.
+            let deadline = self
+                .endpoint
+                .poll_timeout()
+                .map(|at| at.max(now + MIN_WAIT));
+            let received = tokio::select! {
+                received = self.socket.recv_batch(&mut self.inbox) => Some(received?),
+                () = sleep_until(deadline) => None,
+            };
+            if received.is_some() {
+                self.stats.receive_batches += 1;
+                let now = Instant::now();
+                for (from, datagram) in &self.inbox {
+                    self.endpoint.handle_datagram(now, from, datagram);
+                }
+            }
+        }
+    }
+}
+
+/// Sends a batch if it holds anything.
+async fn send_all(
+    socket: &BatchSocket,
+    outbox: &mut SendBatch,
+    stats: &mut DriverStats,
+) -> io::Result<()> {
+    if outbox.is_empty() {
+        return Ok(());
+    }
+    stats.send_batches += 1;
+    socket.send_batch(outbox).await
+}
+
+/// Sleeps until `deadline`, or forever without one.
+async fn sleep_until(deadline: Option<Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline.into()).await,
+        None => std::future::pending().await,
+    }
+}
