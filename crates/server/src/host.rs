@@ -1,0 +1,374 @@
+//! `RoomHost` runs one [`Room`]: seats, membership, ticks on schedule, and the commands the
+//! room issues, without any I/O. A shard owns many hosts; tests drive one directly.
+
+use std::time::Instant;
+
+use bytes::Bytes;
+
+use crate::room::{Command, JoinRefused, LeaveReason, Member, PlayerId, Room, RoomContext, Seat};
+use crate::timestep::{Due, FixedTimestep, TickRateError};
+
+/// Counters of one room's life.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RoomStats {
+    /// Ticks run.
+    pub ticks: u64,
+    /// Ticks skipped because the room fell too far behind.
+    pub ticks_skipped: u64,
+    /// Messages handed to the room.
+    pub messages: u64,
+    /// Messages ignored because their sender is not a connected member.
+    pub messages_from_strangers: u64,
+}
+
+/// One room and everything the runtime keeps about it.
+pub struct RoomHost {
+    room: Box<dyn Room>,
+    members: Vec<Member>,
+    capacity: u16,
+    timestep: FixedTimestep,
+    commands: Vec<Command>,
+    stats: RoomStats,
+}
+
+impl RoomHost {
+    /// Hosts `room` with `capacity` seats, ticking from `now` at the room's rate.
+    pub fn new(room: Box<dyn Room>, now: Instant, capacity: u16) -> Result<Self, TickRateError> {
+        let timestep = FixedTimestep::new(now, room.tick_rate_hz())?;
+        Ok(Self {
+            room,
+            members: Vec::new(),
+            capacity,
+            timestep,
+            commands: Vec::new(),
+            stats: RoomStats::default(),
+        })
+    }
+
+    /// Calls into the room with a context, then applies any kicks it issued.
+    fn call(&mut self, now: Instant, f: impl FnOnce(&mut dyn Room, &mut RoomContext<'_>)) {
+        let issued_from = self.commands.len();
+        let mut ctx = RoomContext::new(
+            now,
+            self.timestep.next_tick(),
+            self.timestep.step(),
+            &self.members,
+            &mut self.commands,
+        );
+        f(self.room.as_mut(), &mut ctx);
+        self.apply_kicks(now, issued_from);
+    }
+
+    /// Removes the players kicked by commands from `index` on. A kicked player's `leave`
+    /// runs at once, and any kicks it issues are applied in turn. The kick commands stay
+    /// queued so the runtime also disconnects those players.
+    fn apply_kicks(&mut self, now: Instant, mut index: usize) {
+        while index < self.commands.len() {
+            let kicked = match &self.commands[index] {
+                Command::Kick { player, .. } => Some(*player),
+                _ => None,
+            };
+            index += 1;
+            let Some(player) = kicked else { continue };
+            let Some(seat) = self.members.iter().position(|member| member.id == player) else {
+                continue;
+            };
+            let mut ctx = RoomContext::new(
+                now,
+                self.timestep.next_tick(),
+                self.timestep.step(),
+                &self.members,
+                &mut self.commands,
+            );
+            self.room.leave(&mut ctx, player, LeaveReason::Kicked);
+            self.members.remove(seat);
+        }
+    }
+
+    /// Seats a player in the lowest free seat, if the room has one and accepts them.
+    pub fn join(&mut self, now: Instant, id: PlayerId, name: String) -> Result<Seat, JoinRefused> {
+        if self.members.iter().any(|member| member.id == id) {
+            return Err(JoinRefused::AlreadyMember);
+        }
+        if self.members.len() >= usize::from(self.capacity) {
+            return Err(JoinRefused::Full {
+                capacity: self.capacity,
+            });
+        }
+        let seat = (0..self.capacity)
+            .map(Seat)
+            .find(|seat| self.members.iter().all(|member| member.seat != *seat))
+            .ok_or(JoinRefused::Full {
+                capacity: self.capacity,
+            })?;
+        let member = Member {
+            id,
+            seat,
+            name,
+            connected: true,
+        };
+        self.members.push(member.clone());
+        let mut verdict = Ok(());
+        self.call(now, |room, ctx| verdict = room.join(ctx, &member));
+        if let Err(refused) = verdict {
+            self.members.retain(|member| member.id != id);
+            return Err(refused);
+        }
+        Ok(seat)
+    }
+
+    /// The player's connection was lost; their seat is held. False for a non-member.
+    pub fn disconnected(&mut self, now: Instant, id: PlayerId) -> bool {
+        let Some(member) = self.members.iter_mut().find(|member| member.id == id) else {
+            return false;
+        };
+        member.connected = false;
+        self.call(now, |room, ctx| room.disconnected(ctx, id));
+        true
+    }
+
+    /// The player is back in their held seat; `None` if they have no seat here.
+    pub fn reconnected(&mut self, now: Instant, id: PlayerId) -> Option<Seat> {
+        let member = self.members.iter_mut().find(|member| member.id == id)?;
+        member.connected = true;
+        let seat = member.seat;
+        self.call(now, |room, ctx| room.reconnected(ctx, id));
+        Some(seat)
+    }
+
+    /// The player leaves for good and frees their seat. False for a non-member.
+    pub fn leave(&mut self, now: Instant, id: PlayerId, reason: LeaveReason) -> bool {
+        if !self.members.iter().any(|member| member.id == id) {
+            return false;
+        }
+        self.call(now, |room, ctx| room.leave(ctx, id, reason));
+        self.members.retain(|member| member.id != id);
+        true
+    }
+
+    /// Hands a message to the room; ignored (and counted) unless the sender is a connected
+    /// member.
+    pub fn message(&mut self, now: Instant, from: PlayerId, channel: u8, message: Bytes) -> bool {
+        if !self
+            .members
+            .iter()
+            .any(|member| member.id == from && member.connected)
+        {
+            self.stats.messages_from_strangers += 1;
+            return false;
+        }
+        self.stats.messages += 1;
+        self.call(now, |room, ctx| room.message(ctx, from, channel, message));
+        true
+    }
+
+    /// Runs the ticks due by `now`, each seeing the time it was due.
+    pub fn advance(&mut self, now: Instant) -> Due {
+        let first = self.timestep.next_tick();
+        let due = self.timestep.advance(now);
+        let last = self.timestep.next_tick();
+        for tick in (last - u64::from(due.ticks))..last {
+            let due_at = self.timestep.due_at(tick);
+            let issued_from = self.commands.len();
+            let mut ctx = RoomContext::new(
+                due_at,
+                tick,
+                self.timestep.step(),
+                &self.members,
+                &mut self.commands,
+            );
+            self.room.tick(&mut ctx);
+            self.apply_kicks(due_at, issued_from);
+        }
+        debug_assert!(last - first == u64::from(due.ticks) + due.skipped);
+        self.stats.ticks += u64::from(due.ticks);
+        self.stats.ticks_skipped += due.skipped;
+        due
+    }
+
+    /// When the next tick is due.
+    pub fn next_deadline(&self) -> Instant {
+        self.timestep.next_deadline()
+    }
+
+    /// The commands issued since the last call, for the runtime to carry out.
+    pub fn take_commands(&mut self) -> std::vec::Drain<'_, Command> {
+        self.commands.drain(..)
+    }
+
+    /// Everyone seated, connected or not.
+    pub fn members(&self) -> &[Member] {
+        &self.members
+    }
+
+    /// Seats in the room.
+    pub fn capacity(&self) -> u16 {
+        self.capacity
+    }
+
+    /// Counters of the room's life.
+    pub fn stats(&self) -> RoomStats {
+        self.stats
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    /// Records what happens to it, for tests.
+    #[derive(Default)]
+    struct Probe {
+        log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+        refuse: Option<PlayerId>,
+        kick_on_message: bool,
+    }
+
+    impl Room for Probe {
+        fn tick_rate_hz(&self) -> u32 {
+            20
+        }
+
+        fn join(&mut self, ctx: &mut RoomContext<'_>, member: &Member) -> Result<(), JoinRefused> {
+            self.log
+                .lock()
+                .unwrap()
+                .push(format!("join {} seat {}", member.id.0, member.seat.0));
+            if self.refuse == Some(member.id) {
+                return Err(JoinRefused::Game("banned".into()));
+            }
+            ctx.broadcast_except(member.id, 0, Bytes::from_static(b"welcome"));
+            Ok(())
+        }
+
+        fn leave(&mut self, _ctx: &mut RoomContext<'_>, player: PlayerId, reason: LeaveReason) {
+            self.log
+                .lock()
+                .unwrap()
+                .push(format!("leave {} {reason:?}", player.0));
+        }
+
+        fn message(
+            &mut self,
+            ctx: &mut RoomContext<'_>,
+            from: PlayerId,
+            _channel: u8,
+            _message: Bytes,
+        ) {
+            if self.kick_on_message {
+                ctx.kick(from, "no talking");
+            }
+        }
+
+        fn tick(&mut self, ctx: &mut RoomContext<'_>) {
+            self.log
+                .lock()
+                .unwrap()
+                .push(format!("tick {}", ctx.tick()));
+        }
+    }
+
+    fn host(probe: Probe, capacity: u16) -> (RoomHost, Instant) {
+        let now = Instant::now();
+        (RoomHost::new(Box::new(probe), now, capacity).unwrap(), now)
+    }
+
+    #[test]
+    fn seats_fill_from_the_lowest_and_are_reused() {
+        let (mut host, now) = host(Probe::default(), 3);
+        assert_eq!(host.join(now, PlayerId(10), "a".into()), Ok(Seat(0)));
+        assert_eq!(host.join(now, PlayerId(11), "b".into()), Ok(Seat(1)));
+        assert_eq!(host.join(now, PlayerId(12), "c".into()), Ok(Seat(2)));
+        assert_eq!(
+            host.join(now, PlayerId(13), "d".into()),
+            Err(JoinRefused::Full { capacity: 3 })
+        );
+        assert_eq!(
+            host.join(now, PlayerId(11), "b".into()),
+            Err(JoinRefused::AlreadyMember)
+        );
+        assert!(host.leave(now, PlayerId(11), LeaveReason::Left));
+        assert_eq!(host.join(now, PlayerId(13), "d".into()), Ok(Seat(1)));
+    }
+
+    #[test]
+    fn a_refused_join_leaves_no_trace() {
+        let probe = Probe {
+            refuse: Some(PlayerId(2)),
+            ..Probe::default()
+        };
+        let (mut host, now) = host(probe, 4);
+        host.join(now, PlayerId(1), "a".into()).unwrap();
+        assert!(matches!(
+            host.join(now, PlayerId(2), "b".into()),
+            Err(JoinRefused::Game(_))
+        ));
+        assert_eq!(host.members().len(), 1);
+    }
+
+    #[test]
+    fn a_held_seat_survives_a_reconnection_and_strangers_are_ignored() {
+        let (mut host, now) = host(Probe::default(), 4);
+        host.join(now, PlayerId(1), "a".into()).unwrap();
+        host.join(now, PlayerId(2), "b".into()).unwrap();
+        assert!(host.disconnected(now, PlayerId(1)));
+        assert!(
+            !host.message(now, PlayerId(1), 0, Bytes::new()),
+            "a dropped player is not heard"
+        );
+        assert!(!host.message(now, PlayerId(9), 0, Bytes::new()));
+        assert_eq!(host.stats().messages_from_strangers, 2);
+        assert_eq!(host.reconnected(now, PlayerId(1)), Some(Seat(0)));
+        assert!(host.message(now, PlayerId(1), 0, Bytes::new()));
+        assert_eq!(host.reconnected(now, PlayerId(9)), None);
+    }
+
+    #[test]
+    fn kicks_take_effect_at_once_and_reach_the_runtime() {
+        let probe = Probe {
+            kick_on_message: true,
+            ..Probe::default()
+        };
+        let log = probe.log.clone();
+        let (mut host, now) = host(probe, 4);
+        host.join(now, PlayerId(1), "a".into()).unwrap();
+        host.take_commands().for_each(drop);
+        host.message(now, PlayerId(1), 0, Bytes::from_static(b"hi"));
+        assert!(host.members().is_empty());
+        assert!(
+            log.lock()
+                .unwrap()
+                .iter()
+                .any(|line| line == "leave 1 Kicked")
+        );
+        let commands: Vec<_> = host.take_commands().collect();
+        assert!(matches!(
+            &commands[..],
+            [Command::Kick {
+                player: PlayerId(1),
+                ..
+            }]
+        ));
+    }
+
+    #[test]
+    fn ticks_run_on_schedule_and_see_their_due_time() {
+        let probe = Probe::default();
+        let log = probe.log.clone();
+        let (mut host, start) = host(probe, 4);
+        assert_eq!(host.advance(start).ticks, 1);
+        assert_eq!(host.advance(start + Duration::from_millis(149)).ticks, 2);
+        assert_eq!(host.next_deadline(), start + Duration::from_millis(150));
+        assert_eq!(host.stats().ticks, 3);
+        let ticks: Vec<_> = log
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|line| line.starts_with("tick"))
+            .cloned()
+            .collect();
+        assert_eq!(ticks, ["tick 0", "tick 1", "tick 2"]);
+    }
+}

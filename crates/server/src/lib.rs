@@ -1,0 +1,15 @@
+//! tickwire's server runtime: the [`Room`](room::Room) trait a game implements, fixed-rate
+//! ticks, and the built-in room kinds.
+//!
+//! | type | role |
+//! |---|---|
+//! | [`room::Room`] | game logic: join, leave, messages, ticks |
+//! | [`room::RoomContext`] | what a room sees and how it answers (send, broadcast, kick) |
+//! | [`host::RoomHost`] | runs one room: seats, reconnection, ticks on schedule |
+//! | [`timestep::FixedTimestep`] | drift-free fixed-rate ticks |
+//! | [`rooms`] | built-in kinds: `relay` and `chat` |
+
+pub mod host;
+pub mod room;
+pub mod rooms;
+pub mod timestep;
