@@ -7,9 +7,11 @@
 //! | [`room::RoomContext`] | what a room sees and how it answers (send, broadcast, kick) |
 //! | [`host::RoomHost`] | runs one room: seats, reconnection, ticks on schedule |
 //! | [`timestep::FixedTimestep`] | drift-free fixed-rate ticks |
+//! | [`shard::Shard`] | one worker's rooms and players, reconnection grace, room disposal |
 //! | [`rooms`] | built-in kinds: `relay` and `chat` |
 
 pub mod host;
 pub mod room;
 pub mod rooms;
+pub mod shard;
 pub mod timestep;

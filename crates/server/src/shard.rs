@@ -1,0 +1,505 @@
+//! A shard: the rooms one worker thread owns, the players seated in them, and the routing
+//! from rooms' commands to per-player sends. Sans-IO: transports feed it players and
+//! messages, and carry out the [`ShardOutput`]s it produces.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+
+use crate::host::RoomHost;
+use crate::room::{Command, JoinRefused, LeaveReason, PlayerId, Room, Seat};
+use crate::timestep::TickRateError;
+
+/// Identifies a room on this server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RoomId(pub u64);
+
+/// How a shard treats players and rooms over time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShardConfig {
+    /// How long a player whose connection dropped keeps their seat.
+    pub reconnect_grace: Duration,
+    /// How long an empty room lives before it is disposed of.
+    pub empty_room_ttl: Duration,
+}
+
+impl Default for ShardConfig {
+    /// 30 s to reconnect (a phone switching networks, a browser tab reloading) and 30 s
+    /// before an empty room goes (so a host who rejoins finds it).
+    fn default() -> Self {
+        Self {
+            reconnect_grace: Duration::from_secs(30),
+            empty_room_ttl: Duration::from_secs(30),
+        }
+    }
+}
+
+/// What the transports must do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ShardOutput {
+    /// Send a message to a player.
+    Send {
+        /// Recipient.
+        to: PlayerId,
+        /// Channel id.
+        channel: u8,
+        /// The message; broadcasts share one buffer among recipients.
+        message: Bytes,
+    },
+    /// Close a player's connection.
+    Disconnect {
+        /// Whose.
+        player: PlayerId,
+        /// Shown to the player.
+        reason: String,
+    },
+}
+
+/// Why a player could not join.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum JoinError {
+    /// No room with that id on this shard.
+    #[error("no room {0:?}")]
+    NoSuchRoom(RoomId),
+    /// The player already has a seat in a room.
+    #[error("player is already in room {0:?}")]
+    AlreadySeated(RoomId),
+    /// The room refused.
+    #[error(transparent)]
+    Refused(#[from] JoinRefused),
+}
+
+/// A room's description for listings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RoomInfo {
+    /// Its id.
+    pub id: RoomId,
+    /// Its kind (`relay`, `chat`, `arena`, …).
+    pub kind: String,
+    /// Players seated, connected or not.
+    pub players: usize,
+    /// Seats.
+    pub capacity: u16,
+}
+
+struct HostedRoom {
+    kind: String,
+    host: RoomHost,
+    /// Set while the room has no members: when it became empty.
+    empty_since: Option<Instant>,
+}
+
+struct Seated {
+    room: RoomId,
+    /// Set while the player's connection is lost: when their seat is given up.
+    held_until: Option<Instant>,
+}
+
+/// Counters of a shard's work.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ShardStats {
+    /// Ticks run across all rooms.
+    pub ticks: u64,
+    /// Ticks skipped by rooms that fell behind.
+    pub ticks_skipped: u64,
+    /// Rooms disposed of after staying empty.
+    pub rooms_disposed: u64,
+    /// Seats given up because a player did not reconnect in time.
+    pub seats_expired: u64,
+    /// Messages from players without a seat, ignored.
+    pub messages_unrouted: u64,
+}
+
+/// The rooms and players of one worker thread.
+pub struct Shard {
+    config: ShardConfig,
+    rooms: HashMap<RoomId, HostedRoom>,
+    players: HashMap<PlayerId, Seated>,
+    outputs: Vec<ShardOutput>,
+    stats: ShardStats,
+}
+
+impl Shard {
+    /// An empty shard.
+    pub fn new(config: ShardConfig) -> Self {
+        Self {
+            config,
+            rooms: HashMap::new(),
+            players: HashMap::new(),
+            outputs: Vec::new(),
+            stats: ShardStats::default(),
+        }
+    }
+
+    /// Starts hosting a room.
+    pub fn create_room(
+        &mut self,
+        now: Instant,
+        id: RoomId,
+        kind: impl Into<String>,
+        room: Box<dyn Room>,
+        capacity: u16,
+    ) -> Result<(), TickRateError> {
+        let host = RoomHost::new(room, now, capacity)?;
+        self.rooms.insert(
+            id,
+            HostedRoom {
+                kind: kind.into(),
+                host,
+                empty_since: Some(now),
+            },
+        );
+        Ok(())
+    }
+
+    /// Seats a player in a room.
+    pub fn join(
+        &mut self,
+        now: Instant,
+        room: RoomId,
+        player: PlayerId,
+        name: String,
+    ) -> Result<Seat, JoinError> {
+        if let Some(seated) = self.players.get(&player) {
+            return Err(JoinError::AlreadySeated(seated.room));
+        }
+        let hosted = self
+            .rooms
+            .get_mut(&room)
+            .ok_or(JoinError::NoSuchRoom(room))?;
+        let seat = hosted.host.join(now, player, name)?;
+        hosted.empty_since = None;
+        self.players.insert(
+            player,
+            Seated {
+                room,
+                held_until: None,
+            },
+        );
+        self.route(room, now);
+        Ok(seat)
+    }
+
+    /// A message from a player; ignored (and counted) unless they are seated and connected.
+    pub fn message(&mut self, now: Instant, player: PlayerId, channel: u8, message: Bytes) {
+        let Some(seated) = self
+            .players
+            .get(&player)
+            .filter(|seated| seated.held_until.is_none())
+        else {
+            self.stats.messages_unrouted += 1;
+            return;
+        };
+        let room = seated.room;
+        if let Some(hosted) = self.rooms.get_mut(&room) {
+            hosted.host.message(now, player, channel, message);
+            self.route(room, now);
+        }
+    }
+
+    /// A player's connection dropped: their seat is held for the reconnect grace period.
+    pub fn connection_lost(&mut self, now: Instant, player: PlayerId) {
+        let Some(seated) = self.players.get_mut(&player) else {
+            return;
+        };
+        seated.held_until = Some(now + self.config.reconnect_grace);
+        let room = seated.room;
+        if let Some(hosted) = self.rooms.get_mut(&room) {
+            hosted.host.disconnected(now, player);
+            self.route(room, now);
+        }
+    }
+
+    /// A player whose seat is held is back; their room and seat, if still held.
+    pub fn reconnect(&mut self, now: Instant, player: PlayerId) -> Option<(RoomId, Seat)> {
+        let seated = self.players.get_mut(&player)?;
+        seated.held_until = None;
+        let room = seated.room;
+        let seat = self.rooms.get_mut(&room)?.host.reconnected(now, player)?;
+        self.route(room, now);
+        Some((room, seat))
+    }
+
+    /// A player leaves their room for good.
+    pub fn leave(&mut self, now: Instant, player: PlayerId, reason: LeaveReason) {
+        let Some(seated) = self.players.remove(&player) else {
+            return;
+        };
+        if let Some(hosted) = self.rooms.get_mut(&seated.room) {
+            hosted.host.leave(now, player, reason);
+            if hosted.host.members().is_empty() {
+                hosted.empty_since = Some(now);
+            }
+            self.route(seated.room, now);
+        }
+    }
+
+    /// Runs every room's due ticks, gives up expired held seats and disposes of rooms empty
+    /// for longer than their time to live.
+    pub fn run(&mut self, now: Instant) {
+        let expired: Vec<PlayerId> = self
+            .players
+            .iter()
+            .filter(|(_, seated)| seated.held_until.is_some_and(|until| until <= now))
+            .map(|(player, _)| *player)
+            .collect();
+        for player in expired {
+            self.stats.seats_expired += 1;
+            self.leave(now, player, LeaveReason::GraceExpired);
+        }
+        let ids: Vec<RoomId> = self.rooms.keys().copied().collect();
+        for id in ids {
+            let Some(hosted) = self.rooms.get_mut(&id) else {
+                continue;
+            };
+            if hosted.empty_since.is_some_and(|since| {
+                now.saturating_duration_since(since) >= self.config.empty_room_ttl
+            }) {
+                self.rooms.remove(&id);
+                self.stats.rooms_disposed += 1;
+                continue;
+            }
+            let due = hosted.host.advance(now);
+            self.stats.ticks += u64::from(due.ticks);
+            self.stats.ticks_skipped += due.skipped;
+            self.route(id, now);
+        }
+    }
+
+    /// Turns a room's commands into sends and disconnects.
+    fn route(&mut self, id: RoomId, now: Instant) {
+        let Some(hosted) = self.rooms.get_mut(&id) else {
+            return;
+        };
+        let mut kicked = Vec::new();
+        let connected = |host: &RoomHost, player: PlayerId| {
+            host.members()
+                .iter()
+                .any(|member| member.id == player && member.connected)
+        };
+        let commands: Vec<Command> = hosted.host.take_commands().collect();
+        for command in commands {
+            match command {
+                Command::Send {
+                    to,
+                    channel,
+                    message,
+                } => {
+                    if connected(&hosted.host, to) {
+                        self.outputs.push(ShardOutput::Send {
+                            to,
+                            channel,
+                            message,
+                        });
+                    }
+                }
+                Command::Broadcast {
+                    channel,
+                    message,
+                    except,
+                } => {
+                    for member in hosted.host.members() {
+                        if member.connected && Some(member.id) != except {
+                            self.outputs.push(ShardOutput::Send {
+                                to: member.id,
+                                channel,
+                                message: message.clone(),
+                            });
+                        }
+                    }
+                }
+                Command::Kick { player, reason } => {
+                    kicked.push(player);
+                    self.outputs
+                        .push(ShardOutput::Disconnect { player, reason });
+                }
+            }
+        }
+        if hosted.host.members().is_empty() && hosted.empty_since.is_none() {
+            hosted.empty_since = Some(now);
+        }
+        for player in kicked {
+            // The host already removed them from the room.
+            self.players.remove(&player);
+        }
+    }
+
+    /// What the transports must do, in order.
+    pub fn drain_outputs(&mut self) -> std::vec::Drain<'_, ShardOutput> {
+        self.outputs.drain(..)
+    }
+
+    /// When `run` next has work: a tick, a held seat's expiry or an empty room's disposal.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        let rooms = self.rooms.values().map(|hosted| match hosted.empty_since {
+            Some(since) => (since + self.config.empty_room_ttl).min(hosted.host.next_deadline()),
+            None => hosted.host.next_deadline(),
+        });
+        let seats = self.players.values().filter_map(|seated| seated.held_until);
+        rooms.chain(seats).min()
+    }
+
+    /// The rooms, for listings and matchmaking.
+    pub fn rooms(&self) -> impl Iterator<Item = RoomInfo> + '_ {
+        self.rooms.iter().map(|(id, hosted)| RoomInfo {
+            id: *id,
+            kind: hosted.kind.clone(),
+            players: hosted.host.members().len(),
+            capacity: hosted.host.capacity(),
+        })
+    }
+
+    /// The room a player is seated in.
+    pub fn room_of(&self, player: PlayerId) -> Option<RoomId> {
+        self.players.get(&player).map(|seated| seated.room)
+    }
+
+    /// Counters of the shard's work.
+    pub fn stats(&self) -> ShardStats {
+        self.stats
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rooms::relay::RelayRoom;
+
+    fn shard_with_relay(players: u64) -> (Shard, Instant) {
+        let now = Instant::now();
+        let mut shard = Shard::new(ShardConfig::default());
+        shard
+            .create_room(now, RoomId(1), "relay", Box::new(RelayRoom::default()), 16)
+            .unwrap();
+        for id in 1..=players {
+            shard
+                .join(now, RoomId(1), PlayerId(id), format!("p{id}"))
+                .unwrap();
+        }
+        shard.drain_outputs().for_each(drop);
+        (shard, now)
+    }
+
+    fn sends(shard: &mut Shard) -> Vec<(PlayerId, u8, Bytes)> {
+        shard
+            .drain_outputs()
+            .filter_map(|output| match output {
+                ShardOutput::Send {
+                    to,
+                    channel,
+                    message,
+                } => Some((to, channel, message)),
+                ShardOutput::Disconnect { .. } => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_relayed_message_reaches_the_others_sharing_one_buffer() {
+        let (mut shard, now) = shard_with_relay(4);
+        let message = Bytes::from(vec![7u8; 100]);
+        shard.message(now, PlayerId(3), 2, message.clone());
+        let sent = sends(&mut shard);
+        let recipients: Vec<_> = sent.iter().map(|(to, ..)| to.0).collect();
+        assert_eq!(recipients.len(), 3);
+        assert!(!recipients.contains(&3), "not echoed to the sender");
+        for (_, channel, bytes) in &sent {
+            assert_eq!(*channel, 2, "on the channel it came on");
+            assert_eq!(
+                bytes.as_ptr(),
+                message.as_ptr(),
+                "one buffer for all recipients"
+            );
+        }
+    }
+
+    #[test]
+    fn a_dropped_player_keeps_their_seat_through_the_grace_period() {
+        let (mut shard, now) = shard_with_relay(2);
+        shard.connection_lost(now, PlayerId(1));
+        shard.message(now, PlayerId(1), 0, Bytes::from_static(b"ghost"));
+        assert_eq!(shard.stats().messages_unrouted, 1);
+        shard.message(now, PlayerId(2), 0, Bytes::from_static(b"hello?"));
+        assert!(
+            sends(&mut shard).is_empty(),
+            "nothing is sent to a dropped player"
+        );
+
+        let later = now + Duration::from_secs(20);
+        shard.run(later);
+        assert_eq!(
+            shard.reconnect(later, PlayerId(1)),
+            Some((RoomId(1), Seat(0)))
+        );
+        shard.message(later, PlayerId(2), 0, Bytes::from_static(b"welcome back"));
+        assert_eq!(sends(&mut shard).len(), 1);
+    }
+
+    #[test]
+    fn a_seat_not_reclaimed_in_time_is_given_up() {
+        let (mut shard, now) = shard_with_relay(2);
+        shard.connection_lost(now, PlayerId(1));
+        assert_eq!(
+            shard
+                .next_deadline()
+                .map(|at| at <= now + Duration::from_secs(30)),
+            Some(true)
+        );
+        shard.run(now + Duration::from_secs(31));
+        assert_eq!(shard.stats().seats_expired, 1);
+        assert_eq!(shard.room_of(PlayerId(1)), None);
+        assert_eq!(
+            shard.reconnect(now + Duration::from_secs(31), PlayerId(1)),
+            None
+        );
+        let seat = shard.join(
+            now + Duration::from_secs(31),
+            RoomId(1),
+            PlayerId(3),
+            "p3".into(),
+        );
+        assert_eq!(seat, Ok(Seat(0)), "the seat is free again");
+    }
+
+    #[test]
+    fn an_empty_room_is_disposed_of_after_its_time_to_live() {
+        let (mut shard, now) = shard_with_relay(1);
+        shard.leave(now, PlayerId(1), LeaveReason::Left);
+        shard.run(now + Duration::from_secs(29));
+        assert_eq!(shard.rooms().count(), 1, "still there within the ttl");
+        shard.run(now + Duration::from_secs(30));
+        assert_eq!(shard.rooms().count(), 0);
+        assert_eq!(shard.stats().rooms_disposed, 1);
+        assert_eq!(
+            shard.join(now, RoomId(1), PlayerId(1), "p1".into()),
+            Err(JoinError::NoSuchRoom(RoomId(1)))
+        );
+    }
+
+    #[test]
+    fn a_player_sits_in_one_room_at_a_time() {
+        let (mut shard, now) = shard_with_relay(1);
+        shard
+            .create_room(now, RoomId(2), "relay", Box::new(RelayRoom::default()), 4)
+            .unwrap();
+        assert_eq!(
+            shard.join(now, RoomId(2), PlayerId(1), "p1".into()),
+            Err(JoinError::AlreadySeated(RoomId(1)))
+        );
+    }
+
+    #[test]
+    fn rooms_tick_on_schedule_inside_the_shard() {
+        let (mut shard, now) = shard_with_relay(1);
+        for ms in (0..=100).step_by(10) {
+            shard.run(now + Duration::from_millis(ms));
+        }
+        assert_eq!(shard.stats().ticks, 7, "60 Hz: ticks 0..=6 by 100 ms");
+        assert_eq!(shard.stats().ticks_skipped, 0);
+        assert_eq!(
+            shard.next_deadline(),
+            Some(now + Duration::from_nanos(116_666_666))
+        );
+    }
+}
