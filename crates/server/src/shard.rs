@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 
 use crate::host::RoomHost;
+use crate::limits::{MessageLimitConfig, MessageLimiter, MessageVerdict};
 use crate::room::{Command, JoinRefused, LeaveReason, PlayerId, Room, Seat};
 use crate::timestep::TickRateError;
 
@@ -16,12 +17,14 @@ use crate::timestep::TickRateError;
 pub struct RoomId(pub u64);
 
 /// How a shard treats players and rooms over time.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ShardConfig {
     /// How long a player whose connection dropped keeps their seat.
     pub reconnect_grace: Duration,
     /// How long an empty room lives before it is disposed of.
     pub empty_room_ttl: Duration,
+    /// How many messages a player may send.
+    pub message_limit: MessageLimitConfig,
 }
 
 impl Default for ShardConfig {
@@ -31,6 +34,7 @@ impl Default for ShardConfig {
         Self {
             reconnect_grace: Duration::from_secs(30),
             empty_room_ttl: Duration::from_secs(30),
+            message_limit: MessageLimitConfig::default(),
         }
     }
 }
@@ -94,6 +98,7 @@ struct Seated {
     room: RoomId,
     /// Set while the player's connection is lost: when their seat is given up.
     held_until: Option<Instant>,
+    limiter: MessageLimiter,
 }
 
 /// Counters of a shard's work.
@@ -109,6 +114,10 @@ pub struct ShardStats {
     pub seats_expired: u64,
     /// Messages from players without a seat, ignored.
     pub messages_unrouted: u64,
+    /// Messages dropped by the per-player rate limit.
+    pub messages_rate_limited: u64,
+    /// Players disconnected for flooding.
+    pub players_flooding: u64,
 }
 
 /// The rooms and players of one worker thread.
@@ -175,6 +184,7 @@ impl Shard {
             Seated {
                 room,
                 held_until: None,
+                limiter: MessageLimiter::new(now, self.config.message_limit),
             },
         );
         self.route(room, now);
@@ -185,12 +195,29 @@ impl Shard {
     pub fn message(&mut self, now: Instant, player: PlayerId, channel: u8, message: Bytes) {
         let Some(seated) = self
             .players
-            .get(&player)
+            .get_mut(&player)
             .filter(|seated| seated.held_until.is_none())
         else {
             self.stats.messages_unrouted += 1;
             return;
         };
+        match seated.limiter.check(now) {
+            MessageVerdict::Allow => {}
+            MessageVerdict::Drop => {
+                self.stats.messages_rate_limited += 1;
+                return;
+            }
+            MessageVerdict::Disconnect => {
+                self.stats.messages_rate_limited += 1;
+                self.stats.players_flooding += 1;
+                self.leave(now, player, LeaveReason::Kicked);
+                self.outputs.push(ShardOutput::Disconnect {
+                    player,
+                    reason: "message flood".into(),
+                });
+                return;
+            }
+        }
         let room = seated.room;
         if let Some(hosted) = self.rooms.get_mut(&room) {
             hosted.host.message(now, player, channel, message);
@@ -364,6 +391,7 @@ impl Shard {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::limits::MessageLimitConfig;
     use crate::rooms::relay::RelayRoom;
 
     fn shard_with_relay(players: u64) -> (Shard, Instant) {
@@ -487,6 +515,51 @@ mod tests {
             shard.join(now, RoomId(2), PlayerId(1), "p1".into()),
             Err(JoinError::AlreadySeated(RoomId(1)))
         );
+    }
+
+    #[test]
+    fn a_flooding_player_is_rate_limited_then_disconnected() {
+        let now = Instant::now();
+        let mut shard = Shard::new(ShardConfig {
+            message_limit: MessageLimitConfig {
+                rate: 10.0,
+                burst: 5,
+                max_violations: 20,
+                violation_window: Duration::from_secs(1),
+            },
+            ..ShardConfig::default()
+        });
+        shard
+            .create_room(now, RoomId(1), "relay", Box::new(RelayRoom::default()), 4)
+            .unwrap();
+        shard
+            .join(now, RoomId(1), PlayerId(1), "flood".into())
+            .unwrap();
+        shard
+            .join(now, RoomId(1), PlayerId(2), "calm".into())
+            .unwrap();
+        shard.drain_outputs().for_each(drop);
+        for _ in 0..5 {
+            shard.message(now, PlayerId(1), 0, Bytes::from_static(b"x"));
+        }
+        assert_eq!(sends(&mut shard).len(), 5, "the burst goes through");
+        for _ in 0..20 {
+            shard.message(now, PlayerId(1), 0, Bytes::from_static(b"x"));
+        }
+        let outputs: Vec<_> = shard.drain_outputs().collect();
+        assert!(
+            outputs
+                .iter()
+                .all(|output| !matches!(output, ShardOutput::Send { .. })),
+            "nothing over the limit is relayed"
+        );
+        assert!(outputs.contains(&ShardOutput::Disconnect {
+            player: PlayerId(1),
+            reason: "message flood".into()
+        }));
+        assert_eq!(shard.room_of(PlayerId(1)), None);
+        assert_eq!(shard.stats().messages_rate_limited, 20);
+        assert_eq!(shard.stats().players_flooding, 1);
     }
 
     #[test]
