@@ -8,9 +8,11 @@
 //! | [`host::RoomHost`] | runs one room: seats, reconnection, ticks on schedule |
 //! | [`timestep::FixedTimestep`] | drift-free fixed-rate ticks |
 //! | [`shard::Shard`] | one worker's rooms and players, reconnection grace, room disposal |
+//! | [`console`] | the telnet-compatible admin console, over [`console::AdminOps`] |
 //! | [`limits`] | connection rate and count per IP, message rate per player |
 //! | [`rooms`] | built-in kinds: `relay` and `chat` |
 
+pub mod console;
 pub mod host;
 pub mod limits;
 pub mod room;
