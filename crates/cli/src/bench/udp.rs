@@ -7,8 +7,9 @@
 //!
 //! - **out**: the server sends a small unreliable message to every client, round-robin,
 //!   through `poll_transmit` and `sendmmsg`;
-//! - **raw**: a bare `sendmmsg` loop ([`tickwire_net::bench::raw_sendmmsg`]) sending datagrams
-//!   of the same length to as many sockets from the same CPU;
+//! - **raw**: taking turns with it in four slices, a bare `sendmmsg` loop
+//!   ([`tickwire_net::bench::raw_sendmmsg`]) sending datagrams of the same length to as many
+//!   sockets from the same CPUs;
 //! - **in**: every client sends to the server, which receives with `recvmmsg` and runs
 //!   `handle_datagram`, and **in, raw**: the same traffic, the server only receiving it.
 //!
@@ -21,7 +22,6 @@ use std::time::Duration;
 use anyhow::Context;
 use serde::Serialize;
 use tickwire_net::bench::relay::{InFigures, RelayConfig, RelayFigures, protocol_relay};
-use tickwire_net::bench::{RawConfig, RawFigures, raw_sendmmsg};
 
 use crate::alloc_count;
 
@@ -223,22 +223,22 @@ pub struct UdpReport {
     pub anchor_sfs2x_pps_per_core: f64,
 }
 
-/// One run: the protocol relay, then the raw loop with its datagram length.
+/// One run of the relay, its raw loop included.
 struct Run {
     relay: RelayFigures,
-    raw: RawFigures,
 }
 
 impl Run {
     fn figures(&self) -> RunFigures {
         let out = &self.relay.out;
+        let raw = &self.relay.raw;
         RunFigures {
             out_pps_per_server_core: out.sent_pps_per_core(),
             out_pps: out.sent_pps(),
             out_received_pps: out.received_pps(),
             out_user_ns_per_datagram: out.user_ns_per_datagram(),
-            raw_pps_per_core: self.raw.sent_pps_per_core(),
-            ratio_to_raw: ratio(out.sent_pps_per_core(), self.raw.sent_pps_per_core()),
+            raw_pps_per_core: raw.sent_pps_per_core(),
+            ratio_to_raw: self.relay.ratio_to_raw(),
             in_pps_per_server_core: self.relay.inbound.received_pps_per_core(),
             in_raw_pps_per_server_core: self.relay.inbound_raw.received_pps_per_core(),
             in_swept_pps_per_server_core: self.relay.inbound_swept.received_pps_per_core(),
@@ -280,17 +280,8 @@ pub fn run(config: &UdpBenchConfig) -> anyhow::Result<UdpReport> {
     let mut runs = Vec::with_capacity(config.runs);
     for index in 0..config.runs {
         let relay = protocol_relay(&relay_config)
-            .with_context(|| format!("run {}: the protocol relay", index + 1))?;
-        let raw = raw_sendmmsg(&RawConfig {
-            payload_len: relay.datagram_len,
-            destinations: config.destinations,
-            batch: relay_config.batch,
-            duration: config.duration,
-            sender_cpu: config.server_cpu,
-            receiver_cpu: config.client_cpu,
-        })
-        .with_context(|| format!("run {}: the raw sendmmsg loop", index + 1))?;
-        let run = Run { relay, raw };
+            .with_context(|| format!("run {} of {}", index + 1, config.runs))?;
+        let run = Run { relay };
         if config.progress {
             let f = run.figures();
             eprintln!(
@@ -362,7 +353,7 @@ fn report(config: &UdpBenchConfig, relay_config: &RelayConfig, mut runs: Vec<Run
     let (out_pps, _) = pick(|r| r.out_pps);
     let (out_received_pps, _) = pick(|r| r.out_received_pps);
     let (out_user_ns_per_datagram, _) = pick(|r| r.out_user_ns_per_datagram);
-    let (raw_pps, _) = median(runs.iter().map(|r| r.raw.sent_pps()).collect());
+    let (raw_pps, _) = median(runs.iter().map(|r| r.relay.raw.sent_pps()).collect());
 
     runs.sort_by(|a, b| {
         a.figures()
@@ -410,8 +401,8 @@ fn report(config: &UdpBenchConfig, relay_config: &RelayConfig, mut runs: Vec<Run
         out_allocs_per_datagram: per_datagram(out.allocations, out.sent),
         raw_pps,
         raw_ns_per_datagram: ratio(1e9, raw_pps_per_core),
-        raw_sent: middle.raw.sent,
-        raw_received: middle.raw.received,
+        raw_sent: middle.relay.raw.sent,
+        raw_received: middle.relay.raw.received,
         in_woken,
         in_swept,
         ratio_to_raw_spread,

@@ -1,6 +1,5 @@
-//! The full UDP protocol path on loopback, measured the way
-//! [`raw_sendmmsg`](super::raw_sendmmsg) measures the kernel alone, so that the two differ
-//! only by the protocol's work.
+//! The full UDP protocol path on loopback, measured the way [`raw_sendmmsg`] measures the
+//! kernel alone, so that the two differ only by the protocol's work.
 //!
 //! [`protocol_relay`] connects `destinations` [`Client`]s, each on its own loopback socket, to
 //! one [`Server`] through the real handshake (untimed), then times these phases:
@@ -23,9 +22,10 @@
 //! 3. **in, raw**: each in phase again with the server only receiving and counting: the
 //!    kernel's part of the in path, to hold the protocol's part against.
 //!
-//! The caller runs [`raw_sendmmsg`](super::raw_sendmmsg) with the measured datagram length,
-//! the same destination count and the same CPUs to get the out path's reference
-//! (`tickwire bench udp` does).
+//! Taking turns with the out phase, before the in phases, it runs [`raw_sendmmsg`] with the
+//! out phase's datagram length, destination count, batch and CPUs: the out path's
+//! reference. The two alternate in [`RelayConfig::slices`] slices (4 of 500 ms by default),
+//! so that the shared machine's drift falls on both alike.
 //!
 //! Before the out phase an untimed warm-up sends 256 messages to every connection, so that
 //! every timed packet has a 2-byte sequence (64 bytes in all with the default message) and
@@ -50,7 +50,10 @@ use tickwire_proto::{
     Client, ClientEvent, ConnectionId, MAX_DATAGRAM_BYTES, Server, ServerConfig, ServerEvent,
 };
 
-use super::{drain, loopback_socket, pin_current_thread, thread_cpu_time, wait_writable};
+use super::{
+    RawBenchError, RawConfig, RawFigures, drain, loopback_socket, pin_current_thread, raw_sendmmsg,
+    thread_cpu_time, wait_writable,
+};
 use crate::udp::{RECV_BUFFER_BYTES, RecvBatch, SEND_BUFFER_BYTES, SendBatch};
 
 /// The protocol id the benchmark's server and tokens use.
@@ -66,6 +69,8 @@ const EMPTY_PACKET_MAX: usize = 1 + 8 + HEADER_LEN + 16;
 pub const MIN_MESSAGE_LEN: usize = 8;
 /// Largest message: it must fit one packet of the default 1200-byte MTU.
 pub const MAX_MESSAGE_LEN: usize = 1024;
+/// Shortest slice of the out phase or the raw loop.
+const MIN_SLICE: Duration = Duration::from_millis(1);
 
 /// What [`protocol_relay`] sends, where, and for how long.
 #[derive(Debug, Clone)]
@@ -84,6 +89,9 @@ pub struct RelayConfig {
     pub client_burst: usize,
     /// How long each timed phase runs (default 2 s).
     pub duration: Duration,
+    /// Turns the out phase and the raw loop take, alternating, each `duration / slices`
+    /// long (default 4), so that drift on a shared machine hits both alike.
+    pub slices: usize,
     /// CPU the server thread is pinned to (default 1, as the raw sender).
     pub server_cpu: Option<usize>,
     /// CPU the clients' thread (draining, or sending in the in phases) is pinned to
@@ -104,6 +112,7 @@ impl Default for RelayConfig {
             batch: 64,
             client_burst: 1,
             duration: Duration::from_secs(2),
+            slices: 4,
             server_cpu: Some(1),
             client_cpu: Some(0),
             handshake_timeout: Duration::from_secs(10),
@@ -145,6 +154,26 @@ pub struct OutFigures {
 }
 
 impl OutFigures {
+    /// Adds another slice's figures to these.
+    fn add(&mut self, other: OutFigures) {
+        self.messages += other.messages;
+        self.sent += other.sent;
+        self.empty_packets += other.empty_packets;
+        self.bytes += other.bytes;
+        self.datagram_len_range = (
+            self.datagram_len_range.0.min(other.datagram_len_range.0),
+            self.datagram_len_range.1.max(other.datagram_len_range.1),
+        );
+        self.received += other.received;
+        self.would_block += other.would_block;
+        self.send_errors += other.send_errors;
+        self.wall += other.wall;
+        self.server_cpu_time += other.server_cpu_time;
+        self.server_user_time += other.server_user_time;
+        self.drain_cpu_time += other.drain_cpu_time;
+        self.allocations = self.allocations.zip(other.allocations).map(|(a, b)| a + b);
+    }
+
     /// Datagrams sent per second of wall clock.
     pub fn sent_pps(&self) -> f64 {
         super::per_second(self.sent, self.wall)
@@ -262,13 +291,15 @@ fn ns_per(time: Duration, count: u64) -> f64 {
 pub struct RelayFigures {
     /// The configuration that produced these figures.
     pub config: RelayConfig,
-    /// The datagram length the out phase sent (its mean, rounded): the payload length to run
-    /// [`raw_sendmmsg`](super::raw_sendmmsg) with.
+    /// The datagram length the out phase sent (its mean, rounded): the raw loop's payload.
     pub datagram_len: usize,
     /// How long the untimed handshakes took.
     pub handshake: Duration,
     /// The server sending to every client.
     pub out: OutFigures,
+    /// The bare `sendmmsg` loop with the out phase's datagram length, destinations and CPUs,
+    /// run right after it.
+    pub raw: RawFigures,
     /// Every client sending to the server, the server running the protocol and waiting for
     /// readability.
     pub inbound: InFigures,
@@ -278,6 +309,18 @@ pub struct RelayFigures {
     pub inbound_swept: InFigures,
     /// The same traffic, the server sweeping and only receiving.
     pub inbound_swept_raw: InFigures,
+}
+
+impl RelayFigures {
+    /// The out path's datagrams per server core-second over the raw loop's per sender
+    /// core-second: what fraction of the kernel's limit the protocol path reaches.
+    pub fn ratio_to_raw(&self) -> f64 {
+        let raw = self.raw.sent_pps_per_core();
+        if raw == 0.0 {
+            return 0.0;
+        }
+        self.out.sent_pps_per_core() / raw
+    }
 }
 
 /// Why the relay benchmark could not run.
@@ -295,6 +338,14 @@ pub enum RelayBenchError {
     /// A client burst outside the batch bounds.
     #[error("client burst {0} is outside 1..=1024")]
     ClientBurst(usize),
+    /// Slices outside 1..=64, or shorter than a millisecond each.
+    #[error("{slices} slices of {duration:?} are outside 1..=64 or shorter than 1 ms each")]
+    Slices {
+        /// Slices asked for.
+        slices: usize,
+        /// The phase duration to cut into them.
+        duration: Duration,
+    },
     /// Opening or configuring a loopback socket failed (too many open files, say).
     #[error("opening a loopback socket failed: {0}")]
     Socket(#[source] io::Error),
@@ -329,6 +380,9 @@ pub enum RelayBenchError {
         /// The error.
         source: io::Error,
     },
+    /// The raw reference loop failed.
+    #[error("the raw sendmmsg loop: {0}")]
+    Raw(#[from] RawBenchError),
     /// A benchmark thread could not be started.
     #[error("starting a thread failed: {0}")]
     Spawn(#[source] io::Error),
@@ -337,8 +391,8 @@ pub enum RelayBenchError {
     Panicked(&'static str),
 }
 
-/// Runs the handshakes and the phases described in the [module docs](self). Blocks for about
-/// five times `config.duration` plus the handshakes.
+/// Runs the handshakes, the phases and the raw loop described in the [module docs](self).
+/// Blocks for about six times `config.duration` plus the handshakes.
 pub fn protocol_relay(config: &RelayConfig) -> Result<RelayFigures, RelayBenchError> {
     if !(1..=4096).contains(&config.destinations) {
         return Err(RelayBenchError::Destinations(config.destinations));
@@ -352,21 +406,45 @@ pub fn protocol_relay(config: &RelayConfig) -> Result<RelayFigures, RelayBenchEr
     if !(1..=1024).contains(&config.client_burst) {
         return Err(RelayBenchError::ClientBurst(config.client_burst));
     }
+    if !(1..=64).contains(&config.slices) || config.duration / (config.slices as u32) < MIN_SLICE {
+        return Err(RelayBenchError::Slices {
+            slices: config.slices,
+            duration: config.duration,
+        });
+    }
     let setup_start = Instant::now();
     let mut relay = Relay::connect(config)?;
     let handshake = setup_start.elapsed();
     relay.warm_up()?;
-    let out = relay.out_phase()?;
+    // The out phase and the raw loop take turns, a slice each, so that both see the same
+    // mix of quiet and busy moments on a shared machine.
+    let slice = config.duration / config.slices as u32;
+    let mut out = relay.out_phase(slice)?;
+    let datagram_len = out.mean_datagram_len().round() as usize;
+    let raw_config = RawConfig {
+        payload_len: datagram_len,
+        destinations: config.destinations,
+        batch: config.batch,
+        duration: slice,
+        sender_cpu: config.server_cpu,
+        receiver_cpu: config.client_cpu,
+    };
+    let mut raw = raw_sendmmsg(&raw_config)?;
+    for _ in 1..config.slices {
+        out.add(relay.out_phase(slice)?);
+        add_raw(&mut raw, raw_sendmmsg(&raw_config)?);
+    }
+    raw.config.duration = config.duration;
     let inbound = relay.in_phase(true, InWait::Readiness)?;
     let inbound_raw = relay.in_phase(false, InWait::Readiness)?;
     let inbound_swept = relay.in_phase(true, InWait::Sweep)?;
     let inbound_swept_raw = relay.in_phase(false, InWait::Sweep)?;
-    let datagram_len = out.mean_datagram_len().round() as usize;
     Ok(RelayFigures {
         config: config.clone(),
         datagram_len,
         handshake,
         out,
+        raw,
         inbound,
         inbound_raw,
         inbound_swept,
@@ -428,8 +506,8 @@ impl<'c> Relay<'c> {
             .as_secs();
         let mut server_config = ServerConfig::new(PROTOCOL_ID, key.clone(), vec![server_address]);
         // No connection may time out because a phase leaves it silent: the clients send
-        // nothing during the warm-up and the out phase (default 10 s; three phases' worth
-        // plus slack covers that at any duration).
+        // nothing during the warm-up, the out phase and the raw loop (default 10 s; three
+        // phases' worth plus slack covers that at any duration).
         server_config.params.timeout = server_config
             .params
             .timeout
@@ -589,7 +667,7 @@ impl<'c> Relay<'c> {
     }
 
     /// The out phase: see the module docs.
-    fn out_phase(&mut self) -> Result<OutFigures, RelayBenchError> {
+    fn out_phase(&mut self, duration: Duration) -> Result<OutFigures, RelayBenchError> {
         let config = self.config;
         let stop = AtomicBool::new(false);
         let slot = MAX_DATAGRAM_BYTES;
@@ -606,7 +684,7 @@ impl<'c> Relay<'c> {
             let ids = &self.ids;
             let sent = spawn(scope, "tw-server-out", move || {
                 pin("server", config.server_cpu)?;
-                serve_out(server, socket, ids, config)
+                serve_out(server, socket, ids, config, duration)
             })
             .map(|server| join(server, "server"));
             // The drain must stop even if the server failed.
@@ -725,6 +803,7 @@ fn serve_out(
     socket: &UdpSocket,
     ids: &[ConnectionId],
     config: &RelayConfig,
+    duration: Duration,
 ) -> Result<OutFigures, RelayBenchError> {
     let fd = socket.as_fd();
     let payload = Bytes::from(vec![0xA5; config.message_len]);
@@ -738,7 +817,7 @@ fn serve_out(
     let (user_start, _) = thread_user_system();
     let cpu_start = thread_cpu_time();
     let start = Instant::now();
-    let deadline = start + config.duration;
+    let deadline = start + duration;
     let mut now = start;
     // The first round is queued before the first `poll_transmit`, so that a connection the
     // untimed setup left quiet for a keepalive interval sends its message, not a keepalive.
@@ -906,6 +985,17 @@ fn clients_send(
     ))
 }
 
+/// Adds another slice's raw figures to `total`.
+fn add_raw(total: &mut RawFigures, slice: RawFigures) {
+    total.sent += slice.sent;
+    total.received += slice.received;
+    total.would_block += slice.would_block;
+    total.send_errors += slice.send_errors;
+    total.wall += slice.wall;
+    total.sender_cpu_time += slice.sender_cpu_time;
+    total.receiver_cpu_time += slice.receiver_cpu_time;
+}
+
 /// Sends everything in `batch`, waiting out a full send buffer.
 fn send_all(socket: &UdpSocket, batch: &mut SendBatch) -> Result<(), RelayBenchError> {
     while !batch.is_empty() {
@@ -1006,6 +1096,11 @@ mod tests {
             out.sent
         );
         assert_eq!(out.send_errors, 0);
+        assert_eq!(
+            figures.raw.config.payload_len, 64,
+            "the raw loop sends the same size"
+        );
+        assert!(figures.raw.sent > 0 && figures.ratio_to_raw() > 0.0);
         for (phase, protocol) in [
             (&figures.inbound, true),
             (&figures.inbound_raw, false),
