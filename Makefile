@@ -3,7 +3,7 @@
 
 CARGO ?= cargo
 
-.PHONY: run test lint fmt bench-wire bench fuzz-smoke
+.PHONY: run test lint fmt bench-wire bench-udp bench fuzz-smoke
 
 ## Build and start the main job. Until the server exists (issue 4), that is the wire benchmark.
 run:
@@ -26,6 +26,12 @@ fmt:
 bench-wire:
 	$(CARGO) build --release --locked -p tickwire
 	taskset -c 1 target/release/tickwire bench wire
+
+## The UDP protocol path against the raw sendmmsg limit. No taskset: the benchmark pins its
+## own threads, the server (and the raw sender) to CPU 1, the clients (and receiver) to CPU 0.
+bench-udp:
+	$(CARGO) build --release --locked -p tickwire
+	target/release/tickwire bench udp
 
 bench:
 	taskset -c 1 $(CARGO) bench --workspace

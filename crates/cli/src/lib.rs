@@ -4,6 +4,7 @@
 //! | module | subcommand |
 //! |---|---|
 //! | [`bench::wire`] | `tickwire bench wire` |
+//! | [`bench::udp`] | `tickwire bench udp` |
 //! | [`alloc_count`] | allocation counting for benchmarks |
 
 pub mod alloc_count;

@@ -1,7 +1,10 @@
 //! `tickwire`: the one binary. Later issues add `serve`, `bots` and more `bench` scenarios.
 
+use std::time::Duration;
+
 use clap::{Parser, Subcommand};
 use tickwire::alloc_count::CountingAllocator;
+use tickwire::bench::udp::{self, UdpBenchConfig};
 use tickwire::bench::wire::{self, WireBenchConfig};
 
 // Counting costs one relaxed atomic add per allocation and lets benchmarks report
@@ -40,6 +43,30 @@ enum Scenario {
         #[arg(long, default_value_t = 15, value_parser = clap::value_parser!(u16).range(1..))]
         samples: u16,
     },
+    /// The UDP protocol path (encrypt, ack, header, batched send) against the raw sendmmsg
+    /// limit in the same run: datagrams per server core-second, out and in.
+    Udp {
+        /// Print one JSON object instead of a table.
+        #[arg(long)]
+        json: bool,
+        /// Client connections (and raw destination sockets).
+        #[arg(
+            long,
+            default_value_t = 256,
+            value_parser = clap::value_parser!(u16).range(1..=4096)
+        )]
+        destinations: u16,
+        /// Milliseconds per timed phase (five protocol phases and one raw phase per run).
+        #[arg(
+            long,
+            default_value_t = 2000,
+            value_parser = clap::value_parser!(u64).range(10..=600_000)
+        )]
+        duration_ms: u64,
+        /// Runs (the median is reported).
+        #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u16).range(1..))]
+        runs: u16,
+    },
 }
 
 fn main() -> anyhow::Result<()> {
@@ -56,6 +83,29 @@ fn main() -> anyhow::Result<()> {
                 println!("{}", serde_json::to_string(&report)?);
             } else {
                 print!("{}", wire::render(&report));
+            }
+        }
+        Command::Bench {
+            scenario:
+                Scenario::Udp {
+                    json,
+                    destinations,
+                    duration_ms,
+                    runs,
+                },
+        } => {
+            let config = UdpBenchConfig {
+                destinations: usize::from(destinations),
+                duration: Duration::from_millis(duration_ms),
+                runs: usize::from(runs),
+                progress: !json,
+                ..UdpBenchConfig::default()
+            };
+            let report = udp::run(&config)?;
+            if json {
+                println!("{}", serde_json::to_string(&report)?);
+            } else {
+                print!("{}", udp::render(&report));
             }
         }
     }

@@ -1,3 +1,4 @@
 //! `tickwire bench <scenario>`: commands that measure and print figures.
 
+pub mod udp;
 pub mod wire;

@@ -4,7 +4,8 @@
 //! that sends same-sized datagrams round-robin to many loopback sockets, from a thread pinned
 //! to one CPU, while a thread pinned to another CPU drains those sockets with `recvmmsg`. It
 //! reports datagrams per second of wall clock and per second of the sender's own CPU time;
-//! `tickwire bench udp` holds the full protocol path against it (`ratio_to_raw`).
+//! `tickwire bench udp` holds the full protocol path, [`relay::protocol_relay`], against it
+//! (`ratio_to_raw`).
 //! [`send_batch_loop`] runs the same harness through [`SendBatch`], which shows what the
 //! driver itself costs on top of the kernel.
 //!
@@ -26,6 +27,8 @@ use socket2::{Domain, Protocol, Socket, Type};
 
 use crate::udp::sockaddr::RawAddr;
 use crate::udp::{RECV_BUFFER_BYTES, SEND_BUFFER_BYTES, SendBatch};
+
+pub mod relay;
 
 /// What [`raw_sendmmsg`] and [`send_batch_loop`] send, where, and for how long.
 #[derive(Debug, Clone, PartialEq, Eq)]
