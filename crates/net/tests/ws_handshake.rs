@@ -294,3 +294,56 @@ async fn a_kick_reaches_the_client_with_the_rooms_reason() {
         "stream ends"
     );
 }
+
+#[tokio::test]
+async fn a_silent_client_is_timed_out_but_one_answering_pings_is_kept() {
+    let timeout = Duration::from_millis(400);
+    let mut server = TestServer::start(Options {
+        ws: WsConfig {
+            params: tickwire_proto::ConnectionParams {
+                timeout,
+                ..tickwire_proto::ConnectionParams::default()
+            },
+            ..WsConfig::default()
+        },
+        ..Options::default()
+    })
+    .await;
+    let (mut answering, mut answering_side) = server.connect(1).await;
+    let (mut silent, mut silent_side) = server.connect(2).await;
+
+    // Reading is what makes a client answer pings (as a browser always does). Read for
+    // 2.5 timeouts: only pings arrive, and the connection stays open.
+    let until = tokio::time::Instant::now() + timeout * 5 / 2;
+    let mut pings = 0;
+    while let Ok(message) = tokio::time::timeout_at(until, answering.next()).await {
+        match message {
+            Some(Ok(Message::Ping(_))) => pings += 1,
+            other => panic!("expected only pings, got {other:?}"),
+        }
+    }
+    assert!(pings >= 3, "{pings} pings in {:?}", timeout * 5 / 2);
+    answering.send(framed(0, b"alive")).await.unwrap();
+    let received = tokio::time::timeout(EVENT_TIMEOUT, answering_side.recv())
+        .await
+        .unwrap();
+    assert_eq!(received, Ok((0, Bytes::from_static(b"alive"))));
+
+    // The silent client never read, so never answered: closed as timed out.
+    let closed = tokio::time::timeout(EVENT_TIMEOUT, silent_side.recv())
+        .await
+        .unwrap();
+    assert!(
+        matches!(
+            closed,
+            Err(WsClosed::ByServer {
+                code: CloseCode::TimedOut,
+                ..
+            })
+        ),
+        "{closed:?}"
+    );
+    let (code, _, _) = expect_close(&mut silent).await;
+    assert_eq!(code, CloseCode::TimedOut.code());
+    assert_eq!(server.endpoint.stats().closed_idle, 1);
+}

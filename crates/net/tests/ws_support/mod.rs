@@ -58,6 +58,8 @@ pub struct TestServer {
     pub connections: mpsc::Receiver<WsConnection>,
     pub issuer: TokenIssuer,
     pub identity: Option<Arc<TlsIdentity>>,
+    /// What the accepted message must carry.
+    pub params: ConnectionParams,
     rng: StdRng,
 }
 
@@ -82,6 +84,7 @@ impl TestServer {
         let listener = HttpListener::from_listener(listener, tls, options.listen);
         let auth = TokenAuthenticator::new(PROTOCOL_ID, key.clone(), vec![address], 1024);
         let (handoff, connections) = mpsc::channel(16);
+        let params = options.ws.params.clone();
         let endpoint = WsEndpoint::new(options.ws, auth, handoff).unwrap();
         let listen = listener.metrics();
         tokio::spawn(listener.serve(endpoint.router(), std::future::pending()));
@@ -98,6 +101,7 @@ impl TestServer {
                 timeout_seconds: 5,
             },
             identity,
+            params,
             rng: StdRng::seed_from_u64(address.port().into()),
         }
     }
@@ -173,7 +177,7 @@ impl TestServer {
         let accepted = next_binary(&mut client).await;
         assert_eq!(
             ConnectionParams::read(&accepted),
-            Some(ConnectionParams::default()),
+            Some(self.params.clone()),
             "the accepted message carries the connection parameters"
         );
         let connection = tokio::time::timeout(EVENT_TIMEOUT, self.connections.recv())
