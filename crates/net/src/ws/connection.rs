@@ -314,7 +314,7 @@ pub(crate) async fn run_writer(
             match outbox.take(&mut batch) {
                 Take::Messages => {}
                 Take::Close(how) => {
-                    let finished = finish(&mut sink, how, &counters);
+                    let finished = finish(&mut sink, how);
                     let deadline =
                         deadline.unwrap_or_else(|| Instant::now() + timings.close_timeout);
                     if tokio::time::timeout_at(deadline, finished).await.is_err() {
@@ -394,8 +394,7 @@ async fn send_one(sink: &mut OutboundSink, message: Outbound) -> Result<(), Tran
 }
 
 /// Ends the connection as `how` says.
-async fn finish(sink: &mut OutboundSink, how: Closing, counters: &WsCounters) {
-    WsCounters::bump(&counters.connections_closed);
+async fn finish(sink: &mut OutboundSink, how: Closing) {
     match how {
         Closing::Server(code, reason) => {
             let _ = send_one(sink, Outbound::Close(code.code(), reason.to_string())).await;

@@ -246,6 +246,7 @@ impl WsEndpoint {
             timings,
         ));
         run_writer(accepted.sink, accepted.outbox, counters.clone(), timings).await;
+        WsCounters::bump(&counters.connections_closed);
         // The close frame is out (or the client is gone): the id is free for a reconnect
         // while the reader lingers for the client's close answer.
         self.live().connections.remove(&accepted.client_id);
