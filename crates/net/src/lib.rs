@@ -1,6 +1,8 @@
 //! tokio drivers that move datagrams between sockets and the sans-IO protocol.
 //!
-//! Batched UDP ([`udp`]) and the driver that runs the sans-IO protocol over it ([`driver`]). Each worker thread binds its own socket to the server's
+//! Batched UDP ([`udp`]) and the driver that runs the sans-IO protocol over it ([`driver`]),
+//! and the WebSocket transport for browsers ([`ws`]: ws and native wss on the HTTP port).
+//! For UDP, each worker thread binds its own socket to the server's
 //! port with `SO_REUSEPORT`, receives up to 64 datagrams per `recvmmsg` into buffers it
 //! allocated once, and sends a batch to many destinations per `sendmmsg`. Nothing is shared
 //! between workers, so no lock sits on the packet path, and nothing is allocated per packet.
@@ -34,8 +36,10 @@
 //! | [`udp::RecvBatch`], [`udp::SendBatch`] | preallocated datagram slots, one `*mmsg` call each |
 //! | [`udp::RecvStats`], [`udp::SendStats`] | per-batch counters, drops by reason |
 //! | [`udp::bind_reuseport`] | the socket setup: `SO_REUSEPORT`, buffer sizes, dual stack |
+//! | [`ws::WsEndpoint`], [`ws::HttpListener`] | the WebSocket transport: `/ws`, tokens, bounded per-connection outboxes, TLS |
 //! | [`bench::raw_sendmmsg`] | the machine's raw send limit, which the full path is held against |
 
 pub mod bench;
 pub mod driver;
 pub mod udp;
+pub mod ws;

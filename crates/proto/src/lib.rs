@@ -39,7 +39,10 @@ pub mod token;
 pub use client::{Client, ClientEvent, ClientSendError, ClientState, HANDSHAKE_RESEND_INTERVAL};
 pub use connection::ConnectionStats;
 pub use packet::ENCRYPTED_OVERHEAD_MAX;
-pub use params::{ConnectionParams, DisconnectReason, MAX_CHANNELS, MAX_MTU, MIN_MTU, ParamsError};
+pub use params::{
+    ConnectionParams, DisconnectReason, MAX_CHANNELS, MAX_MTU, MAX_PARAMS_BYTES, MIN_MTU,
+    ParamsError,
+};
 pub use server::{
     ConnectionId, DropCounts, DropReason, MAX_DATAGRAM_BYTES, Server, ServerConfig, ServerEvent,
     ServerSendError, ServerStats,

@@ -12,6 +12,8 @@ pub const MAX_CHANNELS: usize = 32;
 pub const MIN_MTU: u16 = 576;
 /// Largest MTU a server may dictate (a full Ethernet frame's UDP payload).
 pub const MAX_MTU: u16 = 1472;
+/// Largest encoded [`ConnectionParams`]: 14 bytes of fields and one byte per channel.
+pub const MAX_PARAMS_BYTES: usize = 14 + MAX_CHANNELS;
 
 /// Connection parameters the server decides and the client adopts.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -118,8 +120,10 @@ impl ConnectionParams {
     }
 
     /// Writes the accepted packet's body: tick rate u8, keepalive ms u16, timeout ms u32,
-    /// mtu u16, max message size u32, channel count u8, one kind byte per channel.
-    pub(crate) fn write(&self, buf: &mut [u8]) -> Option<usize> {
+    /// mtu u16, max message size u32, channel count u8, one kind byte per channel. `None` if
+    /// `buf` is too short (at most [`MAX_PARAMS_BYTES`] are needed) or a duration does not fit
+    /// its field. Public because the WebSocket transport sends the same body.
+    pub fn write(&self, buf: &mut [u8]) -> Option<usize> {
         let mut writer = ByteWriter::new(buf);
         writer.put_u8(self.tick_rate_hz)?;
         writer.put_u16(u16::try_from(self.keepalive_interval.as_millis()).ok()?)?;
@@ -133,8 +137,9 @@ impl ConnectionParams {
         Some(writer.position())
     }
 
-    /// Reads and validates an accepted packet's body.
-    pub(crate) fn read(body: &[u8]) -> Option<Self> {
+    /// Reads and validates an accepted packet's body; `None` unless it is exactly one
+    /// encoding of valid parameters.
+    pub fn read(body: &[u8]) -> Option<Self> {
         let mut reader = ByteReader::new(body);
         let tick_rate_hz = reader.get_u8()?;
         let keepalive_interval = Duration::from_millis(reader.get_u16()?.into());

@@ -1,0 +1,41 @@
+//! The WebSocket transport: browsers (and any client without UDP) reach the same rooms over
+//! `ws://host:port/ws` or native `wss://` on the server's HTTP port, with the same message
+//! layer in binary messages. The framing and close codes are specified in
+//! `docs/PROTOCOL.md`, "WebSocket transport".
+//!
+//! ```text
+//! client                                        server
+//!   | -- HTTP upgrade GET /ws -----------------> |  header-read timeout (and TLS-accept
+//!   | <------------------ 101 Switching Protocols |  timeout first, for wss)
+//!   | -- connect token (2048 bytes) -----------> |  handshake timeout; same checks as UDP
+//!   | <------------ accepted (connection params) |  or a close frame with a 4000-range code
+//!   | <====== channel id u8 ‖ payload, both ways |  bounded outbox per connection
+//! ```
+//!
+//! | type | role |
+//! |---|---|
+//! | [`WsEndpoint`] | the `/ws` route: token check, connection limits, hand-off, counters |
+//! | [`WsConnection`] | one authenticated client: `recv` its messages, take a [`WsSender`] |
+//! | [`WsSender`] | queues messages for the shard without waiting: bounded, latest-wins, drop-oldest |
+//! | [`HttpListener`] | plain or TLS listener with TLS-accept and header-read timeouts |
+//! | [`TlsIdentity`] | certificate and key from PEM files, or self-signed for development |
+//! | [`TokenAuthenticator`] | connect-token checks and the used-token set |
+//! | [`CloseCode`] | why the server closed a connection |
+
+mod auth;
+mod connection;
+mod endpoint;
+mod framing;
+mod listen;
+mod outbox;
+mod stats;
+mod tls;
+
+pub use auth::{AuthError, Authenticated, TokenAuthenticator};
+pub use connection::{WsClosed, WsConnection};
+pub use endpoint::{WS_PATH, WsConfig, WsConfigError, WsEndpoint};
+pub use framing::{CloseCode, DataMessageError, MAX_CLOSE_REASON_BYTES, accepted_message};
+pub use listen::{HttpListener, ListenConfig, ListenMetrics, ListenStats};
+pub use outbox::{OutboxDepth, OutboxLimits, WsSendError, WsSender};
+pub use stats::WsStats;
+pub use tls::{TlsError, TlsIdentity};

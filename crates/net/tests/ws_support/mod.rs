@@ -1,0 +1,329 @@
+//! A WebSocket server on loopback and tokio-tungstenite clients for the `ws_*` tests.
+#![allow(dead_code, unreachable_pub)]
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use futures_util::{SinkExt, StreamExt};
+
+/// Sends `message` from its own task, so a send the server stops reading halfway (an
+/// oversize frame) cannot block the test, and returns the reading half.
+pub fn send_detached(
+    client: Client,
+    message: Message,
+) -> futures_util::stream::SplitStream<Client> {
+    let (mut write, read) = client.split();
+    tokio::spawn(async move {
+        let _ = write.send(message).await;
+        // Keep the writing half alive so the client can still answer the close.
+        std::future::pending::<()>().await;
+    });
+    read
+}
+use rand::SeedableRng;
+use rand::rngs::StdRng;
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::CryptoProvider;
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{DigitallySignedStruct, SignatureScheme};
+use tickwire_net::ws::{
+    HttpListener, ListenConfig, ListenMetrics, TlsIdentity, TokenAuthenticator, WsConfig,
+    WsConnection, WsEndpoint,
+};
+use tickwire_proto::ConnectionParams;
+use tickwire_proto::crypto::{KEY_BYTES, Key};
+use tickwire_proto::token::TokenIssuer;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::{TcpSocket, TcpStream};
+use tokio::sync::mpsc;
+use tokio_tungstenite::WebSocketStream;
+use tokio_tungstenite::tungstenite::Message;
+
+pub const PROTOCOL_ID: u64 = 0x7469_636b;
+/// Upper bound on any single awaited event: a failure shows as a timeout, not a hang.
+pub const EVENT_TIMEOUT: Duration = Duration::from_secs(5);
+
+pub trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
+impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
+
+pub type Client = WebSocketStream<Box<dyn Io>>;
+
+/// A running server: the listener serving the endpoint's router, and the hand-off queue.
+pub struct TestServer {
+    pub address: SocketAddr,
+    pub endpoint: WsEndpoint,
+    pub listen: ListenMetrics,
+    pub connections: mpsc::Receiver<WsConnection>,
+    pub issuer: TokenIssuer,
+    pub identity: Option<Arc<TlsIdentity>>,
+    /// What the accepted message must carry.
+    pub params: ConnectionParams,
+    rng: StdRng,
+}
+
+#[derive(Default)]
+pub struct Options {
+    pub ws: WsConfig,
+    pub listen: ListenConfig,
+    pub tls: bool,
+}
+
+impl TestServer {
+    pub async fn start(options: Options) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let key = Key([7; KEY_BYTES]);
+        let identity = options
+            .tls
+            .then(|| Arc::new(TlsIdentity::self_signed(&["localhost", "127.0.0.1"]).unwrap()));
+        let tls = identity
+            .as_ref()
+            .map(|identity| identity.server_config().unwrap());
+        let listener = HttpListener::from_listener(listener, tls, options.listen);
+        let auth = TokenAuthenticator::new(PROTOCOL_ID, key.clone(), vec![address], 1024);
+        let (handoff, connections) = mpsc::channel(16);
+        let params = options.ws.params.clone();
+        let endpoint = WsEndpoint::new(options.ws, auth, handoff).unwrap();
+        let listen = listener.metrics();
+        tokio::spawn(listener.serve(endpoint.router(), std::future::pending()));
+        Self {
+            address,
+            endpoint,
+            listen,
+            connections,
+            issuer: TokenIssuer {
+                protocol_id: PROTOCOL_ID,
+                key,
+                server_addresses: vec![address],
+                validity_seconds: 60,
+                timeout_seconds: 5,
+            },
+            identity,
+            params,
+            rng: StdRng::seed_from_u64(address.port().into()),
+        }
+    }
+
+    /// A connect token for `client_id`, issued now.
+    pub fn token(&mut self, client_id: u64) -> Vec<u8> {
+        self.token_at(client_id, unix_now())
+    }
+
+    /// A connect token issued at `unix_time`.
+    pub fn token_at(&mut self, client_id: u64, unix_time: u64) -> Vec<u8> {
+        let token = self
+            .issuer
+            .issue(&mut self.rng, unix_time, client_id, b"ws test")
+            .unwrap();
+        token.to_bytes().unwrap().to_vec()
+    }
+
+    /// A TCP (or TLS) connection to the server, before any HTTP.
+    pub async fn connect_stream(&self) -> Box<dyn Io> {
+        self.connect_stream_with(None).await
+    }
+
+    /// As [`connect_stream`], with the client's receive buffer set first (a small one makes
+    /// a client that stops reading fill up quickly).
+    pub async fn connect_stream_with(&self, recv_buffer: Option<u32>) -> Box<dyn Io> {
+        let socket = TcpSocket::new_v4().unwrap();
+        if let Some(bytes) = recv_buffer {
+            socket.set_recv_buffer_size(bytes).unwrap();
+        }
+        let tcp = socket.connect(self.address).await.unwrap();
+        tcp.set_nodelay(true).unwrap();
+        match &self.identity {
+            None => Box::new(tcp),
+            Some(identity) => Box::new(tls_connect(tcp, identity.certificate().clone()).await),
+        }
+    }
+
+    /// A WebSocket client that has upgraded but not yet sent its token.
+    pub async fn upgrade(&self) -> Client {
+        self.upgrade_with(None).await
+    }
+
+    pub async fn upgrade_with(&self, recv_buffer: Option<u32>) -> Client {
+        let stream = self.connect_stream_with(recv_buffer).await;
+        let url = format!("ws://{}/ws", self.address);
+        let (client, response) =
+            tokio::time::timeout(EVENT_TIMEOUT, tokio_tungstenite::client_async(url, stream))
+                .await
+                .expect("upgrade timed out")
+                .expect("upgrade failed");
+        assert!(
+            response.headers().get("sec-websocket-extensions").is_none(),
+            "the server negotiates no extension"
+        );
+        client
+    }
+
+    /// A client that sent a fresh token for `client_id` and read the accepted message, and
+    /// the server's side of it.
+    pub async fn connect(&mut self, client_id: u64) -> (Client, WsConnection) {
+        self.connect_with(client_id, None).await
+    }
+
+    pub async fn connect_with(
+        &mut self,
+        client_id: u64,
+        recv_buffer: Option<u32>,
+    ) -> (Client, WsConnection) {
+        let mut client = self.upgrade_with(recv_buffer).await;
+        let token = self.token(client_id);
+        client.send(Message::Binary(token.into())).await.unwrap();
+        let accepted = next_binary(&mut client).await;
+        assert_eq!(
+            ConnectionParams::read(&accepted),
+            Some(self.params.clone()),
+            "the accepted message carries the connection parameters"
+        );
+        let connection = tokio::time::timeout(EVENT_TIMEOUT, self.connections.recv())
+            .await
+            .expect("no connection handed over")
+            .expect("hand-off closed");
+        assert_eq!(connection.client_id(), client_id);
+        (client, connection)
+    }
+}
+
+pub fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+/// The next binary message, skipping control frames; panics on anything else.
+pub async fn next_binary(client: &mut Client) -> Bytes {
+    loop {
+        let message = tokio::time::timeout(EVENT_TIMEOUT, client.next())
+            .await
+            .expect("no message in time")
+            .expect("stream ended")
+            .expect("read failed");
+        match message {
+            Message::Binary(bytes) => return bytes,
+            Message::Ping(_) | Message::Pong(_) => {}
+            other => panic!("expected a binary message, got {other:?}"),
+        }
+    }
+}
+
+/// Reads until the server's close frame; returns its code and reason. Data messages before
+/// it are counted.
+pub async fn expect_close<S>(client: &mut S) -> (u16, String, usize)
+where
+    S: futures_util::Stream<Item = Result<Message, tokio_tungstenite::tungstenite::Error>> + Unpin,
+{
+    let mut data = 0;
+    loop {
+        let message = tokio::time::timeout(EVENT_TIMEOUT, client.next())
+            .await
+            .expect("no close frame in time");
+        match message {
+            Some(Ok(Message::Close(Some(frame)))) => {
+                return (
+                    u16::from(frame.code),
+                    frame.reason.as_str().to_owned(),
+                    data,
+                );
+            }
+            Some(Ok(Message::Close(None))) => panic!("close frame without a code"),
+            Some(Ok(Message::Binary(_))) => data += 1,
+            Some(Ok(_)) => {}
+            Some(Err(error)) => panic!("connection failed before a close frame: {error}"),
+            None => panic!("connection ended without a close frame"),
+        }
+    }
+}
+
+/// A client message: channel id, then payload.
+pub fn framed(channel: u8, payload: &[u8]) -> Message {
+    let mut bytes = vec![channel];
+    bytes.extend_from_slice(payload);
+    Message::Binary(bytes.into())
+}
+
+async fn tls_connect(
+    tcp: TcpStream,
+    certificate: CertificateDer<'static>,
+) -> tokio_rustls::client::TlsStream<TcpStream> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(Pinned {
+            certificate,
+            provider,
+        }))
+        .with_no_client_auth();
+    let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+    let name = ServerName::try_from("localhost").unwrap();
+    tokio::time::timeout(EVENT_TIMEOUT, connector.connect(name, tcp))
+        .await
+        .expect("tls handshake timed out")
+        .expect("tls handshake failed")
+}
+
+/// Trusts exactly the server's generated certificate (what a developer does by hand in a
+/// browser), still checking the handshake signatures made with its key.
+#[derive(Debug)]
+struct Pinned {
+    certificate: CertificateDer<'static>,
+    provider: Arc<CryptoProvider>,
+}
+
+impl ServerCertVerifier for Pinned {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        if end_entity.as_ref() == self.certificate.as_ref() {
+            Ok(ServerCertVerified::assertion())
+        } else {
+            Err(rustls::Error::General("not the pinned certificate".into()))
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
+    }
+}
