@@ -10,11 +10,13 @@
 //! | [`shard::Shard`] | one worker's rooms and players, reconnection grace, room disposal |
 //! | [`console`] | the telnet-compatible admin console, over [`console::AdminOps`] |
 //! | [`limits`] | connection rate and count per IP, message rate per player |
+//! | [`matchmaker::Matchmaker`] | join-or-create placement, seat reservations, shard balancing |
 //! | [`rooms`] | built-in kinds: `relay` and `chat` |
 
 pub mod console;
 pub mod host;
 pub mod limits;
+pub mod matchmaker;
 pub mod room;
 pub mod rooms;
 pub mod shard;

@@ -1,0 +1,395 @@
+//! Matchmaking: where a player who asks to play goes. Sans-IO placement logic, kept by the
+//! HTTP side: it knows every room's kind, shard and occupancy, reserves a seat before a
+//! connect token is issued (so concurrent requests cannot overfill a room), and places new
+//! rooms on the least loaded shard.
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::{Duration, Instant};
+
+use crate::room::PlayerId;
+use crate::shard::RoomId;
+
+/// What a player asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MatchRequest {
+    /// Any open room of this kind with a free seat, or a new one.
+    JoinOrCreate {
+        /// Room kind (`relay`, `chat`, `arena`, …).
+        kind: String,
+    },
+    /// A particular room.
+    Join {
+        /// Which.
+        room: RoomId,
+    },
+}
+
+/// Where a player goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placement {
+    /// The room.
+    pub room: RoomId,
+    /// The room's kind.
+    pub kind: String,
+    /// The shard that hosts it.
+    pub shard: usize,
+    /// True when the runtime must create the room on that shard first.
+    pub create: bool,
+}
+
+/// Why a player could not be placed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MatchError {
+    /// The server is draining and takes no new players.
+    #[error("server is draining")]
+    Draining,
+    /// No room with that id.
+    #[error("no room {0:?}")]
+    NoSuchRoom(RoomId),
+    /// The room has no free seat.
+    #[error("room {0:?} is full")]
+    RoomFull(RoomId),
+    /// The room kind is not one this server hosts.
+    #[error("unknown room kind {0:?}")]
+    UnknownKind(String),
+    /// The player already holds a seat or a reservation.
+    #[error("player already placed in room {0:?}")]
+    AlreadyPlaced(RoomId),
+}
+
+#[derive(Debug, Clone)]
+struct RoomEntry {
+    kind: String,
+    shard: usize,
+    capacity: u16,
+    /// Players seated, as the shards last reported.
+    seated: u16,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Reservation {
+    room: RoomId,
+    expires: Instant,
+}
+
+/// The HTTP side's view of every room, and the seats it has promised.
+#[derive(Debug)]
+pub struct Matchmaker {
+    kinds: HashMap<String, u16>,
+    shards: usize,
+    rooms: BTreeMap<RoomId, RoomEntry>,
+    reservations: HashMap<PlayerId, Reservation>,
+    /// Where placed players sit, once their shard confirms them.
+    seated: HashMap<PlayerId, RoomId>,
+    next_room: u64,
+    reservation_ttl: Duration,
+    draining: bool,
+}
+
+impl Matchmaker {
+    /// A matchmaker for `shards` shards hosting the room `kinds` (name and capacity). A
+    /// reservation lasts `reservation_ttl`: the time a client has to connect with its token.
+    pub fn new(
+        shards: usize,
+        kinds: impl IntoIterator<Item = (String, u16)>,
+        reservation_ttl: Duration,
+    ) -> Self {
+        Self {
+            kinds: kinds.into_iter().collect(),
+            shards: shards.max(1),
+            rooms: BTreeMap::new(),
+            reservations: HashMap::new(),
+            seated: HashMap::new(),
+            next_room: 1,
+            reservation_ttl,
+            draining: false,
+        }
+    }
+
+    /// Stops placing players (drain); rooms in progress continue.
+    pub fn drain(&mut self) {
+        self.draining = true;
+    }
+
+    /// Whether [`drain`](Self::drain) was called.
+    pub fn is_draining(&self) -> bool {
+        self.draining
+    }
+
+    fn reserved_in(&self, room: RoomId, now: Instant) -> u16 {
+        let count = self
+            .reservations
+            .values()
+            .filter(|reservation| reservation.room == room && reservation.expires > now)
+            .count();
+        u16::try_from(count).unwrap_or(u16::MAX)
+    }
+
+    fn free_seats(&self, id: RoomId, entry: &RoomEntry, now: Instant) -> u16 {
+        entry
+            .capacity
+            .saturating_sub(entry.seated)
+            .saturating_sub(self.reserved_in(id, now))
+    }
+
+    /// Places `player` and reserves their seat until they connect or the reservation expires.
+    pub fn place(
+        &mut self,
+        now: Instant,
+        player: PlayerId,
+        request: &MatchRequest,
+    ) -> Result<Placement, MatchError> {
+        if self.draining {
+            return Err(MatchError::Draining);
+        }
+        self.expire(now);
+        if let Some(room) = self.seated.get(&player) {
+            return Err(MatchError::AlreadyPlaced(*room));
+        }
+        if let Some(reservation) = self.reservations.get(&player) {
+            return Err(MatchError::AlreadyPlaced(reservation.room));
+        }
+        let placement = match request {
+            MatchRequest::Join { room } => {
+                let entry = self.rooms.get(room).ok_or(MatchError::NoSuchRoom(*room))?;
+                if self.free_seats(*room, entry, now) == 0 {
+                    return Err(MatchError::RoomFull(*room));
+                }
+                Placement {
+                    room: *room,
+                    kind: entry.kind.clone(),
+                    shard: entry.shard,
+                    create: false,
+                }
+            }
+            MatchRequest::JoinOrCreate { kind } => {
+                let capacity = *self
+                    .kinds
+                    .get(kind)
+                    .ok_or_else(|| MatchError::UnknownKind(kind.clone()))?;
+                // Fill the fullest room that still has a seat: players meet players.
+                let best = self
+                    .rooms
+                    .iter()
+                    .filter(|(_, entry)| entry.kind == *kind)
+                    .map(|(id, entry)| (*id, entry, self.free_seats(*id, entry, now)))
+                    .filter(|(_, _, free)| *free > 0)
+                    .min_by_key(|(id, _, free)| (*free, *id));
+                match best {
+                    Some((room, entry, _)) => Placement {
+                        room,
+                        kind: kind.clone(),
+                        shard: entry.shard,
+                        create: false,
+                    },
+                    None => self.create_room(kind, capacity),
+                }
+            }
+        };
+        self.reservations.insert(
+            player,
+            Reservation {
+                room: placement.room,
+                expires: now + self.reservation_ttl,
+            },
+        );
+        Ok(placement)
+    }
+
+    fn create_room(&mut self, kind: &str, capacity: u16) -> Placement {
+        let room = RoomId(self.next_room);
+        self.next_room += 1;
+        let mut load = vec![0usize; self.shards];
+        for entry in self.rooms.values() {
+            load[entry.shard] += usize::from(entry.seated).max(1);
+        }
+        let shard = (0..self.shards)
+            .min_by_key(|shard| (load[*shard], *shard))
+            .unwrap_or(0);
+        self.rooms.insert(
+            room,
+            RoomEntry {
+                kind: kind.to_string(),
+                shard,
+                capacity,
+                seated: 0,
+            },
+        );
+        Placement {
+            room,
+            kind: kind.to_string(),
+            shard,
+            create: true,
+        }
+    }
+
+    /// The shard seated a player: their reservation becomes a seat.
+    pub fn joined(&mut self, player: PlayerId, room: RoomId) {
+        self.reservations.remove(&player);
+        if let Some(entry) = self.rooms.get_mut(&room) {
+            entry.seated = entry.seated.saturating_add(1);
+        }
+        self.seated.insert(player, room);
+    }
+
+    /// A player left their room for good.
+    pub fn left(&mut self, player: PlayerId) {
+        if let Some(room) = self.seated.remove(&player)
+            && let Some(entry) = self.rooms.get_mut(&room)
+        {
+            entry.seated = entry.seated.saturating_sub(1);
+        }
+    }
+
+    /// A shard disposed of a room.
+    pub fn room_closed(&mut self, room: RoomId) {
+        self.rooms.remove(&room);
+        self.reservations
+            .retain(|_, reservation| reservation.room != room);
+        self.seated.retain(|_, seated| *seated != room);
+    }
+
+    /// The room a player holds a seat in, for reconnection: they get a fresh token for it.
+    pub fn seat_of(&self, player: PlayerId) -> Option<(RoomId, usize)> {
+        let room = self.seated.get(&player)?;
+        Some((*room, self.rooms.get(room)?.shard))
+    }
+
+    /// Drops reservations whose clients never connected.
+    pub fn expire(&mut self, now: Instant) {
+        self.reservations
+            .retain(|_, reservation| reservation.expires > now);
+    }
+
+    /// Rooms as the matchmaker sees them: id, kind, seated plus reserved, capacity.
+    pub fn rooms(&self, now: Instant) -> Vec<(RoomId, String, u16, u16)> {
+        self.rooms
+            .iter()
+            .map(|(id, entry)| {
+                let occupied = entry.seated.saturating_add(self.reserved_in(*id, now));
+                (*id, entry.kind.clone(), occupied, entry.capacity)
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn matchmaker(shards: usize) -> (Matchmaker, Instant) {
+        let kinds = [("relay".to_string(), 4), ("chat".to_string(), 100)];
+        (
+            Matchmaker::new(shards, kinds, Duration::from_secs(10)),
+            Instant::now(),
+        )
+    }
+
+    fn relay() -> MatchRequest {
+        MatchRequest::JoinOrCreate {
+            kind: "relay".into(),
+        }
+    }
+
+    #[test]
+    fn players_fill_a_room_before_a_new_one_opens() {
+        let (mut mm, now) = matchmaker(2);
+        let first = mm.place(now, PlayerId(1), &relay()).unwrap();
+        assert!(first.create);
+        for id in 2..=4 {
+            let placement = mm.place(now, PlayerId(id), &relay()).unwrap();
+            assert_eq!(
+                (placement.room, placement.create),
+                (first.room, false),
+                "player {id}"
+            );
+        }
+        let fifth = mm.place(now, PlayerId(5), &relay()).unwrap();
+        assert!(
+            fifth.create,
+            "the first room is full, reservations included"
+        );
+        assert_ne!(
+            fifth.shard, first.shard,
+            "the new room goes to the less loaded shard"
+        );
+    }
+
+    #[test]
+    fn unconfirmed_reservations_expire_and_free_their_seats() {
+        let (mut mm, now) = matchmaker(1);
+        let room = mm.place(now, PlayerId(1), &relay()).unwrap().room;
+        for id in 2..=4 {
+            mm.place(now, PlayerId(id), &MatchRequest::Join { room })
+                .unwrap();
+        }
+        assert_eq!(
+            mm.place(now, PlayerId(9), &MatchRequest::Join { room }),
+            Err(MatchError::RoomFull(room))
+        );
+        mm.joined(PlayerId(1), room);
+        let later = now + Duration::from_secs(11);
+        let placement = mm
+            .place(later, PlayerId(9), &MatchRequest::Join { room })
+            .unwrap();
+        assert_eq!(
+            placement.room, room,
+            "three reservations expired; one seat is taken"
+        );
+        assert_eq!(mm.rooms(later), [(room, "relay".to_string(), 2, 4)]);
+    }
+
+    #[test]
+    fn a_player_is_placed_once_and_finds_their_seat_again() {
+        let (mut mm, now) = matchmaker(1);
+        let placement = mm.place(now, PlayerId(1), &relay()).unwrap();
+        assert_eq!(
+            mm.place(now, PlayerId(1), &relay()),
+            Err(MatchError::AlreadyPlaced(placement.room))
+        );
+        mm.joined(PlayerId(1), placement.room);
+        assert_eq!(
+            mm.seat_of(PlayerId(1)),
+            Some((placement.room, placement.shard))
+        );
+        mm.left(PlayerId(1));
+        assert_eq!(mm.seat_of(PlayerId(1)), None);
+        assert!(mm.place(now, PlayerId(1), &relay()).is_ok());
+    }
+
+    #[test]
+    fn bad_requests_and_draining_are_refused_with_their_reason() {
+        let (mut mm, now) = matchmaker(1);
+        assert_eq!(
+            mm.place(
+                now,
+                PlayerId(1),
+                &MatchRequest::JoinOrCreate {
+                    kind: "poker".into()
+                }
+            ),
+            Err(MatchError::UnknownKind("poker".into()))
+        );
+        assert_eq!(
+            mm.place(now, PlayerId(1), &MatchRequest::Join { room: RoomId(77) }),
+            Err(MatchError::NoSuchRoom(RoomId(77)))
+        );
+        mm.drain();
+        assert_eq!(
+            mm.place(now, PlayerId(1), &relay()),
+            Err(MatchError::Draining)
+        );
+    }
+
+    #[test]
+    fn a_closed_room_is_forgotten_with_its_reservations() {
+        let (mut mm, now) = matchmaker(1);
+        let room = mm.place(now, PlayerId(1), &relay()).unwrap().room;
+        mm.room_closed(room);
+        assert!(mm.rooms(now).is_empty());
+        assert!(
+            mm.place(now, PlayerId(1), &relay()).unwrap().create,
+            "the reservation went with it"
+        );
+    }
+}
