@@ -201,6 +201,11 @@ impl RoomHost {
         &self.members
     }
 
+    /// The room's tick rate.
+    pub fn tick_rate_hz(&self) -> u32 {
+        self.timestep.rate_hz()
+    }
+
     /// Seats in the room.
     pub fn capacity(&self) -> u16 {
         self.capacity

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use hdrhistogram::Histogram;
 
 use crate::host::RoomHost;
 use crate::limits::{MessageLimitConfig, MessageLimiter, MessageVerdict};
@@ -120,6 +121,56 @@ pub struct ShardStats {
     pub players_flooding: u64,
 }
 
+/// How long one room kind's ticks take on this shard.
+#[derive(Debug, Clone)]
+pub struct TickTimes {
+    /// Tick durations in microseconds, 1 µs to 60 s, 2 significant digits.
+    histogram: Histogram<u64>,
+    /// Ticks that took longer than their step (the room cannot keep its rate).
+    overruns: u64,
+}
+
+impl TickTimes {
+    fn new() -> Self {
+        Self {
+            histogram: Histogram::new_with_bounds(1, 60_000_000, 2)
+                .expect("constant bounds are valid"),
+            overruns: 0,
+        }
+    }
+
+    /// Ticks measured.
+    pub fn count(&self) -> u64 {
+        self.histogram.len()
+    }
+
+    /// The duration at `quantile` (0 to 1) of the ticks measured.
+    pub fn quantile(&self, quantile: f64) -> Duration {
+        Duration::from_micros(self.histogram.value_at_quantile(quantile))
+    }
+
+    /// The longest tick measured.
+    pub fn max(&self) -> Duration {
+        Duration::from_micros(self.histogram.max())
+    }
+
+    /// Ticks that took longer than their step.
+    pub fn overruns(&self) -> u64 {
+        self.overruns
+    }
+
+    fn record(&mut self, per_tick: Duration, ticks: u32, step: Duration) {
+        let micros = u64::try_from(per_tick.as_micros())
+            .unwrap_or(u64::MAX)
+            .clamp(1, 60_000_000);
+        // Saturating: a value past the bounds was clamped above, so this cannot fail.
+        let _ = self.histogram.record_n(micros, u64::from(ticks));
+        if per_tick > step {
+            self.overruns += u64::from(ticks);
+        }
+    }
+}
+
 /// The rooms and players of one worker thread.
 pub struct Shard {
     config: ShardConfig,
@@ -127,6 +178,7 @@ pub struct Shard {
     players: HashMap<PlayerId, Seated>,
     outputs: Vec<ShardOutput>,
     stats: ShardStats,
+    tick_times: HashMap<String, TickTimes>,
 }
 
 impl Shard {
@@ -138,6 +190,7 @@ impl Shard {
             players: HashMap::new(),
             outputs: Vec::new(),
             stats: ShardStats::default(),
+            tick_times: HashMap::new(),
         }
     }
 
@@ -265,6 +318,22 @@ impl Shard {
     /// Runs every room's due ticks, gives up expired held seats and disposes of rooms empty
     /// for longer than their time to live.
     pub fn run(&mut self, now: Instant) {
+        self.run_rooms(now, None);
+    }
+
+    /// [`run`](Self::run), timing each room's ticks with `clock` (the driver passes
+    /// `Instant::now`) into a histogram per room kind; a tick slower than its step counts
+    /// as an overrun. One room's overrun delays only the rooms after it on this shard.
+    pub fn run_timed(&mut self, now: Instant, clock: &mut dyn FnMut() -> Instant) {
+        self.run_rooms(now, Some(clock));
+    }
+
+    /// Tick durations by room kind.
+    pub fn tick_times(&self) -> &HashMap<String, TickTimes> {
+        &self.tick_times
+    }
+
+    fn run_rooms(&mut self, now: Instant, mut clock: Option<&mut dyn FnMut() -> Instant>) {
         let expired: Vec<PlayerId> = self
             .players
             .iter()
@@ -287,7 +356,19 @@ impl Shard {
                 self.stats.rooms_disposed += 1;
                 continue;
             }
+            let started = clock.as_mut().map(|clock| clock());
             let due = hosted.host.advance(now);
+            if let (Some(started), Some(clock)) = (started, clock.as_mut())
+                && due.ticks > 0
+            {
+                let per_tick = clock().saturating_duration_since(started) / due.ticks;
+                let step =
+                    Duration::from_nanos(1_000_000_000 / u64::from(hosted.host.tick_rate_hz()));
+                self.tick_times
+                    .entry(hosted.kind.clone())
+                    .or_insert_with(TickTimes::new)
+                    .record(per_tick, due.ticks, step);
+            }
             self.stats.ticks += u64::from(due.ticks);
             self.stats.ticks_skipped += due.skipped;
             self.route(id, now);
@@ -392,6 +473,7 @@ impl Shard {
 mod tests {
     use super::*;
     use crate::limits::MessageLimitConfig;
+    use crate::room::Room;
     use crate::rooms::relay::RelayRoom;
 
     fn shard_with_relay(players: u64) -> (Shard, Instant) {
@@ -560,6 +642,64 @@ mod tests {
         assert_eq!(shard.room_of(PlayerId(1)), None);
         assert_eq!(shard.stats().messages_rate_limited, 20);
         assert_eq!(shard.stats().players_flooding, 1);
+    }
+
+    /// A room whose every tick takes a fixed time on a fake clock.
+    struct Busy {
+        cost: Duration,
+        clock: std::sync::Arc<std::sync::Mutex<Instant>>,
+    }
+
+    impl Room for Busy {
+        fn tick(&mut self, _ctx: &mut crate::room::RoomContext<'_>) {
+            *self.clock.lock().unwrap() += self.cost;
+        }
+    }
+
+    #[test]
+    fn tick_times_are_recorded_per_kind_and_overruns_counted() {
+        let start = Instant::now();
+        let fake = std::sync::Arc::new(std::sync::Mutex::new(start));
+        let mut shard = Shard::new(ShardConfig::default());
+        let quick = Busy {
+            cost: Duration::from_millis(2),
+            clock: fake.clone(),
+        };
+        let slow = Busy {
+            cost: Duration::from_millis(25),
+            clock: fake.clone(),
+        };
+        shard
+            .create_room(start, RoomId(1), "quick", Box::new(quick), 4)
+            .unwrap();
+        shard
+            .create_room(start, RoomId(2), "slow", Box::new(slow), 4)
+            .unwrap();
+        shard
+            .join(start, RoomId(1), PlayerId(1), "a".into())
+            .unwrap();
+        shard
+            .join(start, RoomId(2), PlayerId(2), "b".into())
+            .unwrap();
+        let mut clock = || *fake.lock().unwrap();
+        for ms in (0..=1_000).step_by(10) {
+            shard.run_timed(start + Duration::from_millis(ms), &mut clock);
+        }
+        let times = shard.tick_times();
+        let quick = &times["quick"];
+        let slow = &times["slow"];
+        assert_eq!(quick.count(), 61, "60 Hz for one second, tick 0 included");
+        assert_eq!(quick.overruns(), 0);
+        assert!(
+            quick.quantile(0.99) >= Duration::from_micros(1_990)
+                && quick.max() <= Duration::from_micros(2_010)
+        );
+        assert_eq!(
+            slow.overruns(),
+            slow.count(),
+            "25 ms ticks overrun a 16.7 ms step"
+        );
+        assert!(slow.quantile(0.5) >= Duration::from_millis(24));
     }
 
     #[test]
