@@ -63,6 +63,19 @@ impl<'a> ByteWriter<'a> {
     }
 }
 
+impl ByteWriter<'_> {
+    /// A count byte (1 to `max`), then each address.
+    pub(crate) fn put_addresses(&mut self, addresses: &[SocketAddr], max: usize) -> Option<()> {
+        if addresses.is_empty() || addresses.len() > max {
+            return None;
+        }
+        self.put_u8(u8::try_from(addresses.len()).ok()?)?;
+        addresses
+            .iter()
+            .try_for_each(|address| self.put_address(*address))
+    }
+}
+
 pub(crate) struct ByteReader<'a> {
     buf: &'a [u8],
     pos: usize,
@@ -102,6 +115,15 @@ impl<'a> ByteReader<'a> {
 
     pub(crate) fn get_u64(&mut self) -> Option<u64> {
         Some(u64::from_le_bytes(self.get_array()?))
+    }
+
+    /// A count byte (1 to `max`), then that many addresses.
+    pub(crate) fn get_addresses(&mut self, max: usize) -> Option<Vec<SocketAddr>> {
+        let count = usize::from(self.get_u8()?);
+        if count == 0 || count > max {
+            return None;
+        }
+        (0..count).map(|_| self.get_address()).collect()
     }
 
     pub(crate) fn get_address(&mut self) -> Option<SocketAddr> {

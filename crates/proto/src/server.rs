@@ -222,6 +222,29 @@ struct PendingReply {
     bytes: [u8; MAX_REPLY_BYTES],
 }
 
+/// Queues a datagram that `write` fills into a fresh reply slot; handshake replies are
+/// counted against the no-amplification budget.
+fn queue_reply(
+    replies: &mut VecDeque<PendingReply>,
+    stats: &mut ServerStats,
+    to: SocketAddr,
+    handshake: bool,
+    write: impl FnOnce(&mut [u8]) -> Option<usize>,
+) {
+    let mut reply = PendingReply {
+        to,
+        len: 0,
+        bytes: [0; MAX_REPLY_BYTES],
+    };
+    if let Some(len) = write(&mut reply.bytes) {
+        reply.len = len;
+        if handshake {
+            stats.handshake_bytes_sent += len as u64;
+        }
+        replies.push_back(reply);
+    }
+}
+
 /// Connect tokens already used, by their authentication tag, so a token seen from a second
 /// address is refused. Bounded: the oldest entries go first.
 struct UsedTokens {
@@ -472,56 +495,36 @@ impl Server {
             user_data: private.user_data,
         };
         let sealed = challenge.seal(&self.challenge_cipher, self.config.protocol_id, sequence);
-        let mut reply = PendingReply {
-            to: from,
-            len: 0,
-            bytes: [0; MAX_REPLY_BYTES],
-        };
+        let protocol_id = self.config.protocol_id;
         // The challenge packet's own sequence is the challenge sequence: unique per server.
-        let written = write_encrypted(
-            &mut reply.bytes,
-            PacketType::Challenge,
-            sequence,
-            &server_to_client,
-            self.config.protocol_id,
-            |body| {
-                body.get_mut(..8)?.copy_from_slice(&sequence.to_le_bytes());
-                body.get_mut(8..8 + CHALLENGE_TOKEN_BYTES)?
-                    .copy_from_slice(&sealed);
-                Some(8 + CHALLENGE_TOKEN_BYTES)
-            },
-        );
-        if let Some(len) = written {
-            reply.len = len;
-            self.stats.handshake_bytes_sent += len as u64;
-            self.replies.push_back(reply);
-        }
+        queue_reply(&mut self.replies, &mut self.stats, from, true, |buf| {
+            write_encrypted(
+                buf,
+                PacketType::Challenge,
+                sequence,
+                &server_to_client,
+                protocol_id,
+                |body| {
+                    body.get_mut(..8)?.copy_from_slice(&sequence.to_le_bytes());
+                    body.get_mut(8..8 + CHALLENGE_TOKEN_BYTES)?
+                        .copy_from_slice(&sealed);
+                    Some(8 + CHALLENGE_TOKEN_BYTES)
+                },
+            )
+        });
     }
 
     fn deny(&mut self, to: SocketAddr, cipher: &Cipher, reason: DisconnectReason) {
         self.stats.connections_denied += 1;
-        let mut reply = PendingReply {
-            to,
-            len: 0,
-            bytes: [0; MAX_REPLY_BYTES],
-        };
+        let protocol_id = self.config.protocol_id;
         // Denials are rare and unordered; sequence 0 under the client's key is fine
         // because the client only ever accepts one.
-        if let Some(len) = write_encrypted(
-            &mut reply.bytes,
-            PacketType::Denied,
-            0,
-            cipher,
-            self.config.protocol_id,
-            |body| {
+        queue_reply(&mut self.replies, &mut self.stats, to, true, |buf| {
+            write_encrypted(buf, PacketType::Denied, 0, cipher, protocol_id, |body| {
                 *body.first_mut()? = reason.code();
                 Some(1)
-            },
-        ) {
-            reply.len = len;
-            self.stats.handshake_bytes_sent += len as u64;
-            self.replies.push_back(reply);
-        }
+            })
+        });
     }
 
     /// A response's challenge token, if it authenticates and has not expired.
@@ -602,21 +605,10 @@ impl Server {
         let Some(connection) = self.slots[slot as usize].connection.as_mut() else {
             return;
         };
-        let mut reply = PendingReply {
-            to: connection.address,
-            len: 0,
-            bytes: [0; MAX_REPLY_BYTES],
-        };
-        if let Some(len) = connection.write_control(
-            now,
-            PacketType::Accepted,
-            &body[..body_len],
-            &mut reply.bytes,
-        ) {
-            reply.len = len;
-            self.stats.handshake_bytes_sent += len as u64;
-            self.replies.push_back(reply);
-        }
+        let to = connection.address;
+        queue_reply(&mut self.replies, &mut self.stats, to, true, |buf| {
+            connection.write_control(now, PacketType::Accepted, &body[..body_len], buf)
+        });
     }
 
     /// Queues `message` for a connection on `channel`. A reliable channel that overflows
@@ -662,20 +654,10 @@ impl Server {
         self.by_client_id.remove(&connection.client_id);
         if notify {
             for _ in 0..DISCONNECT_REDUNDANCY {
-                let mut reply = PendingReply {
-                    to: connection.address,
-                    len: 0,
-                    bytes: [0; MAX_REPLY_BYTES],
-                };
-                if let Some(len) = connection.write_control(
-                    now,
-                    PacketType::Disconnect,
-                    &[reason.code()],
-                    &mut reply.bytes,
-                ) {
-                    reply.len = len;
-                    self.replies.push_back(reply);
-                }
+                let to = connection.address;
+                queue_reply(&mut self.replies, &mut self.stats, to, false, |buf| {
+                    connection.write_control(now, PacketType::Disconnect, &[reason.code()], buf)
+                });
             }
         }
         self.events.push_back(ServerEvent::Disconnected {

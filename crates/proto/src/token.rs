@@ -107,10 +107,7 @@ impl PrivateToken {
         let written = (|| {
             writer.put_u64(self.client_id)?;
             writer.put_u32(self.timeout_seconds)?;
-            writer.put_u8(count as u8)?;
-            for address in &self.server_addresses {
-                writer.put_address(*address)?;
-            }
+            writer.put_addresses(&self.server_addresses, MAX_SERVER_ADDRESSES)?;
             writer.put_slice(&self.client_to_server_key.0)?;
             writer.put_slice(&self.server_to_client_key.0)?;
             writer.put_slice(&self.user_data)
@@ -163,13 +160,7 @@ impl PrivateToken {
     fn read(reader: &mut ByteReader<'_>) -> Option<Self> {
         let client_id = reader.get_u64()?;
         let timeout_seconds = reader.get_u32()?;
-        let count = usize::from(reader.get_u8()?);
-        if count == 0 || count > MAX_SERVER_ADDRESSES {
-            return None;
-        }
-        let server_addresses = (0..count)
-            .map(|_| reader.get_address())
-            .collect::<Option<Vec<_>>>()?;
+        let server_addresses = reader.get_addresses(MAX_SERVER_ADDRESSES)?;
         Some(Self {
             client_id,
             timeout_seconds,
@@ -221,10 +212,7 @@ impl ConnectToken {
             writer.put_slice(&self.nonce)?;
             writer.put_slice(&self.private_token)?;
             writer.put_u32(self.timeout_seconds)?;
-            writer.put_u8(count as u8)?;
-            for address in &self.server_addresses {
-                writer.put_address(*address)?;
-            }
+            writer.put_addresses(&self.server_addresses, MAX_SERVER_ADDRESSES)?;
             writer.put_slice(&self.client_to_server_key.0)?;
             writer.put_slice(&self.server_to_client_key.0)
         })();
@@ -249,13 +237,7 @@ impl ConnectToken {
             let nonce = reader.get_array()?;
             let private_token = reader.get_array()?;
             let timeout_seconds = reader.get_u32()?;
-            let count = usize::from(reader.get_u8()?);
-            if count == 0 || count > MAX_SERVER_ADDRESSES {
-                return None;
-            }
-            let server_addresses = (0..count)
-                .map(|_| reader.get_address())
-                .collect::<Option<Vec<_>>>()?;
+            let server_addresses = reader.get_addresses(MAX_SERVER_ADDRESSES)?;
             Some(Self {
                 protocol_id,
                 create_timestamp,
