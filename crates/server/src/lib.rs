@@ -12,6 +12,7 @@
 //! | [`limits`] | connection rate and count per IP, message rate per player |
 //! | [`matchmaker::Matchmaker`] | join-or-create placement, seat reservations, shard balancing |
 //! | [`rooms`] | built-in kinds: `relay` and `chat` |
+//! | [`worker::ShardWorker`] | a shard on its own thread and UDP port, players connected over the protocol |
 
 pub mod console;
 pub mod host;
@@ -21,3 +22,4 @@ pub mod room;
 pub mod rooms;
 pub mod shard;
 pub mod timestep;
+pub mod worker;
