@@ -2,10 +2,13 @@
 //! needs on its UDP port: the [`Shard`] (rooms and players) and the protocol [`Server`]
 //! (connections). Nothing is shared with other threads but the bounded control queue.
 //!
-//! A UDP player's connect token carries a [`SeatTicket`] in its user data: the room to join
-//! and the name to show. When the connection is established the player joins that room (or
-//! takes back their held seat); their messages go to the room; the room's sends go out on
-//! their connection; a lost connection holds their seat for the reconnect grace period.
+//! A player's connect token carries a [`SeatTicket`] in its user data: the room to join and
+//! the name to show. UDP players connect to the worker's port; WebSocket players are accepted
+//! by the HTTP side and handed over with [`Control::AttachWs`], so both share the rooms. When
+//! the connection is established the player joins that room (or takes back their held seat);
+//! their messages go to the room; the room's sends go out on their connection, whichever
+//! transport it is; a lost connection holds their seat for the reconnect grace period, and
+//! a player already connected on either transport is refused a second connection.
 
 use std::collections::HashMap;
 use std::io;
@@ -13,7 +16,9 @@ use std::net::SocketAddr;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use bytes::Bytes;
 use tickwire_net::udp::{BatchSocket, RecvBatch, SendBatch};
+use tickwire_net::ws::{CloseCode, WsClosed, WsConnection, WsSender};
 use tickwire_proto::token::USER_DATA_BYTES;
 use tickwire_proto::{
     ConnectionId, DisconnectReason, MAX_DATAGRAM_BYTES, Server, ServerConfig, ServerEvent,
@@ -27,6 +32,9 @@ use crate::shard::{RoomId, Shard, ShardConfig, ShardOutput};
 pub const MAX_TICKET_NAME_BYTES: usize = 32;
 /// Control messages a worker buffers; senders wait when it is full.
 const CONTROL_QUEUE: usize = 1024;
+/// Messages from WebSocket players waiting for the worker; past this, their readers wait
+/// and TCP flow control holds the clients back.
+const WS_EVENT_QUEUE: usize = 4096;
 /// The shortest wait between two turns of the loop, so a deadline in the past cannot spin.
 const MIN_WAIT: Duration = Duration::from_millis(1);
 
@@ -79,15 +87,34 @@ pub enum Control {
         /// Seats.
         capacity: u16,
     },
+    /// A WebSocket player, authenticated by the HTTP side, to seat in a room.
+    AttachWs(WsConnection),
     /// Disconnect everyone with "server shutting down" and stop.
     Stop,
+}
+
+/// What a WebSocket player's reader task reports.
+enum WsEvent {
+    Message {
+        player: PlayerId,
+        channel: u8,
+        message: Bytes,
+    },
+    Closed {
+        player: PlayerId,
+        /// The client closed: they left, rather than lost their connection.
+        by_client: bool,
+    },
 }
 
 /// What a worker did, returned when it stops.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct WorkerReport {
-    /// Players refused because their ticket was unreadable or their room refused them.
+    /// Players refused: an unreadable ticket, a room that refused them, or a player already
+    /// connected.
     pub joins_refused: u64,
+    /// WebSocket players attached.
+    pub ws_attached: u64,
     /// Datagrams sent.
     pub datagrams_sent: u64,
     /// Datagrams received.
@@ -145,6 +172,12 @@ impl ShardWorker {
         self.udp_address
     }
 
+    /// A sender for control messages, for tasks that feed the worker (the WebSocket
+    /// hand-off).
+    pub fn control(&self) -> mpsc::Sender<Control> {
+        self.control.clone()
+    }
+
     /// Queues a control message; waits while the queue is full.
     pub async fn send(&self, control: Control) -> io::Result<()> {
         self.control
@@ -180,6 +213,9 @@ struct Worker {
     shard: Shard,
     players: HashMap<PlayerId, ConnectionId>,
     connections: HashMap<ConnectionId, PlayerId>,
+    ws_players: HashMap<PlayerId, WsSender>,
+    ws_events: mpsc::Receiver<WsEvent>,
+    ws_events_in: mpsc::Sender<WsEvent>,
     inbox: RecvBatch,
     outbox: SendBatch,
     scratch: Box<[u8; MAX_DATAGRAM_BYTES]>,
@@ -188,7 +224,11 @@ struct Worker {
 
 impl Worker {
     fn new(socket: BatchSocket, server: Server, shard: Shard) -> Self {
+        let (ws_events_in, ws_events) = mpsc::channel(WS_EVENT_QUEUE);
         Self {
+            ws_players: HashMap::new(),
+            ws_events,
+            ws_events_in,
             socket,
             server,
             shard,
@@ -225,12 +265,35 @@ impl Worker {
                         self.server.handle_datagram(now, from, datagram);
                     }
                 }
+                event = self.ws_events.recv() => {
+                    let now = Instant::now();
+                    match event {
+                        Some(WsEvent::Message { player, channel, message }) => {
+                            self.shard.message(now, player, channel, message);
+                        }
+                        // A closed connection still in the map was not kicked: a client's
+                        // own close means they left; anything else holds their seat.
+                        Some(WsEvent::Closed { player, by_client })
+                            if self.ws_players.remove(&player).is_some() =>
+                        {
+                            if by_client {
+                                self.shard.leave(now, player, LeaveReason::Left);
+                            } else {
+                                self.shard.connection_lost(now, player);
+                            }
+                        }
+                        // Kicked players were removed already; and the worker holds a sender
+                        // itself, so the queue never closes.
+                        Some(WsEvent::Closed { .. }) | None => {}
+                    }
+                }
                 message = control.recv() => match message {
                     Some(Control::CreateRoom { id, kind, room, capacity }) => {
                         if let Err(error) = self.shard.create_room(Instant::now(), id, kind, room, capacity) {
                             tracing::warn!(?id, %error, "room not created");
                         }
                     }
+                    Some(Control::AttachWs(connection)) => self.attach_ws(Instant::now(), connection),
                     Some(Control::Stop) | None => return self.stop().await,
                 },
                 () = sleep_until(deadline) => {}
@@ -276,13 +339,18 @@ impl Worker {
         }
     }
 
-    fn seat(
+    /// Seats a newly connected player from their ticket: their held seat back, or a new one
+    /// in the ticket's room. False when they cannot be seated or are already connected.
+    fn take_seat(
         &mut self,
         now: Instant,
-        connection: ConnectionId,
         player: PlayerId,
         user_data: &[u8; USER_DATA_BYTES],
-    ) {
+    ) -> bool {
+        if self.players.contains_key(&player) || self.ws_players.contains_key(&player) {
+            self.report.joins_refused += 1;
+            return false;
+        }
         let seated = match SeatTicket::decode(user_data) {
             Some(ticket) => match self.shard.room_of(player) {
                 Some(_) => self.shard.reconnect(now, player).is_some(),
@@ -293,11 +361,54 @@ impl Worker {
             },
             None => false,
         };
-        if seated {
+        if !seated {
+            self.report.joins_refused += 1;
+        }
+        seated
+    }
+
+    fn attach_ws(&mut self, now: Instant, mut connection: WsConnection) {
+        let player = PlayerId(connection.client_id());
+        let user_data = *connection.user_data();
+        if !self.take_seat(now, player, &user_data) {
+            connection.close(CloseCode::Kicked, "no seat for this player");
+            return;
+        }
+        self.report.ws_attached += 1;
+        self.ws_players.insert(player, connection.sender());
+        let events = self.ws_events_in.clone();
+        tokio::spawn(async move {
+            loop {
+                let event = match connection.recv().await {
+                    Ok((channel, message)) => WsEvent::Message {
+                        player,
+                        channel,
+                        message,
+                    },
+                    Err(closed) => WsEvent::Closed {
+                        player,
+                        by_client: matches!(closed, WsClosed::ByClient { .. }),
+                    },
+                };
+                let closed = matches!(event, WsEvent::Closed { .. });
+                if events.send(event).await.is_err() || closed {
+                    return;
+                }
+            }
+        });
+    }
+
+    fn seat(
+        &mut self,
+        now: Instant,
+        connection: ConnectionId,
+        player: PlayerId,
+        user_data: &[u8; USER_DATA_BYTES],
+    ) {
+        if self.take_seat(now, player, user_data) {
             self.players.insert(player, connection);
             self.connections.insert(connection, player);
         } else {
-            self.report.joins_refused += 1;
             self.server
                 .disconnect(now, connection, DisconnectReason::Kicked);
         }
@@ -313,17 +424,21 @@ impl Worker {
                     channel,
                     message,
                 } => {
+                    // A refused send (a full reliable queue, a slow WebSocket reader) closes
+                    // that connection in its transport; the close event tells the shard.
                     if let Some(connection) = self.players.get(&to) {
-                        // A refused send (a full reliable queue) disconnects in the server;
-                        // its Disconnected event tells the shard.
                         let _ = self.server.send(now, *connection, channel, message);
+                    } else if let Some(sender) = self.ws_players.get(&to) {
+                        let _ = sender.send(channel, message);
                     }
                 }
-                ShardOutput::Disconnect { player, .. } => {
+                ShardOutput::Disconnect { player, reason } => {
                     if let Some(connection) = self.players.remove(&player) {
                         self.connections.remove(&connection);
                         self.server
                             .disconnect(now, connection, DisconnectReason::Kicked);
+                    } else if let Some(sender) = self.ws_players.remove(&player) {
+                        sender.close(CloseCode::Kicked, &reason);
                     }
                 }
             }
@@ -350,6 +465,10 @@ impl Worker {
         for (player, connection) in self.players.drain() {
             self.server
                 .disconnect(now, connection, DisconnectReason::ServerShutdown);
+            self.shard.leave(now, player, LeaveReason::Shutdown);
+        }
+        for (player, sender) in self.ws_players.drain() {
+            sender.close(CloseCode::ServerShutdown, "server shutting down");
             self.shard.leave(now, player, LeaveReason::Shutdown);
         }
         self.flush().await?;
