@@ -12,7 +12,7 @@ use crate::udp::{BatchSocket, RecvBatch, SendBatch};
 
 /// The shortest wait between two turns of the loop when the endpoint reports a deadline
 /// that has already passed.
-const MIN_WAIT: Duration = Duration::from_millis(1);
+pub const MIN_WAIT: Duration = Duration::from_millis(1);
 
 /// A driver running the protocol's server endpoint.
 pub type ServerDriver = Driver<Server>;
@@ -92,16 +92,14 @@ impl<E: Endpoint> Driver<E> {
 
     /// Sends every datagram the endpoint has ready, `sendmmsg` batch by batch.
     pub async fn flush(&mut self) -> io::Result<()> {
-        let now = Instant::now();
-        while let Some(transmit) = self.endpoint.poll_transmit(now, &mut self.scratch[..]) {
-            let datagram = &self.scratch[..transmit.len];
-            if !self.outbox.push(transmit.destination, datagram) {
-                send_all(&self.socket, &mut self.outbox, &mut self.stats).await?;
-                // An empty batch always takes a datagram that fit the endpoint's buffer.
-                self.outbox.push(transmit.destination, datagram);
-            }
-        }
-        send_all(&self.socket, &mut self.outbox, &mut self.stats).await
+        self.stats.send_batches += transmit(
+            &mut self.endpoint,
+            &self.socket,
+            &mut self.outbox,
+            &mut self.scratch[..],
+        )
+        .await?;
+        Ok(())
     }
 
     /// Drives the socket and the endpoint's timers until the endpoint reports an event.
@@ -140,21 +138,35 @@ impl<E: Endpoint> Driver<E> {
     }
 }
 
-/// Sends a batch if it holds anything.
-async fn send_all(
+/// Sends every datagram `endpoint` has ready through `socket`, `sendmmsg` batch by batch,
+/// writing each into `scratch` (at least the MTU) first. Returns the batches sent. For
+/// loops that own an endpoint but need more than [`Driver`] offers (a shard worker).
+pub async fn transmit<E: Endpoint>(
+    endpoint: &mut E,
     socket: &BatchSocket,
     outbox: &mut SendBatch,
-    stats: &mut DriverStats,
-) -> io::Result<()> {
-    if outbox.is_empty() {
-        return Ok(());
+    scratch: &mut [u8],
+) -> io::Result<u64> {
+    let now = Instant::now();
+    let mut batches = 0;
+    while let Some(transmit) = endpoint.poll_transmit(now, scratch) {
+        let datagram = &scratch[..transmit.len];
+        if !outbox.push(transmit.destination, datagram) {
+            socket.send_batch(outbox).await?;
+            batches += 1;
+            // An empty batch always takes a datagram that fit the endpoint's buffer.
+            outbox.push(transmit.destination, datagram);
+        }
     }
-    stats.send_batches += 1;
-    socket.send_batch(outbox).await
+    if !outbox.is_empty() {
+        socket.send_batch(outbox).await?;
+        batches += 1;
+    }
+    Ok(batches)
 }
 
 /// Sleeps until `deadline`, or forever without one.
-async fn sleep_until(deadline: Option<Instant>) {
+pub async fn sleep_until(deadline: Option<Instant>) {
     match deadline {
         Some(deadline) => tokio::time::sleep_until(deadline.into()).await,
         None => std::future::pending().await,

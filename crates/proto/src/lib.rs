@@ -131,8 +131,4 @@ impl UnixClock {
         let elapsed: Duration = now.saturating_duration_since(self.origin);
         self.origin_unix_seconds.saturating_add(elapsed.as_secs())
     }
-
-    fn origin(&self) -> Instant {
-        self.origin
-    }
 }

@@ -3,7 +3,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use bytes::Bytes;
 
@@ -730,10 +730,5 @@ impl Server {
     /// The connection at `address`, if one is established.
     pub fn connection_at(&self, address: SocketAddr) -> Option<ConnectionId> {
         self.by_address.get(&address).map(|&slot| self.id_of(slot))
-    }
-
-    /// Time since the server's clock origin, for drivers that want a stable epoch.
-    pub fn uptime(&self, now: Instant) -> Duration {
-        now.saturating_duration_since(self.clock.origin())
     }
 }

@@ -179,6 +179,10 @@ pub struct Shard {
     outputs: Vec<ShardOutput>,
     stats: ShardStats,
     tick_times: HashMap<String, TickTimes>,
+    /// Reused every turn so routing and ticking allocate nothing in steady state.
+    scratch_commands: Vec<Command>,
+    scratch_players: Vec<PlayerId>,
+    scratch_rooms: Vec<RoomId>,
 }
 
 impl Shard {
@@ -191,6 +195,9 @@ impl Shard {
             outputs: Vec::new(),
             stats: ShardStats::default(),
             tick_times: HashMap::new(),
+            scratch_commands: Vec::new(),
+            scratch_players: Vec::new(),
+            scratch_rooms: Vec::new(),
         }
     }
 
@@ -334,18 +341,21 @@ impl Shard {
     }
 
     fn run_rooms(&mut self, now: Instant, mut clock: Option<&mut dyn FnMut() -> Instant>) {
-        let expired: Vec<PlayerId> = self
-            .players
-            .iter()
-            .filter(|(_, seated)| seated.held_until.is_some_and(|until| until <= now))
-            .map(|(player, _)| *player)
-            .collect();
-        for player in expired {
+        let mut expired = std::mem::take(&mut self.scratch_players);
+        expired.extend(
+            self.players
+                .iter()
+                .filter(|(_, seated)| seated.held_until.is_some_and(|until| until <= now))
+                .map(|(player, _)| *player),
+        );
+        for player in expired.drain(..) {
             self.stats.seats_expired += 1;
             self.leave(now, player, LeaveReason::GraceExpired);
         }
-        let ids: Vec<RoomId> = self.rooms.keys().copied().collect();
-        for id in ids {
+        self.scratch_players = expired;
+        let mut ids = std::mem::take(&mut self.scratch_rooms);
+        ids.extend(self.rooms.keys().copied());
+        for id in ids.drain(..) {
             let Some(hosted) = self.rooms.get_mut(&id) else {
                 continue;
             };
@@ -364,15 +374,21 @@ impl Shard {
                 let per_tick = clock().saturating_duration_since(started) / due.ticks;
                 let step =
                     Duration::from_nanos(1_000_000_000 / u64::from(hosted.host.tick_rate_hz()));
-                self.tick_times
-                    .entry(hosted.kind.clone())
-                    .or_insert_with(TickTimes::new)
-                    .record(per_tick, due.ticks, step);
+                // Look up before inserting: `entry` would clone the kind on every turn.
+                match self.tick_times.get_mut(&hosted.kind) {
+                    Some(times) => times.record(per_tick, due.ticks, step),
+                    None => {
+                        let mut times = TickTimes::new();
+                        times.record(per_tick, due.ticks, step);
+                        self.tick_times.insert(hosted.kind.clone(), times);
+                    }
+                }
             }
             self.stats.ticks += u64::from(due.ticks);
             self.stats.ticks_skipped += due.skipped;
             self.route(id, now);
         }
+        self.scratch_rooms = ids;
     }
 
     /// Turns a room's commands into sends and disconnects.
@@ -386,8 +402,9 @@ impl Shard {
                 .iter()
                 .any(|member| member.id == player && member.connected)
         };
-        let commands: Vec<Command> = hosted.host.take_commands().collect();
-        for command in commands {
+        let mut commands = std::mem::take(&mut self.scratch_commands);
+        commands.extend(hosted.host.take_commands());
+        for command in commands.drain(..) {
             match command {
                 Command::Send {
                     to,
@@ -424,6 +441,7 @@ impl Shard {
                 }
             }
         }
+        self.scratch_commands = commands;
         if hosted.host.members().is_empty() && hosted.empty_since.is_none() {
             hosted.empty_since = Some(now);
         }

@@ -14,9 +14,10 @@ use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
+use tickwire_net::driver::{MIN_WAIT, sleep_until, transmit};
 use tickwire_net::udp::{BatchSocket, RecvBatch, SendBatch};
 use tickwire_net::ws::{CloseCode, WsClosed, WsConnection, WsSender};
 use tickwire_proto::token::USER_DATA_BYTES;
@@ -35,8 +36,6 @@ const CONTROL_QUEUE: usize = 1024;
 /// Messages from WebSocket players waiting for the worker; past this, their readers wait
 /// and TCP flow control holds the clients back.
 const WS_EVENT_QUEUE: usize = 4096;
-/// The shortest wait between two turns of the loop, so a deadline in the past cannot spin.
-const MIN_WAIT: Duration = Duration::from_millis(1);
 
 /// What a connect token's user data says about where the player goes: room id (`u64`
 /// little-endian), name length (`u8`, at most 32), the name's UTF-8 bytes, zero padding.
@@ -416,8 +415,7 @@ impl Worker {
 
     /// The shard's sends and disconnects, onto connections.
     fn route_outputs(&mut self, now: Instant) {
-        let outputs: Vec<ShardOutput> = self.shard.drain_outputs().collect();
-        for output in outputs {
+        for output in self.shard.drain_outputs() {
             match output {
                 ShardOutput::Send {
                     to,
@@ -446,17 +444,13 @@ impl Worker {
     }
 
     async fn flush(&mut self) -> io::Result<()> {
-        let now = Instant::now();
-        while let Some(transmit) = self.server.poll_transmit(now, &mut self.scratch[..]) {
-            let datagram = &self.scratch[..transmit.len];
-            if !self.outbox.push(transmit.destination, datagram) {
-                self.socket.send_batch(&mut self.outbox).await?;
-                self.outbox.push(transmit.destination, datagram);
-            }
-        }
-        if !self.outbox.is_empty() {
-            self.socket.send_batch(&mut self.outbox).await?;
-        }
+        transmit(
+            &mut self.server,
+            &self.socket,
+            &mut self.outbox,
+            &mut self.scratch[..],
+        )
+        .await?;
         Ok(())
     }
 
@@ -476,12 +470,5 @@ impl Worker {
         self.report.datagrams_sent = stats.datagrams_sent;
         self.report.datagrams_received = stats.datagrams_received;
         Ok(self.report)
-    }
-}
-
-async fn sleep_until(deadline: Option<Instant>) {
-    match deadline {
-        Some(deadline) => tokio::time::sleep_until(deadline.into()).await,
-        None => std::future::pending().await,
     }
 }

@@ -2,78 +2,23 @@
 //! worker, and every player receives every other member's messages on the channel they were
 //! sent on; the room never learns who uses which transport.
 
+mod common;
+
 use std::net::SocketAddr;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use bytes::Bytes;
+use common::{PROTOCOL_ID, RELAY, WAIT, relay_worker, token, udp_next, udp_player};
 use futures_util::{SinkExt, StreamExt};
-use tickwire_net::driver::ClientDriver;
-use tickwire_net::udp::BatchSocket;
 use tickwire_net::ws::{HttpListener, ListenConfig, TokenAuthenticator, WsConfig, WsEndpoint};
 use tickwire_proto::crypto::Key;
-use tickwire_proto::reliable::ReliabilityConfig;
-use tickwire_proto::token::TokenIssuer;
-use tickwire_proto::{Client, ClientEvent, ServerConfig};
-use tickwire_server::rooms::relay::RelayRoom;
-use tickwire_server::shard::{RoomId, ShardConfig};
-use tickwire_server::worker::{Control, SeatTicket, ShardWorker};
+use tickwire_server::worker::Control;
 use tokio::net::TcpStream;
 use tokio::time::timeout;
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::Message;
 
-const PROTOCOL_ID: u64 = 0x7157_0005;
-const WAIT: Duration = Duration::from_secs(5);
-
 type WsClient = WebSocketStream<TcpStream>;
-
-fn unix_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
-}
-
-fn token(key: &Key, address: SocketAddr, player: u64) -> tickwire_proto::token::ConnectToken {
-    let issuer = TokenIssuer {
-        protocol_id: PROTOCOL_ID,
-        key: key.clone(),
-        server_addresses: vec![address],
-        validity_seconds: 30,
-        timeout_seconds: 5,
-    };
-    let ticket = SeatTicket {
-        room: RoomId(1),
-        name: format!("player{player}"),
-    };
-    issuer
-        .issue(
-            &mut rand::rng(),
-            unix_now(),
-            player,
-            &ticket.encode().unwrap(),
-        )
-        .unwrap()
-}
-
-async fn udp_player(key: &Key, address: SocketAddr, player: u64) -> ClientDriver {
-    let client = Client::new(
-        token(key, address, player),
-        Instant::now(),
-        unix_now(),
-        ReliabilityConfig::default(),
-    );
-    let mut driver = ClientDriver::new(
-        BatchSocket::bind("127.0.0.1:0".parse().unwrap()).unwrap(),
-        client,
-    );
-    let event = timeout(WAIT, driver.next_event())
-        .await
-        .expect("udp connect")
-        .unwrap();
-    assert!(matches!(event, ClientEvent::Connected { .. }), "{event:?}");
-    driver
-}
 
 async fn ws_player(key: &Key, udp_address: SocketAddr, http: SocketAddr, player: u64) -> WsClient {
     let stream = TcpStream::connect(http).await.unwrap();
@@ -84,7 +29,7 @@ async fn ws_player(key: &Key, udp_address: SocketAddr, http: SocketAddr, player:
     .await
     .expect("upgrade in time")
     .expect("upgrade");
-    let bytes = token(key, udp_address, player).to_bytes().unwrap();
+    let bytes = token(key, udp_address, player, RELAY).to_bytes().unwrap();
     client
         .send(Message::Binary(bytes.to_vec().into()))
         .await
@@ -108,21 +53,6 @@ async fn ws_next(client: &mut WsClient) -> Bytes {
     timeout(WAIT, next).await.expect("a ws message in time")
 }
 
-async fn udp_next(driver: &mut ClientDriver) -> (u8, Bytes) {
-    loop {
-        match timeout(WAIT, driver.next_event())
-            .await
-            .expect("a udp message in time")
-            .unwrap()
-        {
-            ClientEvent::Message { message, .. } if message.as_ref() == b"roll call" => continue,
-            ClientEvent::Message { channel, message } => return (channel, message),
-            ClientEvent::Connected { .. } => continue,
-            other => panic!("unexpected {other:?}"),
-        }
-    }
-}
-
 /// The next WebSocket message that is not a roll call, split into channel and payload.
 async fn ws_heard(client: &mut WsClient) -> (u8, Bytes) {
     loop {
@@ -136,23 +66,8 @@ async fn ws_heard(client: &mut WsClient) -> (u8, Bytes) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_udp_and_two_websocket_players_share_a_relay_room() {
     let key = Key([0x51; 32]);
-    let server_key = key.clone();
-    let worker = ShardWorker::spawn(
-        "127.0.0.1:0".parse().unwrap(),
-        ShardConfig::default(),
-        |address| ServerConfig::new(PROTOCOL_ID, server_key, vec![address]),
-    )
-    .unwrap();
+    let worker = relay_worker(&key).await;
     let udp_address = worker.udp_address();
-    worker
-        .send(Control::CreateRoom {
-            id: RoomId(1),
-            kind: "relay".into(),
-            room: Box::new(RelayRoom::default()),
-            capacity: 8,
-        })
-        .await
-        .unwrap();
 
     // The HTTP side: /ws accepts tokens naming the worker's address and hands connections over.
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -174,8 +89,8 @@ async fn two_udp_and_two_websocket_players_share_a_relay_room() {
         }
     });
 
-    let mut udp_one = udp_player(&key, udp_address, 1).await;
-    let mut udp_two = udp_player(&key, udp_address, 2).await;
+    let mut udp_one = udp_player(&key, udp_address, 1, RELAY).await;
+    let mut udp_two = udp_player(&key, udp_address, 2, RELAY).await;
     let mut ws_three = ws_player(&key, udp_address, http, 3).await;
     let mut ws_four = ws_player(&key, udp_address, http, 4).await;
 
