@@ -5,9 +5,10 @@ CARGO ?= cargo
 
 .PHONY: run test lint fmt bench-wire bench-udp bench fuzz-smoke
 
-## Build and start the main job. Until the server exists (issue 4), that is the wire benchmark.
+## Build and start the server: HTTP, matchmaking and ws on :8080, UDP on :7777, the admin
+## console on 127.0.0.1:7000. Ctrl-C shuts it down gracefully.
 run:
-	$(CARGO) run --release --locked -p tickwire -- bench wire
+	$(CARGO) run --release --locked -p tickwire -- serve
 
 ## Every test: unit, integration, property, golden vectors and doc tests.
 test:

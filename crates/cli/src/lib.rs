@@ -5,7 +5,9 @@
 //! |---|---|
 //! | [`bench::wire`] | `tickwire bench wire` |
 //! | [`bench::udp`] | `tickwire bench udp` |
+//! | [`serve`] | `tickwire serve` |
 //! | [`alloc_count`] | allocation counting for benchmarks |
 
 pub mod alloc_count;
 pub mod bench;
+pub mod serve;

@@ -1,4 +1,4 @@
-//! `tickwire`: the one binary. Later issues add `serve`, `bots` and more `bench` scenarios.
+//! `tickwire`: the one binary. Later issues add `bots` and more `bench` scenarios.
 
 use std::time::Duration;
 
@@ -6,6 +6,7 @@ use clap::{Parser, Subcommand};
 use tickwire::alloc_count::CountingAllocator;
 use tickwire::bench::udp::{self, UdpBenchConfig};
 use tickwire::bench::wire::{self, WireBenchConfig};
+use tickwire::serve::{self, ServeArgs};
 
 // Counting costs one relaxed atomic add per allocation and lets benchmarks report
 // allocations per operation from the real binary.
@@ -25,6 +26,8 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Run the game server.
+    Serve(Box<ServeArgs>),
     /// Run a benchmark and print its figures.
     Bench {
         #[command(subcommand)]
@@ -71,6 +74,15 @@ enum Scenario {
 
 fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
+        Command::Serve(args) => {
+            let config = serve::load_config(&args)?;
+            if args.print_config {
+                print!("{}", serve::render_config(&config)?);
+                return Ok(());
+            }
+            init_logging();
+            serve::run(config)?;
+        }
         Command::Bench {
             scenario: Scenario::Wire { json, samples },
         } => {
@@ -110,4 +122,16 @@ fn main() -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Logs to stderr; `RUST_LOG` picks what (default: info for tickwire, warnings otherwise).
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+        tracing_subscriber::EnvFilter::new("warn,tickwire=info,tickwire_server=info")
+    });
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_writer(std::io::stderr)
+        .init();
 }

@@ -233,7 +233,7 @@ async fn a_client_that_sends_no_token_is_closed_at_the_handshake_timeout() {
 }
 
 #[tokio::test]
-async fn a_second_connection_with_the_same_client_id_or_past_the_limit_is_refused() {
+async fn a_second_connection_with_the_same_client_id_replaces_the_first_and_the_limit_holds() {
     let mut server = TestServer::start(Options {
         ws: WsConfig {
             max_connections: 2,
@@ -242,17 +242,18 @@ async fn a_second_connection_with_the_same_client_id_or_past_the_limit_is_refuse
         ..Options::default()
     })
     .await;
-    let (_first, _first_side) = server.connect(1).await;
-    let token = server.token(1);
-    let (code, reason) = refused(&server, Message::Binary(token.into())).await;
+    let (mut first, _first_side) = server.connect(1).await;
+    let (_again, _again_side) = server.connect(1).await;
+    let (code, reason, _) = expect_close(&mut first).await;
     assert_eq!(code, CloseCode::AlreadyConnected.code(), "{reason}");
+    assert_eq!(server.endpoint.stats().connections_replaced, 1);
 
     let (_second, _second_side) = server.connect(2).await;
     let token = server.token(3);
     let (code, reason) = refused(&server, Message::Binary(token.into())).await;
     assert_eq!(code, CloseCode::ServerFull.code(), "{reason}");
     assert_eq!(server.endpoint.connection_count(), 2);
-    assert_eq!(server.endpoint.stats().refused_full, 2);
+    assert_eq!(server.endpoint.stats().refused_full, 1);
 }
 
 #[tokio::test]

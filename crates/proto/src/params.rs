@@ -182,7 +182,8 @@ pub enum DisconnectReason {
     ProtocolViolation,
     /// The server refused the connection: all slots are taken.
     ServerFull,
-    /// The server refused the connection: this client id is already connected.
+    /// The same client id connected again with a fresh token (another address, a new
+    /// network); this older connection is replaced.
     AlreadyConnected,
     /// The handshake did not complete before the token's timeout or expiry.
     HandshakeTimedOut,

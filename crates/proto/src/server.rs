@@ -158,8 +158,10 @@ pub struct ServerStats {
     pub handshake_bytes_received: u64,
     /// Connections accepted.
     pub connections_accepted: u64,
-    /// Connection attempts denied (full, or client id already connected).
+    /// Connection attempts denied (the server was full).
     pub connections_denied: u64,
+    /// Connections replaced by a newer connection of the same client id.
+    pub connections_replaced: u64,
     /// Dropped datagrams, by reason.
     pub dropped: DropCounts,
 }
@@ -477,10 +479,11 @@ impl Server {
         }
         self.stats.handshake_bytes_received += datagram.len() as u64;
         let server_to_client = Cipher::new(&private.server_to_client_key);
-        if self.by_client_id.contains_key(&private.client_id) {
-            return self.deny(from, &server_to_client, DisconnectReason::AlreadyConnected);
-        }
-        if self.by_address.len() >= self.config.max_clients {
+        // A client id already connected may be the same client on a new address: it is
+        // let through, and replaces the old connection if it completes the handshake.
+        if self.by_address.len() >= self.config.max_clients
+            && !self.by_client_id.contains_key(&private.client_id)
+        {
             return self.deny(from, &server_to_client, DisconnectReason::ServerFull);
         }
 
@@ -548,9 +551,13 @@ impl Server {
             return self.drop_datagram(DropReason::ChallengeInvalid);
         }
         self.stats.handshake_bytes_received += datagram.len() as u64;
-        if self.by_client_id.contains_key(&challenge.client_id) {
-            let cipher = Cipher::new(&challenge.server_to_client_key);
-            return self.deny(from, &cipher, DisconnectReason::AlreadyConnected);
+        // The same client id from another address with a fresh, single-use token is that
+        // client again (a phone that changed networks): the newer connection replaces the
+        // older rather than waiting for it to time out. Only the token issuer can cause
+        // this, since it alone issues tokens for the id.
+        if let Some(&older) = self.by_client_id.get(&challenge.client_id) {
+            self.stats.connections_replaced += 1;
+            self.remove(older, DisconnectReason::AlreadyConnected, true, now);
         }
         if self.by_address.len() >= self.config.max_clients {
             let cipher = Cipher::new(&challenge.server_to_client_key);

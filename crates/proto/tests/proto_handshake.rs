@@ -352,13 +352,14 @@ fn a_replayed_data_packet_is_dropped() {
 }
 
 #[test]
-fn a_full_server_and_a_duplicate_client_id_are_denied_with_a_reason() {
+fn a_full_server_denies_with_a_reason_and_a_returning_client_id_replaces_its_old_connection() {
     let mut config = ServerConfig::new(PROTOCOL_ID, server_key(), vec![server_address()]);
     config.max_clients = 1;
     let mut harness = Harness::with_config(config, quiet_link(), 8);
     harness.add_client(1);
     harness.connect_all();
     harness.add_client(2);
+    // Client id 1 again, from another address with a fresh token: a phone on a new network.
     harness.add_client(1);
     harness.run_for(Duration::from_secs(1));
     assert_eq!(
@@ -366,10 +367,14 @@ fn a_full_server_and_a_duplicate_client_id_are_denied_with_a_reason() {
         ClientState::Disconnected(DisconnectReason::ServerFull)
     );
     assert_eq!(
-        harness.clients[2].client.state(),
-        ClientState::Disconnected(DisconnectReason::AlreadyConnected)
+        harness.clients[0].client.state(),
+        ClientState::Disconnected(DisconnectReason::AlreadyConnected),
+        "the older connection is told it was replaced"
     );
-    assert_eq!(harness.server.stats().connections_denied, 2);
+    assert_eq!(harness.clients[2].client.state(), ClientState::Connected);
+    let stats = harness.server.stats();
+    assert_eq!(stats.connections_denied, 1);
+    assert_eq!(stats.connections_replaced, 1);
     assert_no_amplification(&harness);
 }
 

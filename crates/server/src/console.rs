@@ -58,7 +58,7 @@ pub struct PlayerSummary {
     pub id: PlayerId,
     /// Display name.
     pub name: String,
-    /// `udp`, `ws`, `wss` or `webtransport`.
+    /// `udp` or `ws` (ws and wss alike).
     pub transport: String,
     /// Their room, if seated.
     pub room: Option<u64>,
@@ -74,13 +74,15 @@ pub trait AdminOps: Send + Sync + 'static {
     fn room_players(&self, room: u64) -> Option<Vec<PlayerSummary>>;
     /// Every connected player.
     fn players(&self) -> Vec<PlayerSummary>;
-    /// Disconnects a player; false if there is no such player.
-    fn kick(&self, player: PlayerId) -> bool;
-    /// Sends a server announcement to every player.
-    fn say(&self, text: &str);
+    /// Disconnects a player, or says why not (no such player, a shard too busy).
+    fn kick(&self, player: PlayerId) -> Result<(), String>;
+    /// Sends a server announcement to every player, or says why it may not have reached
+    /// them all.
+    fn say(&self, text: &str) -> Result<(), String>;
     /// Stops taking new players and starts draining.
     fn drain(&self);
-    /// Drains and exits.
+    /// Shuts down now: players are told, rooms run their last tick, the process exits
+    /// within the grace period.
     fn shutdown(&self);
 }
 
@@ -93,7 +95,7 @@ const HELP: &str = "commands:
   kick <player>     disconnect a player
   say <text>        announce to every player
   drain             stop taking players; finish the rooms in progress
-  shutdown          drain, then exit
+  shutdown          tell every player and exit now (within the grace period)
   quit              close this session
 ";
 
@@ -205,8 +207,8 @@ async fn session(
     Ok(())
 }
 
-/// Compares without an early exit, so the time taken does not reveal the password's prefix.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+/// Compares without an early exit, so the time taken does not reveal a secret's prefix.
+pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     if a.len() != b.len() {
         return false;
     }
@@ -244,14 +246,16 @@ fn run_command(line: &str, ops: &dyn AdminOps) -> Option<String> {
         },
         "players" => render_players(&ops.players()),
         "kick" => match argument.parse::<u64>() {
-            Ok(id) if ops.kick(PlayerId(id)) => format!("kicked {id}\n"),
-            Ok(id) => format!("no player {id}\n"),
+            Ok(id) => match ops.kick(PlayerId(id)) {
+                Ok(()) => format!("kicked {id}\n"),
+                Err(why) => format!("{why}\n"),
+            },
             Err(_) => "usage: kick <player>\n".to_string(),
         },
-        "say" if !argument.is_empty() => {
-            ops.say(argument);
-            "sent\n".to_string()
-        }
+        "say" if !argument.is_empty() => match ops.say(argument) {
+            Ok(()) => "sent\n".to_string(),
+            Err(why) => format!("{why}\n"),
+        },
         "say" => "usage: say <text>\n".to_string(),
         "drain" => {
             ops.drain();
@@ -356,12 +360,17 @@ mod tests {
                 room: Some(7),
             }]
         }
-        fn kick(&self, player: PlayerId) -> bool {
+        fn kick(&self, player: PlayerId) -> Result<(), String> {
             self.kicked.lock().unwrap().push(player);
-            player == PlayerId(42)
+            if player == PlayerId(42) {
+                Ok(())
+            } else {
+                Err(format!("no player {}", player.0))
+            }
         }
-        fn say(&self, text: &str) {
+        fn say(&self, text: &str) -> Result<(), String> {
             self.said.lock().unwrap().push(text.to_string());
+            Ok(())
         }
         fn drain(&self) {}
         fn shutdown(&self) {}

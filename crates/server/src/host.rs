@@ -162,6 +162,11 @@ impl RoomHost {
         true
     }
 
+    /// Passes an operator's announcement to the room.
+    pub fn announce(&mut self, now: Instant, text: &str) {
+        self.call(now, |room, ctx| room.announce(ctx, text));
+    }
+
     /// Runs the ticks due by `now`, each seeing the time it was due.
     pub fn advance(&mut self, now: Instant) -> Due {
         let first = self.timestep.next_tick();

@@ -13,13 +13,17 @@
 //! | [`matchmaker::Matchmaker`] | join-or-create placement, seat reservations, shard balancing |
 //! | [`rooms`] | built-in kinds: `relay` and `chat` |
 //! | [`worker::ShardWorker`] | a shard on its own thread and UDP port, players connected over the protocol |
+//! | [`runtime::Runtime`] | the whole server: workers, matchmaking and the HTTP API, console, metrics, drain |
+//! | [`config::ServeConfig`] | the deployment configuration `tickwire serve` loads |
 
+pub mod config;
 pub mod console;
 pub mod host;
 pub mod limits;
 pub mod matchmaker;
 pub mod room;
 pub mod rooms;
+pub mod runtime;
 pub mod shard;
 pub mod timestep;
 pub mod worker;

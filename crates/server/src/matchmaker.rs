@@ -44,16 +44,16 @@ pub enum MatchError {
     #[error("server is draining")]
     Draining,
     /// No room with that id.
-    #[error("no room {0:?}")]
+    #[error("no room {0}")]
     NoSuchRoom(RoomId),
     /// The room has no free seat.
-    #[error("room {0:?} is full")]
+    #[error("room {0} is full")]
     RoomFull(RoomId),
     /// The room kind is not one this server hosts.
     #[error("unknown room kind {0:?}")]
     UnknownKind(String),
     /// The player already holds a seat or a reservation.
-    #[error("player already placed in room {0:?}")]
+    #[error("player already placed in room {0}")]
     AlreadyPlaced(RoomId),
 }
 
@@ -249,10 +249,43 @@ impl Matchmaker {
         self.seated.retain(|_, seated| *seated != room);
     }
 
-    /// The room a player holds a seat in, for reconnection: they get a fresh token for it.
-    pub fn seat_of(&self, player: PlayerId) -> Option<(RoomId, usize)> {
+    /// The room a player holds a seat in, its shard and kind, for reconnection: they get
+    /// a fresh token for it.
+    pub fn seat_of(&self, player: PlayerId) -> Option<(RoomId, usize, String)> {
         let room = self.seated.get(&player)?;
-        Some((*room, self.rooms.get(room)?.shard))
+        let entry = self.rooms.get(room)?;
+        Some((*room, entry.shard, entry.kind.clone()))
+    }
+
+    /// The room a player was placed in but has not connected to yet, its shard and kind:
+    /// a client asking again (a reloaded page) gets a new token for the same seat.
+    pub fn reservation_of(
+        &self,
+        now: Instant,
+        player: PlayerId,
+    ) -> Option<(RoomId, usize, String)> {
+        let room = self
+            .reservations
+            .get(&player)
+            .filter(|reservation| reservation.expires > now)?
+            .room;
+        let entry = self.rooms.get(&room)?;
+        Some((room, entry.shard, entry.kind.clone()))
+    }
+
+    /// The shard hosting a room.
+    pub fn shard_of(&self, room: RoomId) -> Option<usize> {
+        self.rooms.get(&room).map(|entry| entry.shard)
+    }
+
+    /// Players seated or holding a reservation that has not expired.
+    pub fn placed(&self, now: Instant) -> usize {
+        let reserved = self
+            .reservations
+            .values()
+            .filter(|reservation| reservation.expires > now)
+            .count();
+        self.seated.len() + reserved
     }
 
     /// Drops reservations whose clients never connected.
@@ -347,11 +380,23 @@ mod tests {
             mm.place(now, PlayerId(1), &relay()),
             Err(MatchError::AlreadyPlaced(placement.room))
         );
+        assert_eq!(
+            mm.reservation_of(now, PlayerId(1)),
+            Some((placement.room, placement.shard, "relay".into()))
+        );
+        assert_eq!(
+            mm.reservation_of(now + Duration::from_secs(10), PlayerId(1)),
+            None,
+            "an expired reservation is no reservation"
+        );
+        assert_eq!(mm.placed(now + Duration::from_secs(10)), 0);
         mm.joined(PlayerId(1), placement.room);
+        assert_eq!(mm.reservation_of(now, PlayerId(1)), None);
         assert_eq!(
             mm.seat_of(PlayerId(1)),
-            Some((placement.room, placement.shard))
+            Some((placement.room, placement.shard, "relay".into()))
         );
+        assert_eq!(mm.placed(now), 1);
         mm.left(PlayerId(1));
         assert_eq!(mm.seat_of(PlayerId(1)), None);
         assert!(mm.place(now, PlayerId(1), &relay()).is_ok());

@@ -230,4 +230,11 @@ pub trait Room: Send + 'static {
     fn tick(&mut self, ctx: &mut RoomContext<'_>) {
         let _ = ctx;
     }
+
+    /// An operator's announcement to every player (the console's `say`). By default the
+    /// text's UTF-8 bytes go to every connected member on channel 0; a game with its own
+    /// message format wraps it in that format instead.
+    fn announce(&mut self, ctx: &mut RoomContext<'_>, text: &str) {
+        ctx.broadcast(0, Bytes::copy_from_slice(text.as_bytes()));
+    }
 }

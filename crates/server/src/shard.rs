@@ -17,6 +17,12 @@ use crate::timestep::TickRateError;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct RoomId(pub u64);
 
+impl std::fmt::Display for RoomId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
 /// How a shard treats players and rooms over time.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ShardConfig {
@@ -59,16 +65,40 @@ pub enum ShardOutput {
         /// Shown to the player.
         reason: String,
     },
+    /// A player took a new seat (not a reconnection): the matchmaker's reservation is now a
+    /// seat.
+    Seated {
+        /// Who.
+        player: PlayerId,
+        /// Where.
+        room: RoomId,
+    },
+    /// A player's seat is free: they left, were kicked, or did not come back in time.
+    Unseated {
+        /// Who.
+        player: PlayerId,
+        /// The room they left.
+        room: RoomId,
+    },
+    /// A room stayed empty past its time to live and is gone.
+    RoomDisposed {
+        /// Which.
+        room: RoomId,
+    },
 }
+
+/// Called with a room kind, the duration of each of its ticks in one turn, and how many
+/// ticks ran: how the runtime feeds its metrics without the shard knowing about them.
+pub type TickObserver = Box<dyn FnMut(&str, Duration, u32) + Send>;
 
 /// Why a player could not join.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum JoinError {
     /// No room with that id on this shard.
-    #[error("no room {0:?}")]
+    #[error("no room {0}")]
     NoSuchRoom(RoomId),
     /// The player already has a seat in a room.
-    #[error("player is already in room {0:?}")]
+    #[error("player is already in room {0}")]
     AlreadySeated(RoomId),
     /// The room refused.
     #[error(transparent)]
@@ -154,6 +184,11 @@ impl TickTimes {
         Duration::from_micros(self.histogram.max())
     }
 
+    /// The histogram itself, in microseconds (to merge several).
+    pub fn histogram(&self) -> &Histogram<u64> {
+        &self.histogram
+    }
+
     /// Ticks that took longer than their step.
     pub fn overruns(&self) -> u64 {
         self.overruns
@@ -183,6 +218,7 @@ pub struct Shard {
     scratch_commands: Vec<Command>,
     scratch_players: Vec<PlayerId>,
     scratch_rooms: Vec<RoomId>,
+    tick_observer: Option<TickObserver>,
 }
 
 impl Shard {
@@ -198,7 +234,13 @@ impl Shard {
             scratch_commands: Vec::new(),
             scratch_players: Vec::new(),
             scratch_rooms: Vec::new(),
+            tick_observer: None,
         }
+    }
+
+    /// Also reports every timed tick to `observer` (see [`run_timed`](Self::run_timed)).
+    pub fn set_tick_observer(&mut self, observer: TickObserver) {
+        self.tick_observer = Some(observer);
     }
 
     /// Starts hosting a room.
@@ -247,6 +289,7 @@ impl Shard {
                 limiter: MessageLimiter::new(now, self.config.message_limit),
             },
         );
+        self.outputs.push(ShardOutput::Seated { player, room });
         self.route(room, now);
         Ok(seat)
     }
@@ -270,11 +313,7 @@ impl Shard {
             MessageVerdict::Disconnect => {
                 self.stats.messages_rate_limited += 1;
                 self.stats.players_flooding += 1;
-                self.leave(now, player, LeaveReason::Kicked);
-                self.outputs.push(ShardOutput::Disconnect {
-                    player,
-                    reason: "message flood".into(),
-                });
+                self.kick(now, player, "message flood");
                 return;
             }
         }
@@ -313,6 +352,10 @@ impl Shard {
         let Some(seated) = self.players.remove(&player) else {
             return;
         };
+        self.outputs.push(ShardOutput::Unseated {
+            player,
+            room: seated.room,
+        });
         if let Some(hosted) = self.rooms.get_mut(&seated.room) {
             hosted.host.leave(now, player, reason);
             if hosted.host.members().is_empty() {
@@ -364,6 +407,7 @@ impl Shard {
             }) {
                 self.rooms.remove(&id);
                 self.stats.rooms_disposed += 1;
+                self.outputs.push(ShardOutput::RoomDisposed { room: id });
                 continue;
             }
             let started = clock.as_mut().map(|clock| clock());
@@ -374,6 +418,9 @@ impl Shard {
                 let per_tick = clock().saturating_duration_since(started) / due.ticks;
                 let step =
                     Duration::from_nanos(1_000_000_000 / u64::from(hosted.host.tick_rate_hz()));
+                if let Some(observer) = self.tick_observer.as_mut() {
+                    observer(&hosted.kind, per_tick, due.ticks);
+                }
                 // Look up before inserting: `entry` would clone the kind on every turn.
                 match self.tick_times.get_mut(&hosted.kind) {
                     Some(times) => times.record(per_tick, due.ticks, step),
@@ -447,7 +494,10 @@ impl Shard {
         }
         for player in kicked {
             // The host already removed them from the room.
-            self.players.remove(&player);
+            if self.players.remove(&player).is_some() {
+                self.outputs
+                    .push(ShardOutput::Unseated { player, room: id });
+            }
         }
     }
 
@@ -474,6 +524,47 @@ impl Shard {
             players: hosted.host.members().len(),
             capacity: hosted.host.capacity(),
         })
+    }
+
+    /// Everyone seated in a room, connected or not.
+    pub fn members(&self, room: RoomId) -> Option<&[crate::room::Member]> {
+        self.rooms.get(&room).map(|hosted| hosted.host.members())
+    }
+
+    /// An operator's announcement, to every room.
+    pub fn announce(&mut self, now: Instant, text: &str) {
+        let mut ids = std::mem::take(&mut self.scratch_rooms);
+        ids.extend(self.rooms.keys().copied());
+        for id in ids.drain(..) {
+            if let Some(hosted) = self.rooms.get_mut(&id) {
+                hosted.host.announce(now, text);
+                self.route(id, now);
+            }
+        }
+        self.scratch_rooms = ids;
+    }
+
+    /// Removes a player from their room and disconnects them; false if they have no seat.
+    pub fn kick(&mut self, now: Instant, player: PlayerId, reason: &str) -> bool {
+        if !self.players.contains_key(&player) {
+            return false;
+        }
+        self.leave(now, player, LeaveReason::Kicked);
+        self.outputs.push(ShardOutput::Disconnect {
+            player,
+            reason: reason.to_string(),
+        });
+        true
+    }
+
+    /// The server is stopping: rooms run the ticks due by `now` (their last), then every
+    /// player leaves with [`LeaveReason::Shutdown`], so games record their final results.
+    pub fn shut_down(&mut self, now: Instant) {
+        self.run(now);
+        let players: Vec<PlayerId> = self.players.keys().copied().collect();
+        for player in players {
+            self.leave(now, player, LeaveReason::Shutdown);
+        }
     }
 
     /// The room a player is seated in.
@@ -518,7 +609,7 @@ mod tests {
                     channel,
                     message,
                 } => Some((to, channel, message)),
-                ShardOutput::Disconnect { .. } => None,
+                _ => None,
             })
             .collect()
     }
@@ -653,6 +744,10 @@ mod tests {
                 .all(|output| !matches!(output, ShardOutput::Send { .. })),
             "nothing over the limit is relayed"
         );
+        assert!(outputs.contains(&ShardOutput::Unseated {
+            player: PlayerId(1),
+            room: RoomId(1)
+        }));
         assert!(outputs.contains(&ShardOutput::Disconnect {
             player: PlayerId(1),
             reason: "message flood".into()

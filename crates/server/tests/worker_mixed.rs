@@ -8,6 +8,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use bytes::Bytes;
+use common::serve::{WsClient, ws_next};
 use common::{PROTOCOL_ID, RELAY, WAIT, relay_worker, token, udp_next, udp_player};
 use futures_util::{SinkExt, StreamExt};
 use tickwire_net::ws::{HttpListener, ListenConfig, TokenAuthenticator, WsConfig, WsEndpoint};
@@ -15,10 +16,7 @@ use tickwire_proto::crypto::Key;
 use tickwire_server::worker::Control;
 use tokio::net::TcpStream;
 use tokio::time::timeout;
-use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::Message;
-
-type WsClient = WebSocketStream<TcpStream>;
 
 async fn ws_player(key: &Key, udp_address: SocketAddr, http: SocketAddr, player: u64) -> WsClient {
     let stream = TcpStream::connect(http).await.unwrap();
@@ -37,20 +35,6 @@ async fn ws_player(key: &Key, udp_address: SocketAddr, http: SocketAddr, player:
     // The accepted message, then the player is seated.
     assert!(!ws_next(&mut client).await.is_empty());
     client
-}
-
-/// The next binary message; the whole wait is bounded, pings included.
-async fn ws_next(client: &mut WsClient) -> Bytes {
-    let next = async {
-        loop {
-            match client.next().await {
-                Some(Ok(Message::Binary(bytes))) => return bytes,
-                Some(Ok(Message::Ping(_) | Message::Pong(_))) => continue,
-                other => panic!("unexpected {other:?}"),
-            }
-        }
-    };
-    timeout(WAIT, next).await.expect("a ws message in time")
 }
 
 /// The next WebSocket message that is not a roll call, split into channel and payload.

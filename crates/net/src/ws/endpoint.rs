@@ -245,11 +245,30 @@ impl WsEndpoint {
             self.inner.channels.len(),
             timings,
         ));
-        run_writer(accepted.sink, accepted.outbox, counters.clone(), timings).await;
+        run_writer(
+            accepted.sink,
+            accepted.outbox.clone(),
+            counters.clone(),
+            timings,
+        )
+        .await;
         WsCounters::bump(&counters.connections_closed);
         // The close frame is out (or the client is gone): the id is free for a reconnect
         // while the reader lingers for the client's close answer.
-        self.live().connections.remove(&accepted.client_id);
+        self.forget(accepted.client_id, &accepted.outbox);
+    }
+
+    /// Frees a client id held by `outbox`'s connection; a newer connection that replaced
+    /// it keeps the id.
+    fn forget(&self, client_id: u64, outbox: &Arc<Outbox>) {
+        let mut live = self.live();
+        if live
+            .connections
+            .get(&client_id)
+            .is_some_and(|held| Arc::ptr_eq(held, outbox))
+        {
+            live.connections.remove(&client_id);
+        }
     }
 
     fn timings(&self) -> Timings {
@@ -368,15 +387,18 @@ impl WsEndpoint {
             inner.config.params.max_message_size as usize,
             counters.clone(),
         ));
+        // A fresh token for a client id already connected is that client again (a new
+        // network, a reloaded page): the newer connection replaces the older, which is
+        // closed with the reason, rather than making the client wait for the old one to
+        // time out. Tokens are single-use, so only their issuer can cause this.
+        let mut replaced = None;
         let refusal = {
             let mut live = self.live();
             if live.shutting_down {
                 Some((CloseCode::ServerShutdown, "server shutting down".to_owned()))
             } else if live.connections.contains_key(&client_id) {
-                Some((
-                    CloseCode::AlreadyConnected,
-                    format!("client id {client_id} already connected"),
-                ))
+                replaced = live.connections.insert(client_id, outbox.clone());
+                None
             } else if live.connections.len() >= inner.config.max_connections {
                 Some((
                     CloseCode::ServerFull,
@@ -387,6 +409,13 @@ impl WsEndpoint {
                 None
             }
         };
+        if let Some(older) = replaced {
+            WsCounters::bump(&counters.connections_replaced);
+            older.close(Closing::Server(
+                CloseCode::AlreadyConnected,
+                "connected again elsewhere".into(),
+            ));
+        }
         if let Some((code, reason)) = refusal {
             WsCounters::bump(if code == CloseCode::ServerShutdown {
                 &counters.refused_shutdown
@@ -396,9 +425,7 @@ impl WsEndpoint {
             return refuse(sink, stream, true, inner.config.close_timeout, code, reason).await;
         }
         // From here the client id is held; every early return gives it back.
-        let release = || {
-            self.live().connections.remove(&client_id);
-        };
+        let release = || self.forget(client_id, &outbox);
         let permit = match tokio::time::timeout_at(deadline, inner.handoff.reserve()).await {
             Ok(Ok(permit)) => permit,
             Ok(Err(_)) => {

@@ -27,12 +27,14 @@ pub enum CloseCode {
     ProtocolViolation,
     /// 4007: the server has no room for another connection.
     ServerFull,
-    /// 4008: a connection with this token's client id is already open.
+    /// 4008: the same client id connected again with a fresh token; this older connection
+    /// is replaced.
     AlreadyConnected,
     /// 4009: no connect token arrived within the handshake timeout.
     HandshakeTimedOut,
-    /// 4010: the connect token is malformed, for another protocol id, tampered with, sealed
-    /// under another key, or does not name this server.
+    /// 4010: the connect token is for another protocol id, tampered with, sealed under
+    /// another key, or does not name this server (a first message that is not a token at
+    /// all is a protocol violation, 4006).
     BadToken,
     /// 4011: the connect token's expiry has passed.
     TokenExpired,
@@ -94,7 +96,7 @@ impl CloseCode {
             Self::SlowClient => "slow client: reliable send queue full",
             Self::ProtocolViolation => "protocol violation",
             Self::ServerFull => "server full",
-            Self::AlreadyConnected => "client id already connected",
+            Self::AlreadyConnected => "connected again elsewhere",
             Self::HandshakeTimedOut => "no connect token before the handshake timeout",
             Self::BadToken => "bad connect token",
             Self::TokenExpired => "connect token expired",

@@ -35,6 +35,8 @@ counters! {
     connections_accepted,
     /// Connections that ended after being accepted, for any reason.
     connections_closed,
+    /// Connections closed because the same client id connected again with a fresh token.
+    connections_replaced,
     /// First messages refused as not a connect token (wrong size or layout, text).
     refused_malformed,
     /// Tokens refused: wrong protocol, tampered, another key, or not naming this server.
@@ -43,7 +45,7 @@ counters! {
     refused_expired,
     /// Tokens refused as already used.
     refused_replayed,
-    /// Connections refused because the server was full or the client id already connected.
+    /// Connections refused because the server was full or too busy to take them.
     refused_full,
     /// Connections refused because the server was shutting down.
     refused_shutdown,

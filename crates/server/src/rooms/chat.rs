@@ -50,6 +50,12 @@ pub enum ChatEvent {
         #[wire(max_len = MAX_NAME_BYTES)]
         name: String,
     },
+    /// The server's operator said something to everyone.
+    Announcement {
+        /// What they said.
+        #[wire(max_len = MAX_LINE_BYTES)]
+        text: String,
+    },
 }
 
 /// Relays validated chat lines; kicks members who keep sending invalid ones.
@@ -60,13 +66,18 @@ pub struct ChatRoom {
     pub refused_lines: u64,
 }
 
-/// A name cut to at most [`MAX_NAME_BYTES`] on a character boundary.
-fn shown_name(name: &str) -> String {
-    let mut end = name.len().min(MAX_NAME_BYTES);
-    while !name.is_char_boundary(end) {
+/// `text` cut to at most `max` bytes on a character boundary.
+fn truncated(text: &str, max: usize) -> &str {
+    let mut end = text.len().min(max);
+    while !text.is_char_boundary(end) {
         end -= 1;
     }
-    name[..end].to_string()
+    &text[..end]
+}
+
+/// A name cut to at most [`MAX_NAME_BYTES`].
+fn shown_name(name: &str) -> String {
+    truncated(name, MAX_NAME_BYTES).to_string()
 }
 
 fn encoded(event: &ChatEvent) -> Option<Bytes> {
@@ -102,6 +113,15 @@ impl Room for ChatRoom {
         };
         if let Some(message) = encoded(&event) {
             ctx.broadcast_except(player, CHAT_CHANNEL, message);
+        }
+    }
+
+    fn announce(&mut self, ctx: &mut RoomContext<'_>, text: &str) {
+        let event = ChatEvent::Announcement {
+            text: truncated(text, MAX_LINE_BYTES).to_string(),
+        };
+        if let Some(message) = encoded(&event) {
+            ctx.broadcast(CHAT_CHANNEL, message);
         }
     }
 

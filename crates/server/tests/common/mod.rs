@@ -3,6 +3,8 @@
 
 #![allow(dead_code, unreachable_pub)]
 
+pub mod serve;
+
 use std::net::SocketAddr;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -46,6 +48,7 @@ pub async fn relay_worker(key: &Key) -> ShardWorker {
             kind: "relay".into(),
             room: Box::new(RelayRoom::default()),
             capacity: 8,
+            created: None,
         })
         .await
         .unwrap();

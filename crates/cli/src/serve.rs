@@ -1,0 +1,254 @@
+//! `tickwire serve`: loads the configuration (defaults < `tickwire.toml` or `--config` <
+//! `TICKWIRE_*` environment < flags), starts the runtime, and turns signals into a
+//! graceful shutdown.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+use figment::Figment;
+use figment::providers::{Env, Format as _, Serialized, Toml};
+use serde_json::{Map, Value, json};
+use tickwire_server::config::ServeConfig;
+use tickwire_server::rooms::chat::ChatRoom;
+use tickwire_server::rooms::relay::RelayRoom;
+use tickwire_server::runtime::{RoomKinds, Runtime};
+
+/// The configuration file read when `--config` is not given, if it exists.
+pub const DEFAULT_CONFIG_FILE: &str = "tickwire.toml";
+/// The environment variable prefix; `__` separates nesting (`TICKWIRE_HTTP__LISTEN`).
+pub const ENV_PREFIX: &str = "TICKWIRE_";
+
+/// The configuration's top-level keys: other `TICKWIRE_*` variables (a test's
+/// `TICKWIRE_BLESS`) are not configuration.
+const TOP_LEVEL_KEYS: [&str; 12] = [
+    "shards",
+    "public_ip",
+    "http",
+    "tls",
+    "udp",
+    "connection",
+    "console",
+    "admin",
+    "auth",
+    "rooms",
+    "limits",
+    "drain",
+];
+
+/// `tickwire serve`'s flags; each overrides its configuration key.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ServeArgs {
+    /// A TOML configuration file (default: ./tickwire.toml when present).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Print the effective configuration as TOML and exit.
+    #[arg(long)]
+    pub print_config: bool,
+    /// HTTP and WebSocket address (http.listen).
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<SocketAddr>,
+    /// HTTPS and wss address (tls.listen).
+    #[arg(long, value_name = "ADDR")]
+    pub https: Option<SocketAddr>,
+    /// PEM certificate chain for HTTPS (tls.cert).
+    #[arg(long, value_name = "FILE")]
+    pub tls_cert: Option<PathBuf>,
+    /// PEM private key for HTTPS (tls.key).
+    #[arg(long, value_name = "FILE")]
+    pub tls_key: Option<PathBuf>,
+    /// Serve HTTPS with a generated self-signed certificate (tls.self_signed; development).
+    #[arg(long)]
+    pub self_signed: bool,
+    /// First shard's UDP address; shard i listens on its port + i (udp.listen).
+    #[arg(long, value_name = "ADDR")]
+    pub udp: Option<SocketAddr>,
+    /// Admin console address (console.listen).
+    #[arg(long, value_name = "ADDR")]
+    pub console: Option<SocketAddr>,
+    /// Shard worker threads, 0 for one per core (shards).
+    #[arg(long)]
+    pub shards: Option<usize>,
+    /// The address clients reach this server at (public_ip).
+    #[arg(long, value_name = "IP")]
+    pub public_ip: Option<IpAddr>,
+}
+
+impl ServeArgs {
+    /// The flags given, as a partial configuration.
+    fn overrides(&self) -> Value {
+        let mut root = Map::new();
+        let mut set = |section: Option<&str>, key: &str, value: Value| match section {
+            None => {
+                root.insert(key.into(), value);
+            }
+            Some(section) => {
+                let table = root.entry(section).or_insert_with(|| json!({}));
+                if let Value::Object(table) = table {
+                    table.insert(key.into(), value);
+                }
+            }
+        };
+        if let Some(http) = self.http {
+            set(Some("http"), "listen", json!(http));
+        }
+        if let Some(https) = self.https {
+            set(Some("tls"), "listen", json!(https));
+        }
+        if let Some(cert) = &self.tls_cert {
+            set(Some("tls"), "cert", json!(cert));
+        }
+        if let Some(key) = &self.tls_key {
+            set(Some("tls"), "key", json!(key));
+        }
+        if self.self_signed {
+            set(Some("tls"), "self_signed", json!(true));
+        }
+        if let Some(udp) = self.udp {
+            set(Some("udp"), "listen", json!(udp));
+        }
+        if let Some(console) = self.console {
+            set(Some("console"), "listen", json!(console));
+        }
+        if let Some(shards) = self.shards {
+            set(None, "shards", json!(shards));
+        }
+        if let Some(ip) = self.public_ip {
+            set(None, "public_ip", json!(ip));
+        }
+        Value::Object(root)
+    }
+}
+
+/// The effective configuration: defaults, the file, `TICKWIRE_*` variables, the flags.
+pub fn load_config(args: &ServeArgs) -> anyhow::Result<ServeConfig> {
+    let mut figment = Figment::from(Serialized::defaults(ServeConfig::default()));
+    match &args.config {
+        Some(path) => {
+            anyhow::ensure!(
+                path.is_file(),
+                "config file {} does not exist",
+                path.display()
+            );
+            figment = figment.merge(Toml::file_exact(path));
+        }
+        None if Path::new(DEFAULT_CONFIG_FILE).is_file() => {
+            figment = figment.merge(Toml::file_exact(DEFAULT_CONFIG_FILE));
+        }
+        None => {}
+    }
+    let environment = Env::prefixed(ENV_PREFIX).split("__").filter(|key| {
+        let top = key.as_str().split('.').next().unwrap_or_default();
+        TOP_LEVEL_KEYS
+            .iter()
+            .any(|known| top.eq_ignore_ascii_case(known))
+    });
+    let config: ServeConfig = figment
+        .merge(environment)
+        .merge(Serialized::defaults(args.overrides()))
+        .extract()
+        .map_err(|error| anyhow::anyhow!("invalid configuration: {error}"))?;
+    config.validate()?;
+    Ok(config)
+}
+
+/// The configuration as TOML, for `--print-config`.
+pub fn render_config(config: &ServeConfig) -> anyhow::Result<String> {
+    Ok(toml::to_string_pretty(config)?)
+}
+
+/// The room kinds the binary hosts.
+pub fn room_kinds() -> RoomKinds {
+    let mut kinds = RoomKinds::new();
+    kinds
+        .register("relay", 16, || Box::new(RelayRoom::default()))
+        .register("chat", 100, || Box::new(ChatRoom::default()));
+    kinds
+}
+
+/// Runs the server until it has shut down; `Ok` is a clean exit.
+pub fn run(config: ServeConfig) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("tickwire-http")
+        .build()?;
+    runtime.block_on(async move {
+        let server = Runtime::start(config, room_kinds())
+            .await
+            .context("cannot start the server")?;
+        let addresses = server.addresses().clone();
+        // One line on stdout for scripts and tests to read the bound addresses from.
+        println!("{}", listening_line(&addresses));
+        tracing::info!(http = %addresses.http, "serving HTTP, matchmaking and ws");
+        if let Some(https) = addresses.https {
+            tracing::info!(%https, "serving HTTPS and wss");
+        }
+        tracing::info!(udp = ?addresses.udp, "serving the UDP protocol");
+        if let Some(console) = addresses.console {
+            tracing::info!(%console, "admin console");
+        }
+        let handle = server.handle();
+        tokio::spawn(async move {
+            let mut first = true;
+            loop {
+                let signal = next_signal().await;
+                if first {
+                    tracing::info!(signal, "shutting down; signal again to exit at once");
+                    handle.shutdown();
+                    first = false;
+                } else {
+                    tracing::warn!(signal, "second signal: exiting now");
+                    std::process::exit(130);
+                }
+            }
+        });
+        let report = match server.run().await {
+            Ok(report) => report,
+            Err(error) => {
+                // Dropping the runtime would wait for the stuck worker it is past waiting for.
+                tracing::error!(%error, "exiting without a clean shutdown");
+                std::process::exit(1);
+            }
+        };
+        let refused: u64 = report
+            .workers
+            .iter()
+            .map(|worker| worker.joins_refused)
+            .sum();
+        tracing::info!(
+            workers = report.workers.len(),
+            joins_refused = refused,
+            "stopped"
+        );
+        Ok(())
+    })
+}
+
+/// `listening http=… https=… udp=…,… console=…` (absent parts left out).
+pub fn listening_line(addresses: &tickwire_server::runtime::Addresses) -> String {
+    let mut line = format!("listening http={}", addresses.http);
+    if let Some(https) = addresses.https {
+        line.push_str(&format!(" https={https}"));
+    }
+    let udp: Vec<String> = addresses.udp.iter().map(ToString::to_string).collect();
+    line.push_str(&format!(" udp={}", udp.join(",")));
+    if let Some(console) = addresses.console {
+        line.push_str(&format!(" console={console}"));
+    }
+    line
+}
+
+/// The next SIGTERM or SIGINT, by name.
+async fn next_signal() -> &'static str {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut terminate), Ok(mut interrupt)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = terminate.recv() => "SIGTERM",
+        _ = interrupt.recv() => "SIGINT",
+    }
+}

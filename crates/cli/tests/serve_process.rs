@@ -1,0 +1,273 @@
+//! `tickwire serve` as an operator runs it: a real process, configured from a file, the
+//! environment and flags; SIGTERM with players in rooms tells every player why and exits 0
+//! within the grace period.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use base64::Engine as _;
+use futures_util::{SinkExt, StreamExt};
+use tickwire_net::driver::ClientDriver;
+use tickwire_net::udp::BatchSocket;
+use tickwire_proto::reliable::ReliabilityConfig;
+use tickwire_proto::token::ConnectToken;
+use tickwire_proto::{Client, ClientEvent, DisconnectReason};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::TcpStream;
+use tokio::process::{Child, Command};
+use tokio::time::timeout;
+use tokio_tungstenite::tungstenite::Message;
+
+const WAIT: Duration = Duration::from_secs(10);
+
+/// A fresh empty directory, so no `tickwire.toml` is picked up by accident.
+fn scratch_dir(name: &str) -> PathBuf {
+    let unique = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let dir = std::env::temp_dir().join(format!("tickwire-{name}-{}-{unique}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn tickwire(dir: &PathBuf) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_tickwire"));
+    command
+        .current_dir(dir)
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .kill_on_drop(true);
+    command
+}
+
+/// One HTTP/1.1 exchange; status and body.
+async fn http(
+    address: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &str,
+    body: &str,
+) -> (u16, String) {
+    let mut stream = TcpStream::connect(address).await.unwrap();
+    let request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n{headers}Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut raw = String::new();
+    timeout(WAIT, stream.read_to_string(&mut raw))
+        .await
+        .expect("an answer in time")
+        .unwrap();
+    let (head, body) = raw.split_once("\r\n\r\n").unwrap();
+    (
+        head.split(' ').nth(1).unwrap().parse().unwrap(),
+        body.to_string(),
+    )
+}
+
+/// A connect token from `POST /api/matchmake`.
+async fn matchmake(http_address: SocketAddr, name: &str) -> ConnectToken {
+    let body = format!(r#"{{"kind": "relay", "name": "{name}"}}"#);
+    let (status, answer) = http(http_address, "POST", "/api/matchmake", "", &body).await;
+    assert_eq!(status, 200, "{answer}");
+    let token = answer
+        .split("\"token\":\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("a token in the answer");
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(token)
+        .unwrap();
+    ConnectToken::from_bytes(&bytes).unwrap()
+}
+
+/// Reads the `listening http=… udp=…` line the server prints once it serves.
+async fn listening(child: &mut Child) -> (SocketAddr, BufReader<tokio::process::ChildStdout>) {
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    timeout(WAIT, stdout.read_line(&mut line))
+        .await
+        .expect("the server starts in time")
+        .unwrap();
+    let http = line
+        .split_whitespace()
+        .find_map(|part| part.strip_prefix("http="))
+        .unwrap_or_else(|| panic!("no http address in {line:?}"))
+        .parse()
+        .unwrap();
+    (http, stdout)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_tells_every_player_and_exits_zero_within_the_grace_period() {
+    let dir = scratch_dir("sigterm");
+    let mut child = tickwire(&dir)
+        .args([
+            "serve",
+            "--http",
+            "127.0.0.1:0",
+            "--udp",
+            "127.0.0.1:0",
+            "--console",
+            "127.0.0.1:0",
+            "--shards",
+            "1",
+        ])
+        .env("TICKWIRE_ADMIN__TOKEN", "operator")
+        .env("TICKWIRE_DRAIN__GRACE_SECS", "5")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let (http_address, _stdout) = listening(&mut child).await;
+
+    let udp_token = matchmake(http_address, "udp-player").await;
+    let ws_token = matchmake(http_address, "ws-player").await;
+    let client = Client::new(
+        udp_token,
+        std::time::Instant::now(),
+        unix_now(),
+        ReliabilityConfig::default(),
+    );
+    let mut udp = ClientDriver::new(
+        BatchSocket::bind("127.0.0.1:0".parse().unwrap()).unwrap(),
+        client,
+    );
+    let connected = timeout(WAIT, udp.next_event())
+        .await
+        .expect("connects")
+        .unwrap();
+    assert!(
+        matches!(connected, ClientEvent::Connected { .. }),
+        "{connected:?}"
+    );
+    let stream = TcpStream::connect(http_address).await.unwrap();
+    let (mut ws, _) = tokio_tungstenite::client_async(format!("ws://{http_address}/ws"), stream)
+        .await
+        .unwrap();
+    ws.send(Message::Binary(
+        ws_token.to_bytes().unwrap().to_vec().into(),
+    ))
+    .await
+    .unwrap();
+
+    // Both seated, as the admin API (token from the environment) reports.
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let (status, players) = http(
+            http_address,
+            "GET",
+            "/api/admin/players",
+            "Authorization: Bearer operator\r\n",
+            "",
+        )
+        .await;
+        assert_eq!(status, 200, "{players}");
+        if players.contains("udp-player") && players.contains("ws-player") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "players never seated: {players}");
+        // Keep the UDP client's keepalives going while waiting.
+        let _ = timeout(Duration::from_millis(50), udp.next_event()).await;
+    }
+
+    let signalled = Instant::now();
+    let pid = i32::try_from(child.id().unwrap()).unwrap();
+    // SAFETY: kill(2) with a pid this test spawned and a valid signal number.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+
+    let reason = timeout(WAIT, async {
+        loop {
+            if let ClientEvent::Disconnected { reason } = udp.next_event().await.unwrap() {
+                return reason;
+            }
+        }
+    })
+    .await
+    .expect("the UDP player is told in time");
+    assert_eq!(reason, DisconnectReason::ServerShutdown);
+    let close = timeout(WAIT, async {
+        loop {
+            match ws.next().await {
+                Some(Ok(Message::Close(frame))) => return frame.map(|frame| u16::from(frame.code)),
+                Some(Ok(_)) => continue,
+                other => panic!("expected a close, got {other:?}"),
+            }
+        }
+    })
+    .await
+    .expect("the WebSocket player is told in time");
+    assert_eq!(close, Some(4003), "server shutting down");
+
+    let status = timeout(WAIT, child.wait()).await.expect("exits").unwrap();
+    assert!(status.success(), "exit status {status}");
+    assert!(
+        signalled.elapsed() < Duration::from_secs(5),
+        "exited {:?} after SIGTERM, past the 5 s grace period",
+        signalled.elapsed()
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[tokio::test]
+async fn configuration_layers_file_then_environment_then_flags() {
+    let dir = scratch_dir("config");
+    std::fs::write(
+        dir.join("tickwire.toml"),
+        "shards = 3\n[http]\nlisten = \"127.0.0.1:1000\"\n[udp]\nlisten = \"127.0.0.1:2000\"\n[drain]\ngrace_secs = 20\n",
+    )
+    .unwrap();
+    let output = tickwire(&dir)
+        .args(["serve", "--print-config", "--http", "127.0.0.1:3000"])
+        .env("TICKWIRE_UDP__LISTEN", "127.0.0.1:4000")
+        .env("TICKWIRE_BLESS", "1") // not configuration: ignored
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let printed = String::from_utf8(output.stdout).unwrap();
+    for expected in [
+        "shards = 3",                  // the file
+        "grace_secs = 20",             // the file
+        "listen = \"127.0.0.1:4000\"", // the environment over the file
+        "listen = \"127.0.0.1:3000\"", // the flag over the file
+    ] {
+        assert!(printed.contains(expected), "no {expected:?} in\n{printed}");
+    }
+
+    let bad = tickwire(&dir)
+        .args(["serve", "--print-config"])
+        .env("TICKWIRE_LIMITS__CONNECT_RATE", "-1")
+        .output()
+        .await
+        .unwrap();
+    assert!(!bad.status.success());
+    let error = String::from_utf8_lossy(&bad.stderr);
+    assert!(error.contains("limits.connect_rate"), "{error}");
+
+    std::fs::write(dir.join("tickwire.toml"), "[htp]\nlisten = 1\n").unwrap();
+    let typo = tickwire(&dir)
+        .args(["serve", "--print-config"])
+        .output()
+        .await
+        .unwrap();
+    assert!(!typo.status.success());
+    let error = String::from_utf8_lossy(&typo.stderr);
+    assert!(error.contains("htp"), "an unknown key is named: {error}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}

@@ -1,0 +1,504 @@
+//! The deployment configuration of `tickwire serve`: plain structs with public fields and
+//! defaults that just work, loaded by the binary from a TOML file, then `TICKWIRE_*`
+//! environment variables, then the command line (later wins), and printable with
+//! `tickwire serve --print-config`. Every key is described in `docs/OPERATIONS.md`.
+
+use std::collections::BTreeMap;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use tickwire_proto::ConnectionParams;
+
+use crate::limits::{IpLimitConfig, MessageLimitConfig};
+use crate::shard::ShardConfig;
+
+/// Everything `tickwire serve` needs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServeConfig {
+    /// Shard worker threads; 0 means one per CPU core.
+    pub shards: usize,
+    /// The address clients reach this server at, written into connect tokens and the
+    /// endpoints matchmaking returns. Clients on other machines need the real one.
+    pub public_ip: IpAddr,
+    /// HTTP: matchmaking, `/ws`, `/metrics`, the admin API.
+    pub http: HttpConfig,
+    /// HTTPS: the same routes behind TLS (wss), when enabled.
+    pub tls: TlsConfig,
+    /// The UDP protocol.
+    pub udp: UdpConfig,
+    /// What every connection is told, whatever its transport.
+    pub connection: ConnectionConfig,
+    /// The admin console.
+    pub console: ConsoleConfig,
+    /// The console password and the admin API's bearer token.
+    pub admin: AdminConfig,
+    /// Who players are.
+    pub auth: AuthConfig,
+    /// Rooms: capacities, reconnection and disposal.
+    pub rooms: RoomsConfig,
+    /// Limits on hostile clients.
+    pub limits: LimitsConfig,
+    /// Graceful shutdown.
+    pub drain: DrainConfig,
+}
+
+impl Default for ServeConfig {
+    fn default() -> Self {
+        Self {
+            shards: 0,
+            public_ip: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            http: HttpConfig::default(),
+            tls: TlsConfig::default(),
+            udp: UdpConfig::default(),
+            connection: ConnectionConfig::default(),
+            console: ConsoleConfig::default(),
+            admin: AdminConfig::default(),
+            auth: AuthConfig::default(),
+            rooms: RoomsConfig::default(),
+            limits: LimitsConfig::default(),
+            drain: DrainConfig::default(),
+        }
+    }
+}
+
+/// The HTTP listener.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct HttpConfig {
+    /// Where to listen.
+    pub listen: SocketAddr,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        Self {
+            listen: SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 8080),
+        }
+    }
+}
+
+/// The HTTPS listener (wss).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TlsConfig {
+    /// Where to listen; no HTTPS listener when unset.
+    pub listen: Option<SocketAddr>,
+    /// PEM certificate chain.
+    pub cert: Option<PathBuf>,
+    /// PEM private key.
+    pub key: Option<PathBuf>,
+    /// Without `cert` and `key`: generate a self-signed certificate at start (development
+    /// only: browsers warn about it).
+    pub self_signed: bool,
+}
+
+/// The UDP protocol's sockets and tokens.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct UdpConfig {
+    /// Shard 0's address; shard `i` listens on the port after it by `i` (with port 0,
+    /// each on a port of the system's choosing).
+    pub listen: SocketAddr,
+    /// The game's protocol id: clients of another game (or version) are ignored.
+    pub protocol_id: u64,
+    /// How long a connect token may be used after matchmaking issued it.
+    pub token_validity_secs: u64,
+    /// How long a client keeps trying to complete the handshake.
+    pub handshake_timeout_secs: u32,
+}
+
+impl Default for UdpConfig {
+    fn default() -> Self {
+        Self {
+            listen: SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 7777),
+            protocol_id: 0x7469_636b_7769_7265, // "tickwire"
+            token_validity_secs: 30,
+            handshake_timeout_secs: 5,
+        }
+    }
+}
+
+/// Connection parameters the server dictates to every client.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ConnectionConfig {
+    /// Silence after which a connection is considered lost (its player's seat is then
+    /// held for `rooms.reconnect_grace_secs`).
+    pub timeout_ms: u64,
+}
+
+impl Default for ConnectionConfig {
+    fn default() -> Self {
+        Self {
+            timeout_ms: ConnectionParams::default().timeout.as_millis() as u64,
+        }
+    }
+}
+
+/// The admin console.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ConsoleConfig {
+    /// Whether to serve it.
+    pub enabled: bool,
+    /// Where to listen; loopback unless `allow_remote`.
+    pub listen: SocketAddr,
+    /// Allow a non-loopback address (the console is plain text: put it behind a VPN or an
+    /// SSH tunnel).
+    pub allow_remote: bool,
+}
+
+impl Default for ConsoleConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            listen: SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 7000),
+            allow_remote: false,
+        }
+    }
+}
+
+/// Operator access.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AdminConfig {
+    /// The console password and the admin API's bearer token. When empty, a random one is
+    /// generated at start and logged.
+    pub token: String,
+}
+
+/// How players are identified.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AuthMode {
+    /// Anyone may play under a generated id and a name of their choice.
+    #[default]
+    Guest,
+    /// A backend signs each player's identity with the shared secret; unsigned requests
+    /// are refused.
+    SharedSecret,
+}
+
+/// Player identity.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AuthConfig {
+    /// Guest or backend-signed identities.
+    pub mode: AuthMode,
+    /// The HMAC-SHA256 key the backend signs identities with (`shared_secret` mode).
+    pub shared_secret: String,
+}
+
+/// One room kind's settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KindConfig {
+    /// Seats per room.
+    pub capacity: u16,
+}
+
+/// Rooms.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RoomsConfig {
+    /// How long a player whose connection dropped keeps their seat.
+    pub reconnect_grace_secs: u64,
+    /// How long an empty room lives before it is disposed of.
+    pub empty_room_ttl_secs: u64,
+    /// Capacity overrides by room kind (`[rooms.kinds.relay] capacity = 32`).
+    pub kinds: BTreeMap<String, KindConfig>,
+}
+
+impl Default for RoomsConfig {
+    fn default() -> Self {
+        let shard = ShardConfig::default();
+        Self {
+            reconnect_grace_secs: shard.reconnect_grace.as_secs(),
+            empty_room_ttl_secs: shard.empty_room_ttl.as_secs(),
+            kinds: BTreeMap::new(),
+        }
+    }
+}
+
+/// Limits on what one address or player may do.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LimitsConfig {
+    /// New game connections per second per address, sustained.
+    pub connect_rate: f64,
+    /// New game connections an address may open in a burst.
+    pub connect_burst: u32,
+    /// Game connections an address may hold at once (UDP and WebSocket together).
+    pub max_connections_per_ip: u32,
+    /// Addresses never limited (a trusted proxy, a load-test host).
+    pub exempt: Vec<IpAddr>,
+    /// Matchmaking requests per second per address, sustained (burst: ten times that).
+    pub matchmake_rate: f64,
+    /// Messages per second a player may send, sustained.
+    pub messages_per_second: f64,
+    /// Messages a player may send in a burst.
+    pub message_burst: u32,
+    /// Messages over the limit within 10 seconds after which the player is disconnected.
+    pub max_message_violations: u32,
+    /// Most WebSocket connections open at once.
+    pub max_ws_connections: usize,
+    /// Most UDP connections per shard.
+    pub max_udp_connections_per_shard: usize,
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        let ip = IpLimitConfig::default();
+        let messages = MessageLimitConfig::default();
+        Self {
+            connect_rate: ip.connect_rate,
+            connect_burst: ip.connect_burst,
+            max_connections_per_ip: ip.max_connections,
+            exempt: vec![
+                IpAddr::V4(Ipv4Addr::LOCALHOST),
+                IpAddr::V6(Ipv6Addr::LOCALHOST),
+            ],
+            matchmake_rate: 5.0,
+            messages_per_second: messages.rate,
+            message_burst: messages.burst,
+            max_message_violations: messages.max_violations,
+            max_ws_connections: 16_384,
+            max_udp_connections_per_shard: 16_384,
+        }
+    }
+}
+
+/// Graceful shutdown.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DrainConfig {
+    /// How long a shutdown may take (final ticks, goodbyes, flushes) before the process
+    /// exits regardless.
+    pub grace_secs: u64,
+}
+
+impl Default for DrainConfig {
+    fn default() -> Self {
+        Self { grace_secs: 10 }
+    }
+}
+
+/// Why a configuration cannot run.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    /// A value out of its range.
+    #[error("{key} = {value}: {reason}")]
+    Invalid {
+        /// The key, dotted (`limits.connect_rate`).
+        key: &'static str,
+        /// The value given.
+        value: String,
+        /// What it must be.
+        reason: &'static str,
+    },
+}
+
+fn invalid(key: &'static str, value: impl ToString, reason: &'static str) -> ConfigError {
+    ConfigError::Invalid {
+        key,
+        value: value.to_string(),
+        reason,
+    }
+}
+
+impl ServeConfig {
+    /// Checks what serde cannot: ranges and combinations.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.public_ip.is_unspecified() {
+            return Err(invalid(
+                "public_ip",
+                self.public_ip,
+                "must be an address clients can reach, not unspecified",
+            ));
+        }
+        if self.udp.token_validity_secs == 0 || self.udp.token_validity_secs > 3600 {
+            return Err(invalid(
+                "udp.token_validity_secs",
+                self.udp.token_validity_secs,
+                "must be 1 to 3600",
+            ));
+        }
+        if !(1..=60).contains(&self.udp.handshake_timeout_secs) {
+            return Err(invalid(
+                "udp.handshake_timeout_secs",
+                self.udp.handshake_timeout_secs,
+                "must be 1 to 60",
+            ));
+        }
+        if self.tls.listen.is_some()
+            && !self.tls.self_signed
+            && (self.tls.cert.is_none() || self.tls.key.is_none())
+        {
+            return Err(invalid(
+                "tls.listen",
+                self.tls.listen.map_or(String::new(), |a| a.to_string()),
+                "needs tls.cert and tls.key, or tls.self_signed = true",
+            ));
+        }
+        if self.auth.mode == AuthMode::SharedSecret && self.auth.shared_secret.len() < 16 {
+            return Err(invalid(
+                "auth.shared_secret",
+                format!("({} bytes)", self.auth.shared_secret.len()),
+                "shared_secret mode needs a secret of at least 16 bytes",
+            ));
+        }
+        for (key, rate) in [
+            ("limits.connect_rate", self.limits.connect_rate),
+            ("limits.matchmake_rate", self.limits.matchmake_rate),
+            (
+                "limits.messages_per_second",
+                self.limits.messages_per_second,
+            ),
+        ] {
+            if !(rate.is_finite() && rate > 0.0) {
+                return Err(invalid(key, rate, "must be a positive number"));
+            }
+        }
+        if !(500..=120_000).contains(&self.connection.timeout_ms) {
+            return Err(invalid(
+                "connection.timeout_ms",
+                self.connection.timeout_ms,
+                "must be 500 to 120000",
+            ));
+        }
+        if self.rooms.empty_room_ttl_secs < self.udp.token_validity_secs {
+            return Err(invalid(
+                "rooms.empty_room_ttl_secs",
+                self.rooms.empty_room_ttl_secs,
+                "must be at least udp.token_validity_secs: a new room must outlive the tokens issued for it",
+            ));
+        }
+        if self.console.enabled
+            && !self.console.listen.ip().is_loopback()
+            && !self.console.allow_remote
+        {
+            return Err(invalid(
+                "console.listen",
+                self.console.listen,
+                "is not loopback; the console is plain text (set console.allow_remote to insist)",
+            ));
+        }
+        if self.admin.token.trim() != self.admin.token {
+            return Err(invalid(
+                "admin.token",
+                "(hidden)",
+                "must not start or end with whitespace",
+            ));
+        }
+        if self.tls.listen.is_none() {
+            for (key, set) in [
+                ("tls.cert", self.tls.cert.is_some()),
+                ("tls.key", self.tls.key.is_some()),
+                ("tls.self_signed", self.tls.self_signed),
+            ] {
+                if set {
+                    return Err(invalid(
+                        key,
+                        "(set)",
+                        "needs tls.listen, the address to serve HTTPS on",
+                    ));
+                }
+            }
+        }
+        if self.drain.grace_secs == 0 {
+            return Err(invalid("drain.grace_secs", 0, "must be at least 1"));
+        }
+        for (kind, settings) in &self.rooms.kinds {
+            if settings.capacity == 0 {
+                return Err(invalid(
+                    "rooms.kinds.<kind>.capacity",
+                    format!("{kind}: 0"),
+                    "must be at least 1",
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Shard workers to run: the configured count, or one per core.
+    pub fn shard_count(&self) -> usize {
+        match self.shards {
+            0 => std::thread::available_parallelism().map_or(1, usize::from),
+            shards => shards,
+        }
+    }
+
+    /// The shards' reconnection, disposal and message limits.
+    pub fn shard_config(&self) -> ShardConfig {
+        ShardConfig {
+            reconnect_grace: Duration::from_secs(self.rooms.reconnect_grace_secs),
+            empty_room_ttl: Duration::from_secs(self.rooms.empty_room_ttl_secs),
+            message_limit: MessageLimitConfig {
+                rate: self.limits.messages_per_second,
+                burst: self.limits.message_burst,
+                max_violations: self.limits.max_message_violations,
+                ..MessageLimitConfig::default()
+            },
+        }
+    }
+
+    /// The parameters every connection is told in its handshake.
+    pub fn connection_params(&self) -> ConnectionParams {
+        ConnectionParams {
+            timeout: Duration::from_millis(self.connection.timeout_ms),
+            ..ConnectionParams::default()
+        }
+    }
+
+    /// The per-address connection limits.
+    pub fn ip_limits(&self) -> IpLimitConfig {
+        IpLimitConfig {
+            connect_rate: self.limits.connect_rate,
+            connect_burst: self.limits.connect_burst,
+            max_connections: self.limits.max_connections_per_ip,
+            ..IpLimitConfig::default()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_defaults_are_valid_and_survive_a_round_trip_through_toml_json() {
+        let config = ServeConfig::default();
+        config.validate().unwrap();
+        let json = serde_json::to_string(&config).unwrap();
+        let back: ServeConfig = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, config);
+    }
+
+    #[test]
+    fn bad_values_name_their_key() {
+        let mut config = ServeConfig::default();
+        config.limits.connect_rate = f64::NAN;
+        let error = config.validate().unwrap_err().to_string();
+        assert!(error.starts_with("limits.connect_rate = NaN"), "{error}");
+
+        let mut config = ServeConfig::default();
+        config.auth.mode = AuthMode::SharedSecret;
+        let error = config.validate().unwrap_err().to_string();
+        assert!(error.contains("auth.shared_secret"), "{error}");
+
+        let mut config = ServeConfig::default();
+        config.tls.listen = Some("127.0.0.1:8443".parse().unwrap());
+        let error = config.validate().unwrap_err().to_string();
+        assert!(error.contains("tls.cert"), "{error}");
+    }
+
+    #[test]
+    fn unknown_keys_are_refused() {
+        let error = serde_json::from_str::<ServeConfig>(r#"{"htp": {}}"#).unwrap_err();
+        assert!(error.to_string().contains("unknown field `htp`"), "{error}");
+    }
+}

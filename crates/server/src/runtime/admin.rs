@@ -1,0 +1,353 @@
+//! Operator access: the console's [`AdminOps`] over the running server, and the same
+//! operations as JSON under `/api/admin/*` behind the bearer token.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Path, Request, State};
+use axum::http::{StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::App;
+use super::api::{ApiError, RoomListing, parse_player};
+use crate::console::{AdminOps, PlayerSummary, StatsSnapshot, constant_time_eq};
+use crate::room::PlayerId;
+use crate::shard::RoomInfo;
+use crate::worker::Control;
+
+/// Totals of packets in, packets out, bytes in, bytes out, over UDP and WebSocket.
+pub(super) fn traffic_totals(app: &App) -> [u64; 4] {
+    let ws = app.ws.stats();
+    let mut totals = [
+        ws.messages_received,
+        ws.messages_sent,
+        ws.bytes_received,
+        ws.bytes_sent,
+    ];
+    for shard in &app.shards {
+        let udp = shard.view.read().udp;
+        totals[0] += udp.datagrams_received;
+        totals[1] += udp.datagrams_sent;
+        totals[2] += udp.bytes_received;
+        totals[3] += udp.bytes_sent;
+    }
+    totals
+}
+
+/// The figures `stats` shows, from the workers' views.
+pub(super) fn stats(app: &App) -> StatsSnapshot {
+    let mut snapshot = StatsSnapshot::default();
+    let mut merged: Option<hdrhistogram::Histogram<u64>> = None;
+    for shard in &app.shards {
+        let view = shard.view.read();
+        snapshot.rooms += view.rooms.len() as u64;
+        for player in &view.players {
+            match player.transport.as_str() {
+                "udp" => snapshot.players_udp += 1,
+                _ => snapshot.players_ws += 1,
+            }
+        }
+        for times in view.tick_times.values() {
+            match &mut merged {
+                Some(histogram) => {
+                    let _ = histogram.add(times.histogram());
+                }
+                None => merged = Some(times.histogram().clone()),
+            }
+        }
+    }
+    if let Some(histogram) = merged.filter(|histogram| !histogram.is_empty()) {
+        let ms = |micros: u64| micros as f64 / 1000.0;
+        snapshot.tick_p50_ms = ms(histogram.value_at_quantile(0.5));
+        snapshot.tick_p99_ms = ms(histogram.value_at_quantile(0.99));
+        snapshot.tick_max_ms = ms(histogram.max());
+    }
+    let ws = app.ws.stats();
+    snapshot.queue_drops = ws.sequenced_replaced + ws.unreliable_dropped + ws.closed_slow_client;
+    let rates = *app
+        .rates
+        .lock()
+        .unwrap_or_else(|poison| poison.into_inner());
+    [
+        snapshot.packets_in_per_second,
+        snapshot.packets_out_per_second,
+        snapshot.bytes_in_per_second,
+        snapshot.bytes_out_per_second,
+    ] = rates.per_second;
+    snapshot
+}
+
+fn players(app: &App) -> Vec<PlayerSummary> {
+    let mut players: Vec<PlayerSummary> = app
+        .shards
+        .iter()
+        .flat_map(|shard| shard.view.read().players)
+        .collect();
+    players.sort_by_key(|player| player.id);
+    players
+}
+
+fn rooms(app: &App) -> Vec<RoomInfo> {
+    let mut rooms: Vec<RoomInfo> = app
+        .shards
+        .iter()
+        .flat_map(|shard| shard.view.read().rooms)
+        .collect();
+    rooms.sort_by_key(|room| room.id);
+    rooms
+}
+
+fn room_players(app: &App, room: u64) -> Option<Vec<PlayerSummary>> {
+    let exists = app
+        .shards
+        .iter()
+        .any(|shard| shard.view.read().rooms.iter().any(|info| info.id.0 == room));
+    exists.then(|| {
+        players(app)
+            .into_iter()
+            .filter(|player| player.room == Some(room))
+            .collect()
+    })
+}
+
+/// Why an operation on the workers did not happen.
+#[derive(Debug, PartialEq, Eq)]
+enum NotDone {
+    /// No connected player with that id.
+    NoSuchPlayer,
+    /// A worker's control queue is full (it is far behind); try again.
+    Busy,
+}
+
+fn kick(app: &App, player: PlayerId, reason: &str) -> Result<(), NotDone> {
+    let shard = app
+        .shards
+        .iter()
+        .find(|shard| shard.view.read().players.iter().any(|p| p.id == player))
+        .ok_or(NotDone::NoSuchPlayer)?;
+    shard
+        .control
+        .try_send(Control::Kick {
+            player,
+            reason: reason.to_string(),
+        })
+        .map_err(|_| NotDone::Busy)
+}
+
+/// Queues the announcement on every worker; `Busy` if any queue was full.
+fn say(app: &App, text: &str) -> Result<(), NotDone> {
+    let mut all = Ok(());
+    for shard in &app.shards {
+        if shard
+            .control
+            .try_send(Control::Say(text.to_string()))
+            .is_err()
+        {
+            all = Err(NotDone::Busy);
+        }
+    }
+    all
+}
+
+/// The console's view of the server.
+pub(super) struct Ops(pub(super) Arc<App>);
+
+impl AdminOps for Ops {
+    fn stats(&self) -> StatsSnapshot {
+        stats(&self.0)
+    }
+
+    fn rooms(&self) -> Vec<RoomInfo> {
+        rooms(&self.0)
+    }
+
+    fn room_players(&self, room: u64) -> Option<Vec<PlayerSummary>> {
+        room_players(&self.0, room)
+    }
+
+    fn players(&self) -> Vec<PlayerSummary> {
+        players(&self.0)
+    }
+
+    fn kick(&self, player: PlayerId) -> Result<(), String> {
+        kick(&self.0, player, "kicked by an operator").map_err(|not_done| match not_done {
+            NotDone::NoSuchPlayer => format!("no player {}", player.0),
+            NotDone::Busy => BUSY.to_string(),
+        })
+    }
+
+    fn say(&self, text: &str) -> Result<(), String> {
+        say(&self.0, text).map_err(|_| BUSY.to_string())
+    }
+
+    fn drain(&self) {
+        self.0.drain();
+    }
+
+    fn shutdown(&self) {
+        self.0.shutdown();
+    }
+}
+
+/// `/api/admin/*`, every route behind the bearer token.
+pub(super) fn router(app: Arc<App>) -> Router<Arc<App>> {
+    Router::new()
+        .route("/api/admin/stats", get(admin_stats))
+        .route("/api/admin/rooms", get(admin_rooms))
+        .route("/api/admin/rooms/{id}", get(admin_room))
+        .route("/api/admin/players", get(admin_players))
+        .route("/api/admin/kick/{player}", post(admin_kick))
+        .route("/api/admin/say", post(admin_say))
+        .route("/api/admin/drain", post(admin_drain))
+        .route("/api/admin/shutdown", post(admin_shutdown))
+        .route_layer(middleware::from_fn_with_state(app, require_token))
+}
+
+/// Passes only requests bearing the admin token.
+async fn require_token(State(app): State<Arc<App>>, request: Request, next: Next) -> Response {
+    let presented = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.strip_prefix("Bearer "));
+    match presented {
+        Some(token) if constant_time_eq(token.as_bytes(), app.admin_token.as_bytes()) => {
+            next.run(request).await
+        }
+        _ => (
+            StatusCode::UNAUTHORIZED,
+            [(header::WWW_AUTHENTICATE, "Bearer")],
+            axum::Json(json!({ "error": "a valid admin bearer token is required" })),
+        )
+            .into_response(),
+    }
+}
+
+#[derive(Serialize)]
+struct PlayerJson {
+    id: u64,
+    name: String,
+    transport: String,
+    room: Option<u64>,
+}
+
+fn player_json(players: Vec<PlayerSummary>) -> Vec<PlayerJson> {
+    players
+        .into_iter()
+        .map(|player| PlayerJson {
+            id: player.id.0,
+            name: player.name,
+            transport: player.transport,
+            room: player.room,
+        })
+        .collect()
+}
+
+async fn admin_stats(State(app): State<Arc<App>>) -> Response {
+    let stats = stats(&app);
+    axum::Json(json!({
+        "phase": app.phase().name(),
+        "players": { "udp": stats.players_udp, "ws": stats.players_ws, "webtransport": stats.players_webtransport },
+        "rooms": stats.rooms,
+        "packets_in_per_second": stats.packets_in_per_second,
+        "packets_out_per_second": stats.packets_out_per_second,
+        "bytes_in_per_second": stats.bytes_in_per_second,
+        "bytes_out_per_second": stats.bytes_out_per_second,
+        "tick_p50_ms": stats.tick_p50_ms,
+        "tick_p99_ms": stats.tick_p99_ms,
+        "tick_max_ms": stats.tick_max_ms,
+        "queue_drops": stats.queue_drops,
+    }))
+    .into_response()
+}
+
+async fn admin_rooms(State(app): State<Arc<App>>) -> Response {
+    let listing: Vec<RoomListing> = rooms(&app)
+        .into_iter()
+        .map(|room| RoomListing {
+            id: room.id.0,
+            kind: room.kind,
+            players: u16::try_from(room.players).unwrap_or(u16::MAX),
+            capacity: room.capacity,
+        })
+        .collect();
+    axum::Json(listing).into_response()
+}
+
+async fn admin_room(State(app): State<Arc<App>>, Path(id): Path<String>) -> Response {
+    let Ok(id) = id.parse::<u64>() else {
+        return ApiError::new(StatusCode::BAD_REQUEST, format!("bad room id {id:?}"))
+            .into_response();
+    };
+    match room_players(&app, id) {
+        Some(players) => {
+            axum::Json(json!({ "id": id, "players": player_json(players) })).into_response()
+        }
+        None => ApiError::new(StatusCode::NOT_FOUND, format!("no room {id}")).into_response(),
+    }
+}
+
+async fn admin_players(State(app): State<Arc<App>>) -> Response {
+    axum::Json(player_json(players(&app))).into_response()
+}
+
+async fn admin_kick(State(app): State<Arc<App>>, Path(player): Path<String>) -> Response {
+    let player = match parse_player(&player) {
+        Ok(player) => player,
+        Err(error) => return error.into_response(),
+    };
+    match kick(&app, player, "kicked by an operator") {
+        Ok(()) => axum::Json(json!({ "kicked": player.0 })).into_response(),
+        Err(NotDone::NoSuchPlayer) => {
+            ApiError::new(StatusCode::NOT_FOUND, format!("no player {}", player.0)).into_response()
+        }
+        Err(NotDone::Busy) => busy().into_response(),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SayRequest {
+    text: String,
+}
+
+async fn admin_say(
+    State(app): State<Arc<App>>,
+    body: Result<axum::body::Bytes, BytesRejection>,
+) -> Response {
+    let body = match body {
+        Ok(body) => body,
+        Err(rejection) => return ApiError::from(rejection).into_response(),
+    };
+    match serde_json::from_slice::<SayRequest>(&body) {
+        Ok(request) if !request.text.trim().is_empty() => match say(&app, &request.text) {
+            Ok(()) => axum::Json(json!({ "sent": true })).into_response(),
+            Err(_) => busy().into_response(),
+        },
+        Ok(_) => ApiError::new(StatusCode::BAD_REQUEST, "text is empty").into_response(),
+        Err(error) => {
+            ApiError::new(StatusCode::BAD_REQUEST, format!("bad request: {error}")).into_response()
+        }
+    }
+}
+
+const BUSY: &str = "a shard's control queue is full; try again";
+
+fn busy() -> ApiError {
+    ApiError::new(StatusCode::SERVICE_UNAVAILABLE, BUSY)
+}
+
+async fn admin_drain(State(app): State<Arc<App>>) -> Response {
+    app.drain();
+    axum::Json(json!({ "phase": app.phase().name() })).into_response()
+}
+
+async fn admin_shutdown(State(app): State<Arc<App>>) -> Response {
+    app.shutdown();
+    axum::Json(json!({ "phase": app.phase().name() })).into_response()
+}

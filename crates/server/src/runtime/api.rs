@@ -1,0 +1,393 @@
+//! The public HTTP API: matchmaking, room listing, health and metrics.
+//!
+//! Errors are JSON `{"error": "..."}` with a status that says whose fault it is: 400 for a
+//! malformed request, 401 for an identity that does not verify, 404 for a room that does
+//! not exist, 409 for a full room, 429 for too many requests, 503 while draining.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{ConnectInfo, DefaultBodyLimit, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use tickwire_proto::token::TokenIssuer;
+use tokio::sync::oneshot;
+
+use super::identity::{Identity, IdentityError, SignedIdentity};
+use super::{App, Phase};
+use crate::matchmaker::{MatchError, MatchRequest};
+use crate::room::PlayerId;
+use crate::shard::RoomId;
+use crate::worker::{Control, SeatTicket, unix_now};
+
+/// Largest request body accepted: a matchmaking request is well under a kilobyte.
+const MAX_BODY_BYTES: usize = 16 * 1024;
+
+pub(super) fn router(app: Arc<App>) -> Router {
+    Router::new()
+        .route("/api/matchmake", post(matchmake))
+        .route("/api/rooms", get(rooms))
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics))
+        .merge(super::admin::router(app.clone()))
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .with_state(app)
+}
+
+/// An error response.
+pub(super) struct ApiError(StatusCode, String);
+
+impl ApiError {
+    pub(super) fn new(status: StatusCode, message: impl Into<String>) -> Self {
+        Self(status, message.into())
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (self.0, axum::Json(json!({ "error": self.1 }))).into_response()
+    }
+}
+
+impl From<BytesRejection> for ApiError {
+    fn from(rejection: BytesRejection) -> Self {
+        Self(rejection.status(), rejection.body_text())
+    }
+}
+
+impl From<IdentityError> for ApiError {
+    fn from(error: IdentityError) -> Self {
+        let status = match error {
+            IdentityError::BadName => StatusCode::BAD_REQUEST,
+            _ => StatusCode::UNAUTHORIZED,
+        };
+        Self(status, error.to_string())
+    }
+}
+
+impl From<MatchError> for ApiError {
+    fn from(error: MatchError) -> Self {
+        let status = match error {
+            MatchError::Draining => StatusCode::SERVICE_UNAVAILABLE,
+            MatchError::NoSuchRoom(_) | MatchError::UnknownKind(_) => StatusCode::NOT_FOUND,
+            MatchError::RoomFull(_) | MatchError::AlreadyPlaced(_) => StatusCode::CONFLICT,
+        };
+        Self(status, error.to_string())
+    }
+}
+
+/// `POST /api/matchmake`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MatchmakeRequest {
+    /// Join-or-create a room of this kind.
+    kind: Option<String>,
+    /// Or join this room.
+    room: Option<u64>,
+    /// A guest's display name.
+    name: Option<String>,
+    /// A session from an earlier answer: the same player again (and their seat, if held).
+    session: Option<String>,
+    /// A backend-signed identity.
+    identity: Option<SignedIdentity>,
+}
+
+#[derive(Debug, Serialize)]
+struct Endpoints {
+    udp: String,
+    ws: String,
+    wss: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+struct MatchmakeAnswer {
+    player_id: u64,
+    name: String,
+    room: u64,
+    kind: String,
+    /// True when this is the player's held seat coming back.
+    reconnect: bool,
+    session: String,
+    /// The 2048-byte connect token, base64: the first WebSocket frame, or the UDP
+    /// client's token.
+    token: String,
+    /// Unix seconds after which the token is refused.
+    expires_at: u64,
+    endpoints: Endpoints,
+}
+
+async fn matchmake(
+    State(app): State<Arc<App>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<axum::Json<MatchmakeAnswer>, ApiError> {
+    let ip = peer.ip().to_canonical();
+    if !app.config.limits.exempt.contains(&ip) {
+        let mut limiter = app
+            .matchmake_limiter
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner());
+        let admitted = limiter.try_open(Instant::now(), ip).is_ok();
+        limiter.closed(ip);
+        if !admitted {
+            app.metrics.matchmake_rate_limited();
+            return Err(ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "too many matchmaking requests from this address",
+            ));
+        }
+    }
+    let body = body?;
+    let request: MatchmakeRequest = serde_json::from_slice(&body)
+        .map_err(|error| ApiError::new(StatusCode::BAD_REQUEST, format!("bad request: {error}")))?;
+    let wanted = match (request.kind, request.room) {
+        (Some(_), Some(_)) => {
+            return Err(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "give either kind or room, not both",
+            ));
+        }
+        (Some(kind), None) => MatchRequest::JoinOrCreate { kind },
+        (None, Some(room)) => MatchRequest::Join { room: RoomId(room) },
+        (None, None) if request.session.is_some() => MatchRequest::JoinOrCreate {
+            kind: String::new(),
+        },
+        (None, None) => {
+            return Err(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "give a room kind (\"kind\") or a room id (\"room\")",
+            ));
+        }
+    };
+    let now = unix_now();
+    let identity = app.identities.resolve(
+        request.session.as_deref(),
+        request.identity.as_ref(),
+        request.name.as_deref(),
+        now,
+    )?;
+    let seat = place(&app, &identity, &wanted).await?;
+    app.metrics.matchmade();
+
+    let shard = &app.shards[seat.shard];
+    let ticket = SeatTicket {
+        room: seat.room,
+        name: identity.name.clone(),
+    }
+    .encode()
+    .ok_or_else(|| ApiError::new(StatusCode::BAD_REQUEST, "name too long"))?;
+    let issuer = TokenIssuer {
+        protocol_id: app.config.udp.protocol_id,
+        key: app.key.clone(),
+        server_addresses: std::iter::once(shard.udp_public)
+            .chain(std::iter::once(app.http_public))
+            .chain(app.https_public)
+            .collect(),
+        validity_seconds: app.config.udp.token_validity_secs,
+        timeout_seconds: app.config.udp.handshake_timeout_secs,
+    };
+    let token = issuer
+        .issue(&mut rand::rng(), now, identity.player.0, &ticket)
+        .and_then(|token| token.to_bytes())
+        .map_err(|error| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, error.to_string()))?;
+    // The name the client used to reach us (so a browser's page and socket agree), with
+    // each listener's own port: the request may have come through either.
+    let host = request_host(&headers).unwrap_or_else(|| app.http_public.to_string());
+    let host_name = host_without_port(&host);
+    Ok(axum::Json(MatchmakeAnswer {
+        player_id: identity.player.0,
+        session: app.identities.session(&identity),
+        name: identity.name,
+        room: seat.room.0,
+        kind: seat.kind,
+        reconnect: seat.reconnect,
+        token: STANDARD.encode(token.as_slice()),
+        expires_at: now + app.config.udp.token_validity_secs,
+        endpoints: Endpoints {
+            udp: shard.udp_public.to_string(),
+            ws: format!("ws://{host_name}:{}/ws", app.http_public.port()),
+            wss: app
+                .https_public
+                .map(|https| format!("wss://{host_name}:{}/ws", https.port())),
+        },
+    }))
+}
+
+/// Where a player goes.
+struct SeatChoice {
+    room: RoomId,
+    kind: String,
+    shard: usize,
+    reconnect: bool,
+}
+
+/// The player's held seat, their pending reservation, or a new placement (creating the
+/// room on its shard first).
+async fn place(
+    app: &App,
+    identity: &Identity,
+    wanted: &MatchRequest,
+) -> Result<SeatChoice, ApiError> {
+    let placement = {
+        let mut matchmaker = app.matchmaker();
+        if let Some((room, shard, kind)) = matchmaker.seat_of(identity.player) {
+            return Ok(SeatChoice {
+                room,
+                kind,
+                shard,
+                reconnect: true,
+            });
+        }
+        if let Some((room, shard, kind)) =
+            matchmaker.reservation_of(Instant::now(), identity.player)
+        {
+            return Ok(SeatChoice {
+                room,
+                kind,
+                shard,
+                reconnect: false,
+            });
+        }
+        if matches!(wanted, MatchRequest::JoinOrCreate { kind } if kind.is_empty()) {
+            return Err(ApiError::new(
+                StatusCode::NOT_FOUND,
+                "no seat is held for this session; give a room kind or room id",
+            ));
+        }
+        matchmaker.place(Instant::now(), identity.player, wanted)?
+    };
+    if placement.create {
+        let created = create_room(app, placement.shard, placement.room, &placement.kind).await;
+        if !created {
+            app.matchmaker().room_closed(placement.room);
+            return Err(ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the room could not be created",
+            ));
+        }
+    }
+    Ok(SeatChoice {
+        room: placement.room,
+        kind: placement.kind,
+        shard: placement.shard,
+        reconnect: false,
+    })
+}
+
+/// Asks a shard to host a new room and waits until it does, so a player who connects at
+/// once finds it.
+async fn create_room(app: &App, shard: usize, room: RoomId, kind: &str) -> bool {
+    let (Some(link), Some(game)) = (app.shards.get(shard), app.kinds.create(kind)) else {
+        return false;
+    };
+    let capacity = app.kinds.capacity(kind).unwrap_or(1);
+    let (created, confirmed) = oneshot::channel();
+    let sent = link
+        .control
+        .send(Control::CreateRoom {
+            id: room,
+            kind: kind.to_string(),
+            room: game,
+            capacity,
+            created: Some(created),
+        })
+        .await;
+    sent.is_ok() && confirmed.await.unwrap_or(false)
+}
+
+/// The `Host` header if it looks like a host (letters, digits, `.-:[]`), for building the
+/// WebSocket URL the page should use.
+fn request_host(headers: &HeaderMap) -> Option<String> {
+    let host = headers.get(header::HOST)?.to_str().ok()?;
+    let plausible = !host.is_empty()
+        && host.len() <= 255
+        && host
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || b".-:[]".contains(&byte));
+    plausible.then(|| host.to_string())
+}
+
+fn host_without_port(host: &str) -> &str {
+    if let Some(end) = host.strip_prefix('[').and_then(|rest| rest.find(']')) {
+        return &host[..end + 2];
+    }
+    host.rsplit_once(':').map_or(host, |(name, _)| name)
+}
+
+#[derive(Debug, Serialize)]
+pub(super) struct RoomListing {
+    pub(super) id: u64,
+    pub(super) kind: String,
+    pub(super) players: u16,
+    pub(super) capacity: u16,
+}
+
+/// `GET /api/rooms`: every room with seats taken or promised.
+async fn rooms(State(app): State<Arc<App>>) -> axum::Json<Vec<RoomListing>> {
+    let rooms = app
+        .matchmaker()
+        .rooms(Instant::now())
+        .into_iter()
+        .map(|(id, kind, players, capacity)| RoomListing {
+            id: id.0,
+            kind,
+            players,
+            capacity,
+        })
+        .collect();
+    axum::Json(rooms)
+}
+
+async fn healthz() -> &'static str {
+    "ok\n"
+}
+
+async fn readyz(State(app): State<Arc<App>>) -> (StatusCode, &'static str) {
+    match app.phase() {
+        Phase::Running => (StatusCode::OK, "ready\n"),
+        Phase::Draining => (StatusCode::SERVICE_UNAVAILABLE, "draining\n"),
+        Phase::ShuttingDown => (StatusCode::SERVICE_UNAVAILABLE, "shutting down\n"),
+    }
+}
+
+async fn metrics(State(app): State<Arc<App>>) -> impl IntoResponse {
+    (
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        app.metrics.render(&app),
+    )
+}
+
+/// A player id from a path segment.
+pub(super) fn parse_player(text: &str) -> Result<PlayerId, ApiError> {
+    text.parse()
+        .map(PlayerId)
+        .map_err(|_| ApiError::new(StatusCode::BAD_REQUEST, format!("bad player id {text:?}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hosts_lose_their_port_and_odd_hosts_are_ignored() {
+        assert_eq!(host_without_port("example.com:8080"), "example.com");
+        assert_eq!(host_without_port("example.com"), "example.com");
+        assert_eq!(host_without_port("[::1]:8080"), "[::1]");
+        let mut headers = HeaderMap::new();
+        headers.insert(header::HOST, "game.example:8080".parse().unwrap());
+        assert_eq!(request_host(&headers).as_deref(), Some("game.example:8080"));
+        headers.insert(header::HOST, "evil/path".parse().unwrap());
+        assert_eq!(request_host(&headers), None);
+    }
+}

@@ -1,0 +1,310 @@
+//! Who a player is: a guest under a generated id, or an identity signed by the game's
+//! backend (`auth.mode = "shared_secret"`); and the session string that lets a player prove
+//! it is them again, to get their seat back with a fresh token.
+
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use rand::Rng as _;
+use ring::hmac;
+use serde::Deserialize;
+
+use crate::config::{AuthConfig, AuthMode};
+use crate::console::constant_time_eq;
+use crate::room::PlayerId;
+use crate::worker::MAX_TICKET_NAME_BYTES;
+
+/// Player ids stay below 2^53 so JavaScript numbers hold them exactly.
+pub const MAX_PLAYER_ID: u64 = (1 << 53) - 1;
+/// Bytes of HMAC-SHA256 kept in a session string: 128 bits, ample against forgery.
+const SESSION_TAG_BYTES: usize = 16;
+
+/// A player as the server knows them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    /// Their id.
+    pub player: PlayerId,
+    /// The name shown to others.
+    pub name: String,
+}
+
+/// An identity the game's backend vouches for: it signs
+/// `"{id}:{name}:{expires}"` with HMAC-SHA256 under the shared secret, hex-encoded.
+#[derive(Debug, Clone, Deserialize)]
+pub struct SignedIdentity {
+    /// Player id, 1 to 2^53 − 1.
+    pub id: u64,
+    /// Display name.
+    pub name: String,
+    /// Unix seconds after which the signature is no longer accepted.
+    pub expires: u64,
+    /// Lowercase hex HMAC-SHA256.
+    pub signature: String,
+}
+
+/// Why an identity was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum IdentityError {
+    /// The name is empty, too long, or has control characters.
+    #[error("name must be 1 to {MAX_TICKET_NAME_BYTES} bytes of printable text")]
+    BadName,
+    /// The session string is not one this server issued.
+    #[error("session is not valid on this server")]
+    BadSession,
+    /// The server only accepts backend-signed identities.
+    #[error("this server requires a signed identity")]
+    IdentityRequired,
+    /// The signature does not match.
+    #[error("identity signature does not verify")]
+    BadSignature,
+    /// The signed identity has expired.
+    #[error("identity expired at {expires}, now {now}")]
+    Expired {
+        /// Its expiry.
+        expires: u64,
+        /// The time now.
+        now: u64,
+    },
+    /// The id is 0 or past 2^53 − 1.
+    #[error("player id {0} is outside 1..=2^53-1")]
+    IdOutOfRange(u64),
+}
+
+/// Checks identities and issues sessions for one server process.
+pub(crate) struct Identities {
+    mode: AuthMode,
+    shared_secret: hmac::Key,
+    /// Sessions are signed with a key made at start: they last as long as the process,
+    /// which is as long as any seat they could reclaim.
+    session_key: hmac::Key,
+}
+
+impl Identities {
+    pub(crate) fn new(config: &AuthConfig) -> Self {
+        let mut session_secret = [0u8; 32];
+        rand::rng().fill(&mut session_secret);
+        Self {
+            mode: config.mode,
+            shared_secret: hmac::Key::new(hmac::HMAC_SHA256, config.shared_secret.as_bytes()),
+            session_key: hmac::Key::new(hmac::HMAC_SHA256, &session_secret),
+        }
+    }
+
+    /// Who is asking: a session wins, then a signed identity, then (in guest mode) a new
+    /// guest with the name they asked for or a generated one.
+    pub(crate) fn resolve(
+        &self,
+        session: Option<&str>,
+        signed: Option<&SignedIdentity>,
+        name: Option<&str>,
+        unix_now: u64,
+    ) -> Result<Identity, IdentityError> {
+        if let Some(session) = session {
+            return self.open_session(session);
+        }
+        if let Some(signed) = signed {
+            return self.verify(signed, unix_now);
+        }
+        if self.mode == AuthMode::SharedSecret {
+            return Err(IdentityError::IdentityRequired);
+        }
+        let mut rng = rand::rng();
+        let player = PlayerId(rng.random_range(1..=MAX_PLAYER_ID));
+        let name = match name {
+            Some(name) => checked_name(name)?,
+            None => format!("guest-{:04}", rng.random_range(0..10_000)),
+        };
+        Ok(Identity { player, name })
+    }
+
+    fn verify(&self, signed: &SignedIdentity, unix_now: u64) -> Result<Identity, IdentityError> {
+        if self.mode != AuthMode::SharedSecret {
+            // A guest server has no secret to check against: never trust the claim.
+            return Err(IdentityError::BadSignature);
+        }
+        let message = format!("{}:{}:{}", signed.id, signed.name, signed.expires);
+        let signature = hex::decode(&signed.signature).map_err(|_| IdentityError::BadSignature)?;
+        hmac::verify(&self.shared_secret, message.as_bytes(), &signature)
+            .map_err(|_| IdentityError::BadSignature)?;
+        if signed.expires <= unix_now {
+            return Err(IdentityError::Expired {
+                expires: signed.expires,
+                now: unix_now,
+            });
+        }
+        if signed.id == 0 || signed.id > MAX_PLAYER_ID {
+            return Err(IdentityError::IdOutOfRange(signed.id));
+        }
+        Ok(Identity {
+            player: PlayerId(signed.id),
+            name: checked_name(&signed.name)?,
+        })
+    }
+
+    /// A session string for `identity`: id (u64 LE), name length (u8), name, tag.
+    pub(crate) fn session(&self, identity: &Identity) -> String {
+        let mut body = Vec::with_capacity(9 + identity.name.len() + SESSION_TAG_BYTES);
+        body.extend_from_slice(&identity.player.0.to_le_bytes());
+        body.push(identity.name.len() as u8);
+        body.extend_from_slice(identity.name.as_bytes());
+        let tag = hmac::sign(&self.session_key, &body);
+        body.extend_from_slice(&tag.as_ref()[..SESSION_TAG_BYTES]);
+        URL_SAFE_NO_PAD.encode(body)
+    }
+
+    fn open_session(&self, session: &str) -> Result<Identity, IdentityError> {
+        // Longest valid session: 9 + 32 + 16 bytes, 76 base64 characters.
+        if session.len() > 80 {
+            return Err(IdentityError::BadSession);
+        }
+        let bytes = URL_SAFE_NO_PAD
+            .decode(session)
+            .map_err(|_| IdentityError::BadSession)?;
+        let split = bytes
+            .len()
+            .checked_sub(SESSION_TAG_BYTES)
+            .ok_or(IdentityError::BadSession)?;
+        let (body, tag) = bytes.split_at(split);
+        let expected = hmac::sign(&self.session_key, body);
+        if !constant_time_eq(&expected.as_ref()[..SESSION_TAG_BYTES], tag) || body.len() < 9 {
+            return Err(IdentityError::BadSession);
+        }
+        let player = PlayerId(u64::from_le_bytes(
+            body[..8]
+                .try_into()
+                .map_err(|_| IdentityError::BadSession)?,
+        ));
+        let name = std::str::from_utf8(&body[9..])
+            .ok()
+            .filter(|name| name.len() == usize::from(body[8]))
+            .ok_or(IdentityError::BadSession)?;
+        Ok(Identity {
+            player,
+            name: name.to_string(),
+        })
+    }
+}
+
+/// A display name as given, if it is 1 to 32 bytes of printable text after trimming.
+fn checked_name(name: &str) -> Result<String, IdentityError> {
+    let name = name.trim();
+    if name.is_empty() || name.len() > MAX_TICKET_NAME_BYTES || name.chars().any(char::is_control) {
+        return Err(IdentityError::BadName);
+    }
+    Ok(name.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn signed(secret: &str, id: u64, name: &str, expires: u64) -> SignedIdentity {
+        let key = hmac::Key::new(hmac::HMAC_SHA256, secret.as_bytes());
+        let signature = hmac::sign(&key, format!("{id}:{name}:{expires}").as_bytes());
+        SignedIdentity {
+            id,
+            name: name.into(),
+            expires,
+            signature: hex::encode(signature.as_ref()),
+        }
+    }
+
+    fn backend() -> Identities {
+        Identities::new(&AuthConfig {
+            mode: AuthMode::SharedSecret,
+            shared_secret: "a secret of some length".into(),
+        })
+    }
+
+    #[test]
+    fn guests_get_an_id_and_their_session_brings_them_back() {
+        let identities = Identities::new(&AuthConfig::default());
+        let guest = identities.resolve(None, None, Some(" Zoë "), 0).unwrap();
+        assert_eq!(guest.name, "Zoë");
+        assert!((1..=MAX_PLAYER_ID).contains(&guest.player.0));
+        let session = identities.session(&guest);
+        assert_eq!(
+            identities.resolve(Some(&session), None, None, 0),
+            Ok(guest.clone())
+        );
+        let mut forged = URL_SAFE_NO_PAD.decode(&session).unwrap();
+        forged[0] ^= 1;
+        assert_eq!(
+            identities.resolve(Some(&URL_SAFE_NO_PAD.encode(forged)), None, None, 0),
+            Err(IdentityError::BadSession)
+        );
+        let other_process = Identities::new(&AuthConfig::default());
+        assert_eq!(
+            other_process.resolve(Some(&session), None, None, 0),
+            Err(IdentityError::BadSession)
+        );
+        assert_eq!(
+            identities.resolve(Some("!!"), None, None, 0),
+            Err(IdentityError::BadSession)
+        );
+    }
+
+    #[test]
+    fn bad_names_are_refused() {
+        let identities = Identities::new(&AuthConfig::default());
+        for name in ["", "   ", "a\u{7}b", &"x".repeat(33)] {
+            assert_eq!(
+                identities.resolve(None, None, Some(name), 0),
+                Err(IdentityError::BadName),
+                "{name:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_backend_signed_identity_is_checked() {
+        let identities = backend();
+        let secret = "a secret of some length";
+        assert_eq!(
+            identities.resolve(None, Some(&signed(secret, 42, "ada", 1_000)), None, 999),
+            Ok(Identity {
+                player: PlayerId(42),
+                name: "ada".into()
+            })
+        );
+        assert_eq!(
+            identities.resolve(
+                None,
+                Some(&signed("another secret!!", 42, "ada", 1_000)),
+                None,
+                999
+            ),
+            Err(IdentityError::BadSignature)
+        );
+        let mut tampered = signed(secret, 42, "ada", 1_000);
+        tampered.id = 43;
+        assert_eq!(
+            identities.resolve(None, Some(&tampered), None, 999),
+            Err(IdentityError::BadSignature)
+        );
+        assert_eq!(
+            identities.resolve(None, Some(&signed(secret, 42, "ada", 1_000)), None, 1_000),
+            Err(IdentityError::Expired {
+                expires: 1_000,
+                now: 1_000
+            })
+        );
+        assert_eq!(
+            identities.resolve(None, Some(&signed(secret, 1 << 60, "ada", 1_000)), None, 0),
+            Err(IdentityError::IdOutOfRange(1 << 60))
+        );
+        assert_eq!(
+            identities.resolve(None, None, Some("guest"), 0),
+            Err(IdentityError::IdentityRequired),
+            "no guests on a backend-signed server"
+        );
+    }
+
+    #[test]
+    fn a_guest_server_never_trusts_a_signed_claim() {
+        let identities = Identities::new(&AuthConfig::default());
+        assert_eq!(
+            identities.resolve(None, Some(&signed("", 42, "ada", u64::MAX)), None, 0),
+            Err(IdentityError::BadSignature)
+        );
+    }
+}

@@ -1,0 +1,311 @@
+//! `/metrics`: Prometheus text. Tick durations are recorded by the workers as ticks run
+//! (a histogram per room kind); everything else is read from the workers' published views
+//! and the endpoint's counters when scraped, so the tick path only ever touches the
+//! histogram's lock-free buckets.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use metrics::{Key, Label, Level, Metadata, Recorder};
+use metrics_exporter_prometheus::{
+    Matcher, PrometheusBuilder, PrometheusHandle, PrometheusRecorder,
+};
+
+use super::{App, Phase};
+use crate::shard::TickObserver;
+
+const TICK_DURATION: &str = "tickwire_tick_duration_seconds";
+/// Tick duration buckets: from 100 µs up to past a 30 Hz step.
+const TICK_BUCKETS: [f64; 11] = [
+    0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.004, 0.008, 0.0167, 0.0333, 0.1, 1.0,
+];
+static METADATA: Metadata<'static> =
+    Metadata::new(module_path!(), Level::INFO, Some(module_path!()));
+
+/// The server's Prometheus recorder, not installed globally: each runtime has its own, so
+/// several can live in one process (tests).
+pub(super) struct Metrics {
+    recorder: Arc<PrometheusRecorder>,
+    handle: PrometheusHandle,
+    matchmade: AtomicU64,
+    matchmake_rate_limited: AtomicU64,
+}
+
+impl Metrics {
+    pub(super) fn new() -> Self {
+        let recorder = PrometheusBuilder::new()
+            .set_buckets_for_metric(Matcher::Full(TICK_DURATION.into()), &TICK_BUCKETS)
+            .expect("constant buckets are not empty")
+            .build_recorder();
+        let handle = recorder.handle();
+        Self {
+            recorder: Arc::new(recorder),
+            handle,
+            matchmade: AtomicU64::new(0),
+            matchmake_rate_limited: AtomicU64::new(0),
+        }
+    }
+
+    /// An observer for one worker's shard: records each tick's duration under its kind.
+    pub(super) fn tick_observer(&self) -> TickObserver {
+        let recorder = self.recorder.clone();
+        let mut by_kind: HashMap<String, metrics::Histogram> = HashMap::new();
+        Box::new(move |kind, duration, ticks| {
+            let histogram = match by_kind.get(kind) {
+                Some(histogram) => histogram,
+                None => {
+                    let key =
+                        Key::from_parts(TICK_DURATION, vec![Label::new("kind", kind.to_string())]);
+                    let histogram = recorder.register_histogram(&key, &METADATA);
+                    by_kind.entry(kind.to_string()).or_insert(histogram)
+                }
+            };
+            histogram.record_many(duration.as_secs_f64(), ticks as usize);
+        })
+    }
+
+    /// Folds recorded tick durations into their histograms. Recorded samples wait in
+    /// buckets until this (or a scrape) runs, so it must run periodically even when nothing
+    /// scrapes, or they would pile up.
+    pub(super) fn upkeep(&self) {
+        self.handle.run_upkeep();
+    }
+
+    pub(super) fn matchmade(&self) {
+        self.matchmade.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(super) fn matchmake_rate_limited(&self) {
+        self.matchmake_rate_limited.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn counter(&self, name: &'static str, labels: &[(&'static str, &str)], value: u64) {
+        self.recorder
+            .register_counter(&key(name, labels), &METADATA)
+            .absolute(value);
+    }
+
+    fn gauge(&self, name: &'static str, labels: &[(&'static str, &str)], value: f64) {
+        self.recorder
+            .register_gauge(&key(name, labels), &METADATA)
+            .set(value);
+    }
+
+    /// Brings every scraped figure up to date and renders the text format.
+    pub(super) fn render(&self, app: &App) -> String {
+        let mut players = [0u64; 2];
+        let mut held = 0;
+        // Every hosted kind, so a kind whose last room closed reads 0 rather than its
+        // last count.
+        let mut rooms: HashMap<String, u64> = app
+            .kinds
+            .iter()
+            .map(|(kind, _)| (kind.to_string(), 0))
+            .collect();
+        let mut udp = tickwire_proto::ServerStats::default();
+        let mut shard = crate::shard::ShardStats::default();
+        let mut overruns: HashMap<String, u64> = HashMap::new();
+        let mut refused = [0u64; 2];
+        for link in &app.shards {
+            let view = link.view.read();
+            for player in &view.players {
+                players[usize::from(player.transport != "udp")] += 1;
+            }
+            held += view.players_held;
+            for room in &view.rooms {
+                *rooms.entry(room.kind.clone()).or_default() += 1;
+            }
+            for (kind, times) in &view.tick_times {
+                *overruns.entry(kind.clone()).or_default() += times.overruns();
+            }
+            refused[0] += view.joins_refused;
+            refused[1] += view.refused_by_address;
+            add_udp(&mut udp, &view.udp);
+            add_shard(&mut shard, &view.shard);
+        }
+        let ws = app.ws.stats();
+
+        self.gauge(
+            "tickwire_ready",
+            &[],
+            f64::from(u8::from(app.phase() == Phase::Running)),
+        );
+        self.gauge(
+            "tickwire_players",
+            &[("transport", "udp")],
+            players[0] as f64,
+        );
+        self.gauge(
+            "tickwire_players",
+            &[("transport", "ws")],
+            players[1] as f64,
+        );
+        self.gauge("tickwire_players_reconnecting", &[], held as f64);
+        for (kind, count) in &rooms {
+            self.gauge("tickwire_rooms", &[("kind", kind)], *count as f64);
+        }
+        for (transport, received, sent, bytes_in, bytes_out) in [
+            (
+                "udp",
+                udp.datagrams_received,
+                udp.datagrams_sent,
+                udp.bytes_received,
+                udp.bytes_sent,
+            ),
+            (
+                "ws",
+                ws.messages_received,
+                ws.messages_sent,
+                ws.bytes_received,
+                ws.bytes_sent,
+            ),
+        ] {
+            let labels = [("transport", transport)];
+            self.counter("tickwire_packets_received_total", &labels, received);
+            self.counter("tickwire_packets_sent_total", &labels, sent);
+            self.counter("tickwire_bytes_received_total", &labels, bytes_in);
+            self.counter("tickwire_bytes_sent_total", &labels, bytes_out);
+        }
+        self.counter(
+            "tickwire_connections_accepted_total",
+            &[("transport", "udp")],
+            udp.connections_accepted,
+        );
+        self.counter(
+            "tickwire_connections_accepted_total",
+            &[("transport", "ws")],
+            ws.connections_accepted,
+        );
+        self.counter(
+            "tickwire_connections_replaced_total",
+            &[("transport", "udp")],
+            udp.connections_replaced,
+        );
+        self.counter(
+            "tickwire_connections_replaced_total",
+            &[("transport", "ws")],
+            ws.connections_replaced,
+        );
+        let drops = &udp.dropped;
+        for (reason, count) in [
+            ("malformed", drops.malformed),
+            ("wrong_protocol", drops.wrong_protocol),
+            ("token_expired", drops.token_expired),
+            ("token_tampered", drops.token_tampered),
+            ("token_wrong_server", drops.token_wrong_server),
+            ("token_replayed", drops.token_replayed),
+            ("challenge_invalid", drops.challenge_invalid),
+            ("unknown_address", drops.unknown_address),
+            ("packet_replayed", drops.packet_replayed),
+            ("unauthenticated", drops.unauthenticated),
+            ("overloaded", drops.overloaded),
+        ] {
+            self.counter(
+                "tickwire_udp_datagrams_dropped_total",
+                &[("reason", reason)],
+                count,
+            );
+        }
+        for (reason, count) in [
+            ("malformed", ws.refused_malformed),
+            ("bad_token", ws.refused_bad_token),
+            ("expired", ws.refused_expired),
+            ("replayed", ws.refused_replayed),
+            ("full", ws.refused_full),
+            ("shutdown", ws.refused_shutdown),
+            ("handshake_timeout", ws.handshake_timeouts),
+        ] {
+            self.counter(
+                "tickwire_ws_connections_refused_total",
+                &[("reason", reason)],
+                count,
+            );
+        }
+        for (kind, count) in [
+            ("sequenced_replaced", ws.sequenced_replaced),
+            ("unreliable_dropped", ws.unreliable_dropped),
+        ] {
+            self.counter("tickwire_send_queue_drops_total", &[("kind", kind)], count);
+        }
+        for (reason, count) in [
+            ("slow_client", ws.closed_slow_client),
+            ("too_large", ws.closed_too_large),
+            ("protocol_violation", ws.closed_protocol_violation),
+            ("idle", ws.closed_idle),
+        ] {
+            self.counter("tickwire_ws_closed_total", &[("reason", reason)], count);
+        }
+        for (limit, count) in [
+            ("messages", shard.messages_rate_limited),
+            ("connections_per_address", refused[1]),
+            (
+                "matchmake",
+                self.matchmake_rate_limited.load(Ordering::Relaxed),
+            ),
+        ] {
+            self.counter("tickwire_rate_limited_total", &[("limit", limit)], count);
+        }
+        self.counter(
+            "tickwire_players_kicked_for_flooding_total",
+            &[],
+            shard.players_flooding,
+        );
+        self.counter("tickwire_joins_refused_total", &[], refused[0]);
+        self.counter(
+            "tickwire_matchmade_total",
+            &[],
+            self.matchmade.load(Ordering::Relaxed),
+        );
+        self.counter("tickwire_ticks_total", &[], shard.ticks);
+        self.counter("tickwire_ticks_skipped_total", &[], shard.ticks_skipped);
+        for (kind, count) in &overruns {
+            self.counter("tickwire_tick_overruns_total", &[("kind", kind)], *count);
+        }
+        self.counter("tickwire_rooms_disposed_total", &[], shard.rooms_disposed);
+        self.counter("tickwire_seats_expired_total", &[], shard.seats_expired);
+        self.handle.render()
+    }
+}
+
+fn key(name: &'static str, labels: &[(&'static str, &str)]) -> Key {
+    Key::from_parts(
+        name,
+        labels
+            .iter()
+            .map(|(label, value)| Label::new(*label, value.to_string()))
+            .collect::<Vec<_>>(),
+    )
+}
+
+fn add_udp(total: &mut tickwire_proto::ServerStats, one: &tickwire_proto::ServerStats) {
+    total.datagrams_received += one.datagrams_received;
+    total.datagrams_sent += one.datagrams_sent;
+    total.bytes_received += one.bytes_received;
+    total.bytes_sent += one.bytes_sent;
+    total.connections_accepted += one.connections_accepted;
+    total.connections_denied += one.connections_denied;
+    total.connections_replaced += one.connections_replaced;
+    let (t, o) = (&mut total.dropped, &one.dropped);
+    t.malformed += o.malformed;
+    t.wrong_protocol += o.wrong_protocol;
+    t.token_expired += o.token_expired;
+    t.token_tampered += o.token_tampered;
+    t.token_wrong_server += o.token_wrong_server;
+    t.token_replayed += o.token_replayed;
+    t.challenge_invalid += o.challenge_invalid;
+    t.unknown_address += o.unknown_address;
+    t.packet_replayed += o.packet_replayed;
+    t.unauthenticated += o.unauthenticated;
+    t.overloaded += o.overloaded;
+}
+
+fn add_shard(total: &mut crate::shard::ShardStats, one: &crate::shard::ShardStats) {
+    total.ticks += one.ticks;
+    total.ticks_skipped += one.ticks_skipped;
+    total.rooms_disposed += one.rooms_disposed;
+    total.seats_expired += one.seats_expired;
+    total.messages_unrouted += one.messages_unrouted;
+    total.messages_rate_limited += one.messages_rate_limited;
+    total.players_flooding += one.players_flooding;
+}

@@ -1,0 +1,615 @@
+//! The whole server process: shard workers, the HTTP side (matchmaking, `/ws`, health,
+//! metrics, the admin API), the admin console, and graceful shutdown. `tickwire serve` is
+//! this plus configuration loading and signal handling.
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! use tickwire_server::config::ServeConfig;
+//! use tickwire_server::rooms::relay::RelayRoom;
+//! use tickwire_server::runtime::{RoomKinds, Runtime};
+//!
+//! let mut kinds = RoomKinds::new();
+//! kinds.register("relay", 16, || Box::new(RelayRoom::default()));
+//! let runtime = Runtime::start(ServeConfig::default(), kinds).await?;
+//! let handle = runtime.handle();
+//! tokio::spawn(async move {
+//!     tokio::signal::ctrl_c().await.ok();
+//!     handle.shutdown();
+//! });
+//! runtime.run().await?; // until a shutdown is asked for, then drains within the grace period
+//! # Ok(())
+//! # }
+//! ```
+
+mod admin;
+mod api;
+mod identity;
+mod kinds;
+mod metrics;
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use tickwire_net::ws::{
+    HttpListener, ListenConfig, TlsIdentity, TokenAuthenticator, WsConfig, WsConnection, WsEndpoint,
+};
+use tickwire_proto::ServerConfig;
+use tickwire_proto::crypto::Key;
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinSet;
+
+pub use identity::{Identity, IdentityError, MAX_PLAYER_ID, SignedIdentity};
+pub use kinds::RoomKinds;
+
+use crate::config::ServeConfig;
+use crate::limits::{IpLimitConfig, IpLimiter};
+use crate::matchmaker::Matchmaker;
+use crate::worker::{
+    Control, SeatTicket, ShardWorker, SharedIpLimiter, SharedView, WorkerEvent, WorkerLinks,
+    WorkerReport,
+};
+use identity::Identities;
+
+/// Connections the WebSocket endpoint may hand over before the hand-off task takes them.
+const HANDOFF_QUEUE: usize = 256;
+
+/// Where a running server listens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Addresses {
+    /// HTTP (and ws).
+    pub http: SocketAddr,
+    /// HTTPS (and wss), when enabled.
+    pub https: Option<SocketAddr>,
+    /// Each shard's UDP socket.
+    pub udp: Vec<SocketAddr>,
+    /// The admin console, when enabled.
+    pub console: Option<SocketAddr>,
+}
+
+/// Where the server is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// Taking players.
+    Running,
+    /// Taking no new players; rooms in progress continue, and the server shuts down when
+    /// the last player has left.
+    Draining,
+    /// Shutting down: players are told, rooms run their last tick, the process exits.
+    ShuttingDown,
+}
+
+impl Phase {
+    /// `running`, `draining` or `shutting_down`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Running => "running",
+            Self::Draining => "draining",
+            Self::ShuttingDown => "shutting_down",
+        }
+    }
+}
+
+/// Why the server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The configuration is invalid.
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
+    /// A configured room kind is not one this build hosts.
+    #[error("rooms.kinds.{0}: no such room kind (this server hosts: {1})")]
+    UnknownKind(String, String),
+    /// A socket could not be bound.
+    #[error("cannot listen on {address} ({what}): {source}")]
+    Bind {
+        /// What was to listen there.
+        what: &'static str,
+        /// The address.
+        address: SocketAddr,
+        /// Why.
+        source: io::Error,
+    },
+    /// The TLS certificate or key could not be used.
+    #[error("tls: {0}")]
+    Tls(#[from] tickwire_net::ws::TlsError),
+    /// Anything else.
+    #[error("{0}")]
+    Other(String),
+}
+
+/// One shard as the HTTP side sees it.
+struct ShardLink {
+    control: mpsc::Sender<Control>,
+    udp_public: SocketAddr,
+    view: SharedView,
+}
+
+/// Traffic rates, sampled once a second from the workers' and the endpoint's counters.
+#[derive(Debug, Clone, Copy, Default)]
+struct Rates {
+    totals: [u64; 4],
+    per_second: [f64; 4],
+}
+
+/// What every part of the HTTP side shares.
+pub(crate) struct App {
+    config: ServeConfig,
+    kinds: RoomKinds,
+    key: Key,
+    identities: Identities,
+    matchmaker: Mutex<Matchmaker>,
+    shards: Vec<ShardLink>,
+    http_public: SocketAddr,
+    https_public: Option<SocketAddr>,
+    ws: WsEndpoint,
+    phase: watch::Sender<Phase>,
+    admin_token: String,
+    matchmake_limiter: Mutex<IpLimiter>,
+    metrics: metrics::Metrics,
+    rates: Mutex<Rates>,
+}
+
+impl App {
+    fn matchmaker(&self) -> MutexGuard<'_, Matchmaker> {
+        self.matchmaker
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+    }
+
+    fn phase(&self) -> Phase {
+        *self.phase.borrow()
+    }
+
+    /// Stops taking players; rooms in progress continue.
+    fn drain(&self) {
+        self.matchmaker().drain();
+        self.phase.send_if_modified(|phase| {
+            let running = *phase == Phase::Running;
+            if running {
+                *phase = Phase::Draining;
+            }
+            running
+        });
+    }
+
+    fn shutdown(&self) {
+        self.matchmaker().drain();
+        self.phase.send_if_modified(|phase| {
+            let changed = *phase != Phase::ShuttingDown;
+            *phase = Phase::ShuttingDown;
+            changed
+        });
+    }
+}
+
+/// Asks a running server to drain or shut down; cheap to clone.
+#[derive(Clone)]
+pub struct ServerHandle {
+    app: Arc<App>,
+}
+
+impl std::fmt::Debug for ServerHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerHandle")
+            .field("phase", &self.phase())
+            .finish()
+    }
+}
+
+impl ServerHandle {
+    /// Starts a graceful shutdown (what SIGTERM does).
+    pub fn shutdown(&self) {
+        self.app.shutdown();
+    }
+
+    /// Stops taking players; the server shuts down once the last one has left.
+    pub fn drain(&self) {
+        self.app.drain();
+    }
+
+    /// Where the server is in its life.
+    pub fn phase(&self) -> Phase {
+        self.app.phase()
+    }
+}
+
+/// What a shutdown did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ShutdownReport {
+    /// Each worker's report.
+    pub workers: Vec<WorkerReport>,
+}
+
+/// A running server.
+pub struct Runtime {
+    app: Arc<App>,
+    addresses: Addresses,
+    workers: Vec<ShardWorker>,
+    tasks: JoinSet<()>,
+    stop_listeners: watch::Sender<bool>,
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime")
+            .field("addresses", &self.addresses)
+            .finish_non_exhaustive()
+    }
+}
+
+fn bind_error(what: &'static str, address: SocketAddr) -> impl FnOnce(io::Error) -> StartError {
+    move |source| StartError::Bind {
+        what,
+        address,
+        source,
+    }
+}
+
+impl Runtime {
+    /// Binds every socket, starts the shard workers and serves. Returns once the server is
+    /// taking players.
+    pub async fn start(config: ServeConfig, mut kinds: RoomKinds) -> Result<Self, StartError> {
+        config.validate()?;
+        for (kind, settings) in &config.rooms.kinds {
+            if !kinds.set_capacity(kind, settings.capacity) {
+                let known: Vec<&str> = kinds.iter().map(|(name, _)| name).collect();
+                return Err(StartError::UnknownKind(kind.clone(), known.join(", ")));
+            }
+        }
+        let key = Key::random(&mut rand::rng());
+        let public_ip = config.public_ip;
+
+        let http = tokio::net::TcpListener::bind(config.http.listen)
+            .await
+            .map_err(bind_error("http", config.http.listen))?;
+        let http_address = http
+            .local_addr()
+            .map_err(bind_error("http", config.http.listen))?;
+        let https = match config.tls.listen {
+            Some(address) => {
+                let listener = tokio::net::TcpListener::bind(address)
+                    .await
+                    .map_err(bind_error("https", address))?;
+                let bound = listener
+                    .local_addr()
+                    .map_err(bind_error("https", address))?;
+                Some((listener, bound))
+            }
+            None => None,
+        };
+        let http_public = SocketAddr::new(public_ip, http_address.port());
+        let https_public = https
+            .as_ref()
+            .map(|(_, bound)| SocketAddr::new(public_ip, bound.port()));
+
+        let ip_limiter = SharedIpLimiter::new(
+            IpLimiter::new(config.ip_limits()),
+            config.limits.exempt.clone(),
+        );
+        let metrics = metrics::Metrics::new();
+        let (events_in, events) = mpsc::unbounded_channel();
+        let mut workers = Vec::new();
+        for index in 0..config.shard_count() {
+            let listen = shard_address(config.udp.listen, index);
+            let view = SharedView::default();
+            let links = WorkerLinks {
+                events: Some(events_in.clone()),
+                view,
+                limiter: Some(ip_limiter.clone()),
+                tick_observer: Some(metrics.tick_observer()),
+            };
+            let server_key = key.clone();
+            let protocol_id = config.udp.protocol_id;
+            let max_clients = config.limits.max_udp_connections_per_shard;
+            let params = config.connection_params();
+            let worker = ShardWorker::spawn_linked(listen, config.shard_config(), links, |bound| {
+                let mut server = ServerConfig::new(
+                    protocol_id,
+                    server_key,
+                    vec![SocketAddr::new(public_ip, bound.port())],
+                );
+                server.max_clients = max_clients;
+                server.params = params;
+                server
+            })
+            .map_err(bind_error("udp", listen))?;
+            workers.push(worker);
+        }
+        drop(events_in);
+
+        let (handoff, connections) = mpsc::channel(HANDOFF_QUEUE);
+        let authenticator = TokenAuthenticator::new(
+            config.udp.protocol_id,
+            key.clone(),
+            std::iter::once(http_public).chain(https_public).collect(),
+            65_536,
+        );
+        let ws = WsEndpoint::new(
+            WsConfig {
+                params: config.connection_params(),
+                max_connections: config.limits.max_ws_connections,
+                ..WsConfig::default()
+            },
+            authenticator,
+            handoff,
+        )
+        .map_err(|error| StartError::Other(error.to_string()))?;
+
+        let admin_token = if config.admin.token.is_empty() {
+            let mut bytes = [0u8; 16];
+            rand::Rng::fill(&mut rand::rng(), &mut bytes);
+            let token = hex::encode(bytes);
+            tracing::warn!(
+                "admin.token is not set; the console password and admin API token for this run is {token}"
+            );
+            token
+        } else {
+            config.admin.token.clone()
+        };
+
+        let shards = workers
+            .iter()
+            .map(|worker| ShardLink {
+                control: worker.control(),
+                udp_public: SocketAddr::new(public_ip, worker.udp_address().port()),
+                view: worker.shared_view(),
+            })
+            .collect();
+        let reservation_ttl = Duration::from_secs(config.udp.token_validity_secs);
+        let matchmaker = Matchmaker::new(
+            workers.len(),
+            kinds
+                .iter()
+                .map(|(name, capacity)| (name.to_string(), capacity)),
+            reservation_ttl,
+        );
+        let matchmake_rate = config.limits.matchmake_rate;
+        let (phase, _) = watch::channel(Phase::Running);
+        let app = Arc::new(App {
+            identities: Identities::new(&config.auth),
+            matchmake_limiter: Mutex::new(IpLimiter::new(IpLimitConfig {
+                connect_rate: matchmake_rate,
+                connect_burst: (matchmake_rate * 10.0).ceil() as u32,
+                max_connections: u32::MAX,
+                ..IpLimitConfig::default()
+            })),
+            config,
+            kinds,
+            key,
+            matchmaker: Mutex::new(matchmaker),
+            shards,
+            http_public,
+            https_public,
+            ws: ws.clone(),
+            phase,
+            admin_token,
+            metrics,
+            rates: Mutex::new(Rates::default()),
+        });
+
+        let mut tasks = JoinSet::new();
+        tasks.spawn(hand_off(app.clone(), connections));
+        tasks.spawn(apply_events(app.clone(), events));
+        tasks.spawn(sample_rates(app.clone()));
+        tasks.spawn(finish_drain(app.clone()));
+
+        let (stop_listeners, stopped) = watch::channel(false);
+        let router = api::router(app.clone()).merge(ws.router());
+        let listen = ListenConfig::default();
+        tasks.spawn(serve(
+            HttpListener::from_listener(http, None, listen),
+            router.clone(),
+            stopped.clone(),
+        ));
+        let mut https_address = None;
+        if let Some((listener, bound)) = https {
+            let identity = match (&app.config.tls.cert, &app.config.tls.key) {
+                (Some(cert), Some(key)) => TlsIdentity::from_pem_files(cert, key)?,
+                _ => TlsIdentity::self_signed(&["localhost", &public_ip.to_string()])?,
+            };
+            let tls = identity.server_config()?;
+            tasks.spawn(serve(
+                HttpListener::from_listener(listener, Some(tls), listen),
+                router,
+                stopped.clone(),
+            ));
+            https_address = Some(bound);
+        }
+
+        let console = if app.config.console.enabled {
+            let listener =
+                crate::console::bind(app.config.console.listen, app.config.console.allow_remote)
+                    .await
+                    .map_err(bind_error("console", app.config.console.listen))?;
+            let address = listener
+                .local_addr()
+                .map_err(bind_error("console", app.config.console.listen))?;
+            let ops: Arc<dyn crate::console::AdminOps> = Arc::new(admin::Ops(app.clone()));
+            let password: Arc<str> = app.admin_token.as_str().into();
+            let mut stopped = stopped.clone();
+            tasks.spawn(async move {
+                tokio::select! {
+                    () = crate::console::serve(listener, password, ops) => {}
+                    _ = stopped.wait_for(|stop| *stop) => {}
+                }
+            });
+            Some(address)
+        } else {
+            None
+        };
+
+        let addresses = Addresses {
+            http: http_address,
+            https: https_address,
+            udp: workers.iter().map(ShardWorker::udp_address).collect(),
+            console,
+        };
+        Ok(Self {
+            app,
+            addresses,
+            workers,
+            tasks,
+            stop_listeners,
+        })
+    }
+
+    /// Where the server listens.
+    pub fn addresses(&self) -> &Addresses {
+        &self.addresses
+    }
+
+    /// A handle to drain or shut the server down from elsewhere (a signal handler).
+    pub fn handle(&self) -> ServerHandle {
+        ServerHandle {
+            app: self.app.clone(),
+        }
+    }
+
+    /// The console password and admin API bearer token in force.
+    pub fn admin_token(&self) -> &str {
+        &self.app.admin_token
+    }
+
+    /// Serves until a shutdown is asked for (a signal through a [`ServerHandle`], the
+    /// console, the admin API, or a drain that emptied the server), then shuts down
+    /// gracefully within `drain.grace_secs`; past that, a `TimedOut` error.
+    pub async fn run(self) -> io::Result<ShutdownReport> {
+        let mut phase = self.app.phase.subscribe();
+        let _ = phase.wait_for(|phase| *phase == Phase::ShuttingDown).await;
+        let grace = Duration::from_secs(self.app.config.drain.grace_secs);
+        tokio::time::timeout(grace, self.shut_down())
+            .await
+            .map_err(|_| {
+                io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!("shutdown took longer than the {grace:?} grace period"),
+                )
+            })?
+    }
+
+    /// Shuts down now: matchmaking refuses players and readiness fails, every worker's
+    /// rooms run their last tick and every player is told the server is shutting down,
+    /// then the listeners close. [`run`](Self::run) bounds how long this may take by the
+    /// grace period; a caller of this bounds it themselves.
+    pub async fn shut_down(mut self) -> io::Result<ShutdownReport> {
+        self.app.shutdown();
+        let mut report = ShutdownReport::default();
+        for worker in self.workers.drain(..) {
+            report.workers.push(worker.stop().await?);
+        }
+        // Connections still in their handshake, and any not yet attached.
+        self.app.ws.shutdown();
+        let _ = self.stop_listeners.send(true);
+        self.tasks.abort_all();
+        while self.tasks.join_next().await.is_some() {}
+        Ok(report)
+    }
+}
+
+/// Shard `index`'s UDP address: the configured one, its port moved up by `index` (port 0
+/// stays 0: the system picks).
+fn shard_address(base: SocketAddr, index: usize) -> SocketAddr {
+    let port = match base.port() {
+        0 => 0,
+        port => port.saturating_add(u16::try_from(index).unwrap_or(u16::MAX)),
+    };
+    SocketAddr::new(base.ip(), port)
+}
+
+async fn serve(listener: HttpListener, router: axum::Router, mut stopped: watch::Receiver<bool>) {
+    let shutdown = async move {
+        let _ = stopped.wait_for(|stop| *stop).await;
+    };
+    if let Err(error) = listener.serve(router, shutdown).await {
+        tracing::error!(%error, "http listener failed");
+    }
+}
+
+/// Hands each authenticated WebSocket connection to the shard hosting its room.
+async fn hand_off(app: Arc<App>, mut connections: mpsc::Receiver<WsConnection>) {
+    while let Some(connection) = connections.recv().await {
+        let shard = SeatTicket::decode(connection.user_data())
+            .and_then(|ticket| app.matchmaker().shard_of(ticket.room));
+        match shard.and_then(|shard| app.shards.get(shard)) {
+            Some(link) => {
+                if let Err(mpsc::error::SendError(Control::AttachWs(connection))) =
+                    link.control.send(Control::AttachWs(connection)).await
+                {
+                    connection.close(
+                        tickwire_net::ws::CloseCode::ServerShutdown,
+                        "server shutting down",
+                    );
+                }
+            }
+            None => connection.close(tickwire_net::ws::CloseCode::Kicked, "no such room"),
+        }
+    }
+}
+
+/// Keeps the matchmaker's seats in step with the shards.
+async fn apply_events(app: Arc<App>, mut events: mpsc::UnboundedReceiver<WorkerEvent>) {
+    while let Some(event) = events.recv().await {
+        let mut matchmaker = app.matchmaker();
+        match event {
+            WorkerEvent::Seated { player, room } => matchmaker.joined(player, room),
+            WorkerEvent::Unseated { player, .. } => matchmaker.left(player),
+            WorkerEvent::RoomClosed { room } => matchmaker.room_closed(room),
+        }
+    }
+}
+
+/// Once a second: packets and bytes per second for the console and the admin API, and the
+/// metrics recorder's upkeep.
+async fn sample_rates(app: Arc<App>) {
+    let mut interval = tokio::time::interval(Duration::from_secs(1));
+    let mut last = Instant::now();
+    loop {
+        interval.tick().await;
+        app.metrics.upkeep();
+        let now = Instant::now();
+        let totals = admin::traffic_totals(&app);
+        let elapsed = now.duration_since(last).as_secs_f64().max(1e-3);
+        last = now;
+        let mut rates = app
+            .rates
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner());
+        for (index, total) in totals.iter().enumerate() {
+            rates.per_second[index] = total.saturating_sub(rates.totals[index]) as f64 / elapsed;
+        }
+        rates.totals = totals;
+    }
+}
+
+/// A draining server shuts down once no player holds a seat or a reservation.
+async fn finish_drain(app: Arc<App>) {
+    let mut phase = app.phase.subscribe();
+    if phase
+        .wait_for(|phase| *phase != Phase::Running)
+        .await
+        .is_err()
+    {
+        return;
+    }
+    let mut interval = tokio::time::interval(crate::worker::PUBLISH_INTERVAL);
+    loop {
+        interval.tick().await;
+        if app.phase() == Phase::ShuttingDown {
+            return;
+        }
+        let seated: u64 = app
+            .shards
+            .iter()
+            .map(|shard| {
+                let view = shard.view.read();
+                view.players.len() as u64 + view.players_held
+            })
+            .sum();
+        if seated == 0 && app.matchmaker().placed(Instant::now()) == 0 {
+            tracing::info!("drained: the last player has left");
+            app.shutdown();
+            return;
+        }
+    }
+}

@@ -1,0 +1,509 @@
+//! The worker's loop and state, all owned by its thread.
+
+use std::collections::HashMap;
+use std::io;
+use std::net::IpAddr;
+use std::time::Instant;
+
+use bytes::Bytes;
+use tickwire_net::driver::{MIN_WAIT, sleep_until, transmit};
+use tickwire_net::udp::{BatchSocket, RecvBatch, SendBatch};
+use tickwire_net::ws::{CloseCode, WsClosed, WsConnection, WsSender};
+use tickwire_proto::token::USER_DATA_BYTES;
+use tickwire_proto::{ConnectionId, DisconnectReason, MAX_DATAGRAM_BYTES, Server, ServerEvent};
+use tokio::sync::mpsc;
+
+use super::view::{PUBLISH_INTERVAL, SharedIpLimiter, WorkerEvent, WorkerLinks, WorkerView};
+use super::{Control, SeatTicket, WorkerReport};
+use crate::console::PlayerSummary;
+use crate::room::{LeaveReason, PlayerId};
+use crate::shard::{Shard, ShardOutput};
+
+/// Messages from WebSocket players waiting for the worker; past this, their readers wait
+/// and TCP flow control holds the clients back.
+const WS_EVENT_QUEUE: usize = 4096;
+
+/// What a WebSocket player's reader task reports. `attach` tells one attachment of a
+/// player from a later one.
+enum WsEvent {
+    Message {
+        player: PlayerId,
+        channel: u8,
+        message: Bytes,
+    },
+    Closed {
+        player: PlayerId,
+        attach: u64,
+        /// The client closed: they left, rather than lost their connection.
+        by_client: bool,
+    },
+}
+
+/// How a connected player is reached.
+enum Link {
+    Udp(ConnectionId),
+    Ws { sender: WsSender, attach: u64 },
+}
+
+struct Connected {
+    link: Link,
+    /// The address counted against the per-address limit.
+    ip: Option<IpAddr>,
+}
+
+pub(super) struct Worker {
+    socket: BatchSocket,
+    server: Server,
+    shard: Shard,
+    links: WorkerLinks,
+    players: HashMap<PlayerId, Connected>,
+    udp_players: HashMap<ConnectionId, PlayerId>,
+    ws_events: mpsc::Receiver<WsEvent>,
+    ws_events_in: mpsc::Sender<WsEvent>,
+    ws_attaches: u64,
+    inbox: RecvBatch,
+    outbox: SendBatch,
+    scratch: Box<[u8; MAX_DATAGRAM_BYTES]>,
+    report: WorkerReport,
+    refused_by_address: u64,
+    next_publish: Instant,
+}
+
+impl Worker {
+    pub(super) fn new(
+        socket: BatchSocket,
+        server: Server,
+        shard: Shard,
+        links: WorkerLinks,
+    ) -> Self {
+        let (ws_events_in, ws_events) = mpsc::channel(WS_EVENT_QUEUE);
+        Self {
+            socket,
+            server,
+            shard,
+            links,
+            players: HashMap::new(),
+            udp_players: HashMap::new(),
+            ws_events,
+            ws_events_in,
+            ws_attaches: 0,
+            inbox: RecvBatch::new(),
+            outbox: SendBatch::new(),
+            scratch: Box::new([0; MAX_DATAGRAM_BYTES]),
+            report: WorkerReport::default(),
+            refused_by_address: 0,
+            next_publish: Instant::now(),
+        }
+    }
+
+    pub(super) async fn run(
+        mut self,
+        mut control: mpsc::Receiver<Control>,
+    ) -> io::Result<WorkerReport> {
+        loop {
+            let now = Instant::now();
+            if self.server.poll_timeout().is_some_and(|at| at <= now) {
+                self.server.handle_timeout(now);
+            }
+            self.take_events(now);
+            self.shard.run_timed(now, &mut Instant::now);
+            self.route_outputs(now);
+            self.flush().await?;
+            if now >= self.next_publish {
+                self.publish();
+                self.next_publish = now + PUBLISH_INTERVAL;
+            }
+
+            let deadline = [
+                self.server.poll_timeout(),
+                self.shard.next_deadline(),
+                Some(self.next_publish),
+            ]
+            .into_iter()
+            .flatten()
+            .min()
+            .map(|at| at.max(now + MIN_WAIT));
+            tokio::select! {
+                received = self.socket.recv_batch(&mut self.inbox) => {
+                    received?;
+                    let now = Instant::now();
+                    for (from, datagram) in &self.inbox {
+                        self.server.handle_datagram(now, from, datagram);
+                    }
+                }
+                event = self.ws_events.recv() => {
+                    // The worker holds a sender itself, so the queue never closes.
+                    if let Some(event) = event {
+                        self.ws_event(Instant::now(), event);
+                    }
+                }
+                message = control.recv() => {
+                    let now = Instant::now();
+                    match message {
+                        Some(Control::CreateRoom { id, kind, room, capacity, created }) => {
+                            let result = self.shard.create_room(now, id, kind, room, capacity);
+                            if let Err(error) = &result {
+                                tracing::warn!(?id, %error, "room not created");
+                            }
+                            if let Some(created) = created {
+                                let _ = created.send(result.is_ok());
+                            }
+                        }
+                        Some(Control::AttachWs(connection)) => self.attach_ws(now, connection),
+                        Some(Control::Kick { player, reason }) => {
+                            self.shard.kick(now, player, &reason);
+                        }
+                        Some(Control::Say(text)) => self.shard.announce(now, &text),
+                        Some(Control::Stop) | None => return self.stop().await,
+                    }
+                }
+                () = sleep_until(deadline) => {}
+            }
+        }
+    }
+
+    /// Connections, messages and disconnects from the protocol, into the shard.
+    fn take_events(&mut self, now: Instant) {
+        while let Some(event) = self.server.poll_event() {
+            match event {
+                ServerEvent::Connected {
+                    connection,
+                    client_id,
+                    address,
+                    user_data,
+                } => {
+                    let player = PlayerId(client_id);
+                    if self
+                        .take_seat(now, player, Some(address.ip()), &user_data)
+                        .is_ok()
+                    {
+                        self.udp_players.insert(connection, player);
+                        self.players.insert(
+                            player,
+                            Connected {
+                                link: Link::Udp(connection),
+                                ip: Some(address.ip()),
+                            },
+                        );
+                    } else {
+                        self.server
+                            .disconnect(now, connection, DisconnectReason::Kicked);
+                    }
+                }
+                ServerEvent::Message {
+                    connection,
+                    channel,
+                    message,
+                } => {
+                    if let Some(player) = self.udp_players.get(&connection) {
+                        self.shard.message(now, *player, channel, message);
+                    }
+                }
+                ServerEvent::Disconnected {
+                    connection, reason, ..
+                } => {
+                    let Some(player) = self.udp_players.remove(&connection) else {
+                        continue;
+                    };
+                    self.release(player);
+                    match reason {
+                        DisconnectReason::Requested => {
+                            self.shard.leave(now, player, LeaveReason::Left)
+                        }
+                        // Anything else may be a network hiccup: hold the seat.
+                        _ => self.shard.connection_lost(now, player),
+                    }
+                }
+            }
+        }
+    }
+
+    fn ws_event(&mut self, now: Instant, event: WsEvent) {
+        match event {
+            WsEvent::Message {
+                player,
+                channel,
+                message,
+            } => self.shard.message(now, player, channel, message),
+            WsEvent::Closed {
+                player,
+                attach,
+                by_client,
+            } => {
+                // Only the attachment still linked counts: a kicked player was unlinked
+                // already, and a newer attachment is not this one.
+                let current = matches!(
+                    self.players.get(&player),
+                    Some(Connected { link: Link::Ws { attach: linked, .. }, .. }) if *linked == attach
+                );
+                if !current {
+                    return;
+                }
+                self.release(player);
+                if by_client {
+                    self.shard.leave(now, player, LeaveReason::Left);
+                } else {
+                    self.shard.connection_lost(now, player);
+                }
+            }
+        }
+    }
+
+    /// Seats a newly connected player from their ticket: their held seat back, or a new one
+    /// in the ticket's room; otherwise why not, to tell them.
+    fn take_seat(
+        &mut self,
+        now: Instant,
+        player: PlayerId,
+        ip: Option<IpAddr>,
+        user_data: &[u8; USER_DATA_BYTES],
+    ) -> Result<(), &'static str> {
+        // A newer connection from the address of the one it replaces inherits that one's
+        // place in the per-address limit; any other must be admitted before the old
+        // connection is closed, so a refusal never costs the player both.
+        let inherits = self
+            .players
+            .get(&player)
+            .is_some_and(|connected| connected.ip.is_some() && connected.ip == ip);
+        if !inherits
+            && let (Some(limiter), Some(ip)) = (&self.links.limiter, ip)
+            && !limiter.try_open(now, ip)
+        {
+            self.refused_by_address += 1;
+            self.report.joins_refused += 1;
+            return Err("too many connections from this address");
+        }
+        // Connected already (on the other transport, or on this one before its old
+        // connection timed out): the newer connection, with its fresh token, wins.
+        if let Some(older) = self.players.remove(&player) {
+            if !inherits && let (Some(limiter), Some(ip)) = (&self.links.limiter, older.ip) {
+                limiter.closed(ip);
+            }
+            match older.link {
+                Link::Udp(connection) => {
+                    self.udp_players.remove(&connection);
+                    self.server
+                        .disconnect(now, connection, DisconnectReason::AlreadyConnected);
+                }
+                Link::Ws { sender, .. } => {
+                    sender.close(CloseCode::AlreadyConnected, "connected again elsewhere");
+                }
+            }
+            self.shard.connection_lost(now, player);
+        }
+        let seated = match SeatTicket::decode(user_data) {
+            Some(ticket) => match self.shard.room_of(player) {
+                Some(_) => self.shard.reconnect(now, player).is_some(),
+                None => self
+                    .shard
+                    .join(now, ticket.room, player, ticket.name)
+                    .is_ok(),
+            },
+            None => false,
+        };
+        if !seated {
+            self.report.joins_refused += 1;
+            if let (Some(limiter), Some(ip)) = (&self.links.limiter, ip) {
+                limiter.closed(ip);
+            }
+            return Err("no seat for this player");
+        }
+        Ok(())
+    }
+
+    fn release(&mut self, player: PlayerId) -> Option<Link> {
+        release(
+            &mut self.players,
+            &mut self.udp_players,
+            self.links.limiter.as_ref(),
+            player,
+        )
+    }
+
+    fn attach_ws(&mut self, now: Instant, mut connection: WsConnection) {
+        let player = PlayerId(connection.client_id());
+        let user_data = *connection.user_data();
+        let ip = connection.peer_address().map(|address| address.ip());
+        if let Err(reason) = self.take_seat(now, player, ip, &user_data) {
+            connection.close(CloseCode::Kicked, reason);
+            return;
+        }
+        self.report.ws_attached += 1;
+        self.ws_attaches += 1;
+        let attach = self.ws_attaches;
+        self.players.insert(
+            player,
+            Connected {
+                link: Link::Ws {
+                    sender: connection.sender(),
+                    attach,
+                },
+                ip,
+            },
+        );
+        let events = self.ws_events_in.clone();
+        tokio::spawn(async move {
+            loop {
+                let event = match connection.recv().await {
+                    Ok((channel, message)) => WsEvent::Message {
+                        player,
+                        channel,
+                        message,
+                    },
+                    Err(closed) => WsEvent::Closed {
+                        player,
+                        attach,
+                        by_client: matches!(closed, WsClosed::ByClient { .. }),
+                    },
+                };
+                let closed = matches!(event, WsEvent::Closed { .. });
+                if events.send(event).await.is_err() || closed {
+                    return;
+                }
+            }
+        });
+    }
+
+    /// The shard's sends, disconnects and seat changes, onto connections and the event
+    /// queue.
+    fn route_outputs(&mut self, now: Instant) {
+        for output in self.shard.drain_outputs() {
+            match output {
+                ShardOutput::Send {
+                    to,
+                    channel,
+                    message,
+                } => {
+                    // A refused send (a full reliable queue, a slow WebSocket reader) closes
+                    // that connection in its transport; the close event tells the shard.
+                    match self.players.get(&to).map(|connected| &connected.link) {
+                        Some(Link::Udp(connection)) => {
+                            let _ = self.server.send(now, *connection, channel, message);
+                        }
+                        Some(Link::Ws { sender, .. }) => {
+                            let _ = sender.send(channel, message);
+                        }
+                        None => {}
+                    }
+                }
+                ShardOutput::Disconnect { player, reason } => match release(
+                    &mut self.players,
+                    &mut self.udp_players,
+                    self.links.limiter.as_ref(),
+                    player,
+                ) {
+                    Some(Link::Udp(connection)) => {
+                        self.server
+                            .disconnect(now, connection, DisconnectReason::Kicked);
+                    }
+                    Some(Link::Ws { sender, .. }) => sender.close(CloseCode::Kicked, &reason),
+                    None => {}
+                },
+                ShardOutput::Seated { player, room } => {
+                    report(&self.links, WorkerEvent::Seated { player, room });
+                }
+                ShardOutput::Unseated { player, room } => {
+                    report(&self.links, WorkerEvent::Unseated { player, room });
+                }
+                ShardOutput::RoomDisposed { room } => {
+                    report(&self.links, WorkerEvent::RoomClosed { room });
+                }
+            }
+        }
+    }
+
+    async fn flush(&mut self) -> io::Result<()> {
+        transmit(
+            &mut self.server,
+            &self.socket,
+            &mut self.outbox,
+            &mut self.scratch[..],
+        )
+        .await?;
+        Ok(())
+    }
+
+    /// Republishes the worker's view: rooms, connected players, counters, tick times.
+    fn publish(&self) {
+        let mut view = WorkerView {
+            rooms: self.shard.rooms().collect(),
+            udp: self.server.stats().clone(),
+            shard: self.shard.stats(),
+            tick_times: self.shard.tick_times().clone(),
+            joins_refused: self.report.joins_refused,
+            refused_by_address: self.refused_by_address,
+            ..WorkerView::default()
+        };
+        for room in &view.rooms {
+            for member in self.shard.members(room.id).unwrap_or_default() {
+                let Some(connected) = self.players.get(&member.id) else {
+                    view.players_held += 1;
+                    continue;
+                };
+                view.players.push(PlayerSummary {
+                    id: member.id,
+                    name: member.name.clone(),
+                    transport: match connected.link {
+                        Link::Udp(_) => "udp",
+                        Link::Ws { .. } => "ws",
+                    }
+                    .to_string(),
+                    room: Some(room.id.0),
+                });
+            }
+        }
+        self.links.view.publish(view);
+    }
+
+    async fn stop(mut self) -> io::Result<WorkerReport> {
+        let now = Instant::now();
+        self.shard.shut_down(now);
+        self.route_outputs(now);
+        let players: Vec<PlayerId> = self.players.keys().copied().collect();
+        for player in players {
+            match self.release(player) {
+                None => {}
+                Some(Link::Udp(connection)) => {
+                    self.server
+                        .disconnect(now, connection, DisconnectReason::ServerShutdown);
+                }
+                Some(Link::Ws { sender, .. }) => {
+                    sender.close(CloseCode::ServerShutdown, "server shutting down");
+                }
+            }
+        }
+        self.flush().await?;
+        self.publish();
+        let stats = self.server.stats();
+        self.report.datagrams_sent = stats.datagrams_sent;
+        self.report.datagrams_received = stats.datagrams_received;
+        Ok(self.report)
+    }
+}
+
+/// Forgets a player's connection and gives back its place in the per-address limit; the
+/// link, to close if the caller is the one ending it.
+fn release(
+    players: &mut HashMap<PlayerId, Connected>,
+    udp_players: &mut HashMap<ConnectionId, PlayerId>,
+    limiter: Option<&SharedIpLimiter>,
+    player: PlayerId,
+) -> Option<Link> {
+    let connected = players.remove(&player)?;
+    if let (Some(limiter), Some(ip)) = (limiter, connected.ip) {
+        limiter.closed(ip);
+    }
+    if let Link::Udp(connection) = connected.link {
+        udp_players.remove(&connection);
+    }
+    Some(connected.link)
+}
+
+/// Sends a seat change to the matchmaker. The queue is unbounded on purpose: every event
+/// stems from one connection's join or leave (bounded by the connection limits), the
+/// consumer only updates a map, and a lost event would leave a seat counted forever.
+fn report(links: &WorkerLinks, event: WorkerEvent) {
+    if let Some(events) = &links.events {
+        let _ = events.send(event);
+    }
+}

@@ -1,0 +1,137 @@
+//! What a worker shares with the rest of the server without sharing its state: events as
+//! they happen, and a view of itself republished a few times a second.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use tickwire_proto::ServerStats;
+use tokio::sync::mpsc;
+
+use crate::console::PlayerSummary;
+use crate::limits::IpLimiter;
+use crate::room::PlayerId;
+use crate::shard::{RoomId, RoomInfo, ShardStats, TickObserver, TickTimes};
+
+/// How often a worker republishes its [`WorkerView`].
+pub const PUBLISH_INTERVAL: Duration = Duration::from_millis(250);
+
+/// Seat changes the matchmaker must hear about, in the order they happened on the shard.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WorkerEvent {
+    /// A player took a new seat: their reservation is now a seat.
+    Seated {
+        /// Who.
+        player: PlayerId,
+        /// Where.
+        room: RoomId,
+    },
+    /// A player's seat is free again.
+    Unseated {
+        /// Who.
+        player: PlayerId,
+        /// The room they left.
+        room: RoomId,
+    },
+    /// A room is gone.
+    RoomClosed {
+        /// Which.
+        room: RoomId,
+    },
+}
+
+/// A worker's state as last published, for the console, the admin API and `/metrics`.
+/// Reading it never touches the worker's thread.
+#[derive(Debug, Clone, Default)]
+pub struct WorkerView {
+    /// Rooms hosted.
+    pub rooms: Vec<RoomInfo>,
+    /// Connected players.
+    pub players: Vec<PlayerSummary>,
+    /// Players whose connection is lost and whose seat is held for them.
+    pub players_held: u64,
+    /// The UDP protocol's counters.
+    pub udp: ServerStats,
+    /// The shard's counters.
+    pub shard: ShardStats,
+    /// Tick durations by room kind.
+    pub tick_times: HashMap<String, TickTimes>,
+    /// Players refused a seat (an unreadable ticket, a room that refused them, a player
+    /// already connected, a per-address limit).
+    pub joins_refused: u64,
+    /// Players refused by the per-address connection limit.
+    pub refused_by_address: u64,
+}
+
+/// A [`WorkerView`] shared between the worker that writes it and the readers.
+#[derive(Debug, Clone, Default)]
+pub struct SharedView(Arc<Mutex<WorkerView>>);
+
+impl SharedView {
+    /// The view as last published.
+    pub fn read(&self) -> WorkerView {
+        self.lock().clone()
+    }
+
+    pub(crate) fn publish(&self, view: WorkerView) {
+        *self.lock() = view;
+    }
+
+    fn lock(&self) -> MutexGuard<'_, WorkerView> {
+        self.0.lock().unwrap_or_else(|poison| poison.into_inner())
+    }
+}
+
+/// Connection count and rate per address, shared by every worker and both transports.
+/// Locked once per connection and per disconnection, never per message.
+#[derive(Debug, Clone)]
+pub struct SharedIpLimiter {
+    limiter: Arc<Mutex<IpLimiter>>,
+    exempt: Arc<[IpAddr]>,
+}
+
+impl SharedIpLimiter {
+    /// Shares `limiter`; addresses in `exempt` (a trusted proxy, the load-test host) are
+    /// never limited.
+    pub fn new(limiter: IpLimiter, exempt: Vec<IpAddr>) -> Self {
+        Self {
+            limiter: Arc::new(Mutex::new(limiter)),
+            exempt: exempt.into(),
+        }
+    }
+
+    /// Admits a connection from `ip`; true if it may stay.
+    pub fn try_open(&self, now: std::time::Instant, ip: IpAddr) -> bool {
+        let ip = ip.to_canonical();
+        self.exempt.contains(&ip) || self.lock().try_open(now, ip).is_ok()
+    }
+
+    /// An admitted connection from `ip` ended.
+    pub fn closed(&self, ip: IpAddr) {
+        let ip = ip.to_canonical();
+        if !self.exempt.contains(&ip) {
+            self.lock().closed(ip);
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, IpLimiter> {
+        self.limiter
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+    }
+}
+
+/// How a worker is wired into a whole server; the default wires it to nothing (tests of a
+/// lone worker).
+#[derive(Default)]
+pub struct WorkerLinks {
+    /// Where seat changes go.
+    pub events: Option<mpsc::UnboundedSender<WorkerEvent>>,
+    /// Where the worker publishes its view.
+    pub view: SharedView,
+    /// Per-address connection limits, for both transports.
+    pub limiter: Option<SharedIpLimiter>,
+    /// Told about every tick (for metrics).
+    pub tick_observer: Option<TickObserver>,
+}
