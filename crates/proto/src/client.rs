@@ -194,6 +194,14 @@ impl Client {
                 });
                 self.end(reason);
             }
+            // The server accepted and at once closed the connection (a kick, a shutdown), and
+            // the network delivered the close first. It is authentic (it opened with the
+            // server's key), so it ends the handshake with its reason rather than a timeout.
+            (PacketType::Disconnect, Phase::SendingResponse { .. }) => {
+                if let &[code] = body {
+                    self.end(DisconnectReason::from_code(code));
+                }
+            }
             (PacketType::Challenge, Phase::SendingRequest { .. }) => {
                 let Some(sequence) = body.get(..8) else {
                     return;

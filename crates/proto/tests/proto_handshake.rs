@@ -454,6 +454,55 @@ fn disconnect_reasons_reach_the_other_side() {
     assert_eq!(harness.server.connection_count(), 0);
 }
 
+/// UDP may reorder: a client that the server accepted and at once kicked (a token naming a
+/// room that no longer exists) can see the disconnect before the accepted packet. It ends
+/// with the server's reason, not a timeout seconds later.
+#[test]
+fn a_disconnect_that_overtakes_the_accepted_packet_ends_the_handshake_with_its_reason() {
+    let mut harness = Harness::new(quiet_link(), 12);
+    harness.add_client(1);
+    let now = harness.now;
+    let mut client = harness.clients.remove(0).client;
+    let server = &mut harness.server;
+    let mut buf = vec![0; MAX_DATAGRAM_BYTES];
+    let from = client_address(0);
+
+    // Request, then challenge.
+    while let Some(transmit) = client.poll_transmit(now, &mut buf) {
+        server.handle_datagram(now, from, &buf[..transmit.len]);
+    }
+    while let Some(transmit) = server.poll_transmit(now, &mut buf) {
+        client.handle_datagram(now, server_address(), &buf[..transmit.len]);
+    }
+    // Response: the server accepts, and kicks before anything reaches the client.
+    while let Some(transmit) = client.poll_transmit(now, &mut buf) {
+        server.handle_datagram(now, from, &buf[..transmit.len]);
+    }
+    let connection = std::iter::from_fn(|| server.poll_event())
+        .find_map(|event| match event {
+            ServerEvent::Connected { connection, .. } => Some(connection),
+            _ => None,
+        })
+        .expect("the server accepted the response");
+    server.disconnect(now, connection, DisconnectReason::Kicked);
+    let mut replies = Vec::new();
+    while let Some(transmit) = server.poll_transmit(now, &mut buf) {
+        replies.push(buf[..transmit.len].to_vec());
+    }
+    assert!(
+        replies.len() >= 2,
+        "accepted, then disconnects: {replies:?}"
+    );
+
+    for reply in replies.iter().rev() {
+        client.handle_datagram(now, server_address(), reply);
+    }
+    assert_eq!(
+        client.state(),
+        ClientState::Disconnected(DisconnectReason::Kicked)
+    );
+}
+
 #[test]
 fn forged_packets_from_a_connected_address_are_counted_not_fatal() {
     let mut harness = Harness::new(quiet_link(), 11);
