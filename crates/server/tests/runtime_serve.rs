@@ -17,7 +17,7 @@ use tickwire_net::driver::ClientDriver;
 use tickwire_proto::{ClientEvent, DisconnectReason};
 use tickwire_server::config::{AuthMode, KindConfig};
 use tickwire_server::rooms::relay::RelayRoom;
-use tickwire_server::runtime::{Phase, RoomKinds, Runtime};
+use tickwire_server::runtime::{Extras, Phase, RoomKinds, Runtime};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::time::{Instant, timeout};
 use tokio_tungstenite::tungstenite::Message;
@@ -493,5 +493,37 @@ async fn a_player_back_before_their_old_connection_times_out_replaces_it() {
         started.elapsed() < Duration::from_secs(5),
         "replaced without waiting for the 10 s timeout"
     );
+    runtime.shut_down().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_embedding_program_serves_its_own_routes_and_metrics_beside_the_runtime() {
+    let extras = Extras::default()
+        .routes(axum::Router::new().route(
+            "/api/motd",
+            axum::routing::get(|| async { "welcome to the arena" }),
+        ))
+        .metrics(|text: &mut String| {
+            text.push_str("# TYPE embedder_reads_total counter\nembedder_reads_total 7\n");
+        });
+    let runtime = Runtime::start_with(test_config(), relay_kinds(), extras)
+        .await
+        .unwrap();
+    let http_address = runtime.addresses().http;
+
+    let motd = http(http_address, "GET", "/api/motd", None, None).await;
+    assert_eq!(
+        (motd.status, motd.body.as_str()),
+        (200, "welcome to the arena")
+    );
+    let metrics = http(http_address, "GET", "/metrics", None, None).await;
+    assert!(
+        metrics.body.contains("embedder_reads_total 7\n")
+            && metrics.body.contains("tickwire_rooms{kind=\"relay\"}"),
+        "both the runtime's and the embedder's lines:\n{}",
+        metrics.body
+    );
+    let rooms = http(http_address, "GET", "/api/rooms", None, None).await;
+    assert_eq!(rooms.status, 200, "the runtime's own routes still answer");
     runtime.shut_down().await.unwrap();
 }

@@ -362,10 +362,13 @@ async fn readyz(State(app): State<Arc<App>>) -> (StatusCode, &'static str) {
 }
 
 async fn metrics(State(app): State<Arc<App>>) -> impl IntoResponse {
-    (
-        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-        app.metrics.render(&app),
-    )
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], {
+        let mut text = app.metrics.render(&app);
+        for write in &app.extras_metrics {
+            write(&mut text);
+        }
+        text
+    })
 }
 
 /// A player id from a path segment.

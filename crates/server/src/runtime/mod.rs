@@ -23,6 +23,7 @@
 
 mod admin;
 mod api;
+mod extras;
 mod identity;
 mod kinds;
 mod metrics;
@@ -40,6 +41,7 @@ use tickwire_proto::crypto::Key;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 
+pub use extras::Extras;
 pub use identity::{Identity, IdentityError, MAX_PLAYER_ID, SignedIdentity};
 pub use kinds::RoomKinds;
 
@@ -147,6 +149,7 @@ pub(crate) struct App {
     admin_token: String,
     matchmake_limiter: Mutex<IpLimiter>,
     metrics: metrics::Metrics,
+    extras_metrics: Vec<extras::MetricsWriter>,
     rates: Mutex<Rates>,
 }
 
@@ -249,7 +252,17 @@ fn bind_error(what: &'static str, address: SocketAddr) -> impl FnOnce(io::Error)
 impl Runtime {
     /// Binds every socket, starts the shard workers and serves. Returns once the server is
     /// taking players.
-    pub async fn start(config: ServeConfig, mut kinds: RoomKinds) -> Result<Self, StartError> {
+    pub async fn start(config: ServeConfig, kinds: RoomKinds) -> Result<Self, StartError> {
+        Self::start_with(config, kinds, Extras::default()).await
+    }
+
+    /// [`Runtime::start`], also serving what the embedding program adds: routes on the same
+    /// HTTP and HTTPS ports (the persistence API, the web client) and lines on `/metrics`.
+    pub async fn start_with(
+        config: ServeConfig,
+        mut kinds: RoomKinds,
+        extras: Extras,
+    ) -> Result<Self, StartError> {
         config.validate()?;
         for (kind, settings) in &config.rooms.kinds {
             if !kinds.set_capacity(kind, settings.capacity) {
@@ -385,6 +398,7 @@ impl Runtime {
             phase,
             admin_token,
             metrics,
+            extras_metrics: extras.metrics,
             rates: Mutex::new(Rates::default()),
         });
 
@@ -395,7 +409,9 @@ impl Runtime {
         tasks.spawn(finish_drain(app.clone()));
 
         let (stop_listeners, stopped) = watch::channel(false);
-        let router = api::router(app.clone()).merge(ws.router());
+        let router = api::router(app.clone())
+            .merge(ws.router())
+            .merge(extras.routes);
         let listen = ListenConfig::default();
         tasks.spawn(serve(
             HttpListener::from_listener(http, None, listen),
