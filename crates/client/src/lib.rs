@@ -1,0 +1,64 @@
+//! tickwire's Rust client SDK: what a native game (or a bot) needs to play on a tickwire
+//! server.
+//!
+//! - [`matchmake`]: `POST /api/matchmake`, the seat and the connect token;
+//! - [`Link`]: one connection over the UDP protocol or WebSocket (`ws`/`wss`), the same
+//!   calls and events whichever transport: send on a channel, receive, stats (RTT, loss,
+//!   messages and bytes);
+//! - [`Session`]: matchmaking plus a link, reconnecting with capped exponential backoff and
+//!   jitter when the connection is lost, back to the same seat.
+//!
+//! Snapshot decoding belongs to the game: the arena's is `tickwire_arena::snapshot`.
+//!
+//! ```no_run
+//! # async fn play() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::time::Duration;
+//! use bytes::Bytes;
+//! use tickwire_client::{ConnectOptions, Link, LinkEvent, MatchRequest, Transport, matchmake};
+//!
+//! let answer = matchmake("http://127.0.0.1:8080", &MatchRequest::kind("relay"), Duration::from_secs(5)).await?;
+//! let mut link = Link::connect(&answer, Transport::Ws, &ConnectOptions::default()).await?;
+//! link.send(1, Bytes::from_static(b"hello"))?;
+//! while let LinkEvent::Message { channel, message } = link.next_event().await {
+//!     println!("{channel}: {} bytes, rtt {:?}", message.len(), link.stats().rtt);
+//! }
+//! # Ok(())
+//! # }
+//! ```
+
+#![cfg_attr(
+    not(test),
+    warn(clippy::unwrap_used, clippy::expect_used, clippy::panic)
+)]
+
+mod link;
+mod matchmake;
+mod session;
+mod ws;
+
+use std::sync::Arc;
+
+pub use link::{
+    ConnectError, ConnectOptions, Ended, Link, LinkEvent, LinkStats, SendError, Transport,
+};
+pub use matchmake::{
+    Endpoints, MatchAnswer, MatchRequest, MatchmakeError, SignedIdentity, matchmake,
+};
+pub use session::{Backoff, Session, SessionError, SessionEvent};
+pub use tickwire_proto::DisconnectReason;
+
+/// A TLS configuration for `wss` that trusts exactly `certificate` (DER): a development
+/// server's self-signed certificate (`tls.self_signed`), or a private CA.
+pub fn tls_trusting(certificate: &[u8]) -> Result<Arc<rustls::ClientConfig>, rustls::Error> {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(rustls::pki_types::CertificateDer::from(
+        certificate.to_vec(),
+    ))?;
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()?
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    Ok(Arc::new(config))
+}

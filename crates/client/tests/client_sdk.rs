@@ -1,0 +1,257 @@
+//! The SDK against a real server on loopback: matchmaking, UDP and WebSocket links in one
+//! relay room, round-trip measurement, reconnection to the held seat, and the errors a
+//! game must be able to tell apart.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use tickwire_client::{
+    ConnectError, ConnectOptions, DisconnectReason, Ended, Link, LinkEvent, MatchRequest,
+    MatchmakeError, Session, SessionEvent, Transport, matchmake,
+};
+use tickwire_server::config::ServeConfig;
+use tickwire_server::rooms::relay::RelayRoom;
+use tickwire_server::runtime::{RoomKinds, Runtime};
+use tokio::time::{Instant, timeout};
+
+const WAIT: Duration = Duration::from_secs(10);
+
+async fn relay_server() -> (Runtime, String) {
+    let mut config = ServeConfig {
+        shards: 1,
+        ..ServeConfig::default()
+    };
+    config.http.listen = "127.0.0.1:0".parse().unwrap();
+    config.udp.listen = "127.0.0.1:0".parse().unwrap();
+    config.console.enabled = false;
+    config.admin.token = "client-sdk-test-token".into();
+    config.connection.timeout_ms = 500;
+    let mut kinds = RoomKinds::new();
+    kinds.register("relay", 16, || Box::new(RelayRoom::default()));
+    let runtime = Runtime::start(config, kinds).await.unwrap();
+    let url = format!("http://{}", runtime.addresses().http);
+    (runtime, url)
+}
+
+fn options() -> ConnectOptions {
+    ConnectOptions {
+        ws_ping_interval: Duration::from_millis(50),
+        ..ConnectOptions::default()
+    }
+}
+
+/// The next message `link` receives with this payload, skipping others.
+async fn heard(link: &mut Link, payload: &[u8]) -> u8 {
+    let listen = async {
+        loop {
+            match link.next_event().await {
+                LinkEvent::Message { channel, message } if message.as_ref() == payload => {
+                    return channel;
+                }
+                LinkEvent::Message { .. } => continue,
+                LinkEvent::Ended(ended) => panic!("ended while listening: {ended}"),
+            }
+        }
+    };
+    timeout(WAIT, listen).await.expect("heard in time")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn udp_and_websocket_links_share_a_room_and_measure_their_round_trip() {
+    let (runtime, url) = relay_server().await;
+    let ann_answer = matchmake(&url, &MatchRequest::kind("relay").named("ann"), WAIT)
+        .await
+        .unwrap();
+    let bob_answer = matchmake(&url, &MatchRequest::kind("relay").named("bob"), WAIT)
+        .await
+        .unwrap();
+    assert_eq!(ann_answer.room, bob_answer.room);
+    assert_eq!(ann_answer.name, "ann");
+    let mut ann = Link::connect(&ann_answer, Transport::Udp, &options())
+        .await
+        .unwrap();
+    let mut bob = Link::connect(&bob_answer, Transport::Ws, &options())
+        .await
+        .unwrap();
+    assert_eq!(ann.params().channels, bob.params().channels);
+
+    // Until both are seated, a message may reach nobody: repeat until it is heard.
+    let deadline = Instant::now() + WAIT;
+    loop {
+        ann.send(0, Bytes::from_static(b"hello from udp")).unwrap();
+        ann.flush().await.unwrap();
+        if let Ok(channel) = timeout(
+            Duration::from_millis(100),
+            heard(&mut bob, b"hello from udp"),
+        )
+        .await
+        {
+            assert_eq!(channel, 0, "on the channel it was sent on");
+            break;
+        }
+        assert!(Instant::now() < deadline, "bob never heard ann");
+    }
+    bob.send(1, Bytes::from_static(b"hello from ws")).unwrap();
+    bob.flush().await.unwrap();
+    assert_eq!(heard(&mut ann, b"hello from ws").await, 1);
+
+    // Round trips: UDP from packet acks, WebSocket from pings.
+    let deadline = Instant::now() + WAIT;
+    while ann.stats().rtt.is_none() || bob.stats().rtt.is_none() {
+        assert!(
+            Instant::now() < deadline,
+            "no RTT: {:?} {:?}",
+            ann.stats(),
+            bob.stats()
+        );
+        ann.send(1, Bytes::from_static(b"tick")).unwrap();
+        bob.send(1, Bytes::from_static(b"tock")).unwrap();
+        let _ = timeout(Duration::from_millis(20), ann.next_event()).await;
+        let _ = timeout(Duration::from_millis(20), bob.next_event()).await;
+    }
+    let (ann_stats, bob_stats) = (ann.stats(), bob.stats());
+    assert!(ann_stats.rtt.unwrap() < Duration::from_secs(1));
+    assert!(ann_stats.packet_loss.is_some() && bob_stats.packet_loss.is_none());
+    assert!(ann_stats.messages_sent >= 1 && ann_stats.messages_received >= 1);
+    assert!(bob_stats.bytes_sent >= b"hello from ws".len() as u64);
+
+    bob.close().await;
+    assert_eq!(
+        bob.send(0, Bytes::new()),
+        Err(tickwire_client::SendError::Ended)
+    );
+    runtime.shut_down().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_comes_back_to_its_seat_over_either_transport() {
+    let (runtime, url) = relay_server().await;
+    for transport in [Transport::Udp, Transport::Ws] {
+        let request = MatchRequest::kind("relay").named(transport.name());
+        let mut session = Session::start(&url, request, transport, options())
+            .await
+            .unwrap();
+        let (player, room) = (session.answer().player_id, session.answer().room);
+
+        let back = timeout(WAIT, session.reconnect())
+            .await
+            .expect("back in time")
+            .unwrap();
+        assert_eq!(
+            back,
+            SessionEvent::Reconnected {
+                same_room: true,
+                attempts: 1
+            },
+            "{transport:?}"
+        );
+        assert_eq!(session.answer().player_id, player, "the same player");
+        assert_eq!(session.answer().room, room, "in the same room");
+        assert_eq!(session.link().transport(), transport);
+
+        // The new connection is the player's: a listener in the room hears it.
+        let listener_answer = matchmake(
+            &url,
+            &MatchRequest {
+                room: Some(room),
+                ..Default::default()
+            },
+            WAIT,
+        )
+        .await
+        .unwrap();
+        let mut listener = Link::connect(&listener_answer, Transport::Udp, &options())
+            .await
+            .unwrap();
+        let deadline = Instant::now() + WAIT;
+        loop {
+            session.send(0, Bytes::from_static(b"still here")).unwrap();
+            session.flush().await.unwrap();
+            if timeout(
+                Duration::from_millis(100),
+                heard(&mut listener, b"still here"),
+            )
+            .await
+            .is_ok()
+            {
+                break;
+            }
+            assert!(Instant::now() < deadline, "{transport:?}: never heard");
+        }
+        session.close().await;
+        listener.close().await;
+    }
+    runtime.shut_down().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refusals_are_told_apart_and_a_shutdown_is_not_retried() {
+    let (runtime, url) = relay_server().await;
+
+    match matchmake(&url, &MatchRequest::kind("no-such-kind"), WAIT).await {
+        Err(MatchmakeError::Refused { status, message }) => {
+            assert!((400..500).contains(&status), "{status}");
+            assert!(message.contains("no-such-kind"), "{message}");
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    let closed_port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap()
+    };
+    assert!(matches!(
+        matchmake(
+            &format!("http://{closed_port}"),
+            &MatchRequest::kind("relay"),
+            WAIT
+        )
+        .await,
+        Err(MatchmakeError::Unreachable { .. })
+    ));
+    assert!(matches!(
+        matchmake(
+            "https://example.invalid",
+            &MatchRequest::kind("relay"),
+            WAIT
+        )
+        .await,
+        Err(MatchmakeError::BadUrl { .. })
+    ));
+
+    let answer = matchmake(&url, &MatchRequest::kind("relay"), WAIT)
+        .await
+        .unwrap();
+    assert!(matches!(
+        Link::connect(&answer, Transport::Wss, &options()).await,
+        Err(ConnectError::Unavailable(_))
+    ));
+    let first = Link::connect(&answer, Transport::Ws, &options())
+        .await
+        .unwrap();
+    match Link::connect(&answer, Transport::Ws, &options()).await {
+        Err(ConnectError::Refused(ended)) => {
+            assert_eq!(
+                ended,
+                Ended::TokenRefused(4012),
+                "a token opens one ws connection"
+            );
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    drop(first);
+
+    let mut session = Session::start(&url, MatchRequest::kind("relay"), Transport::Udp, options())
+        .await
+        .unwrap();
+    let handle = runtime.handle();
+    let running = tokio::spawn(runtime.run());
+    handle.shutdown();
+    let ended = timeout(WAIT, session.next_event())
+        .await
+        .expect("ends in time");
+    assert_eq!(
+        ended,
+        SessionEvent::Ended(Ended::Reason(DisconnectReason::ServerShutdown))
+    );
+    running.await.unwrap().unwrap();
+}
