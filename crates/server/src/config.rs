@@ -71,13 +71,42 @@ impl Default for ServeConfig {
 pub struct HttpConfig {
     /// Where to listen.
     pub listen: SocketAddr,
+    /// Where players reach the HTTP side when a proxy or load balancer stands in front
+    /// (`https://game.example.com`, a path prefix allowed): matchmaking answers name the
+    /// WebSocket endpoint under it (`wss://game.example.com/ws` for an `https` URL, `ws://`
+    /// for `http`). Unset: the host the request named, with this server's own ports.
+    pub public_url: Option<String>,
 }
 
 impl Default for HttpConfig {
     fn default() -> Self {
         Self {
             listen: SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 8080),
+            public_url: None,
         }
+    }
+}
+
+impl HttpConfig {
+    /// The WebSocket endpoint under `public_url`: whether it is TLS (`wss`), and its URL.
+    /// `None` when `public_url` is unset; an error naming the problem when it is malformed.
+    pub fn public_ws_endpoint(&self) -> Result<Option<(bool, String)>, &'static str> {
+        let Some(url) = &self.public_url else {
+            return Ok(None);
+        };
+        let uri: axum::http::Uri = url.parse().map_err(|_| "not a URL")?;
+        let tls = match uri.scheme_str() {
+            Some("https") => true,
+            Some("http") => false,
+            _ => return Err("must start with http:// or https://"),
+        };
+        let authority = uri.authority().ok_or("has no host")?;
+        if uri.query().is_some() {
+            return Err("must not have a query");
+        }
+        let prefix = uri.path().trim_end_matches('/');
+        let scheme = if tls { "wss" } else { "ws" };
+        Ok(Some((tls, format!("{scheme}://{authority}{prefix}/ws"))))
     }
 }
 
@@ -320,6 +349,13 @@ impl ServeConfig {
                 "must be an address clients can reach, not unspecified",
             ));
         }
+        if let Err(why) = self.http.public_ws_endpoint() {
+            return Err(invalid(
+                "http.public_url",
+                self.http.public_url.as_deref().unwrap_or_default(),
+                why,
+            ));
+        }
         if self.udp.token_validity_secs == 0 || self.udp.token_validity_secs > 3600 {
             return Err(invalid(
                 "udp.token_validity_secs",
@@ -494,6 +530,29 @@ mod tests {
         config.tls.listen = Some("127.0.0.1:8443".parse().unwrap());
         let error = config.validate().unwrap_err().to_string();
         assert!(error.contains("tls.cert"), "{error}");
+    }
+
+    #[test]
+    fn a_public_url_names_the_websocket_endpoint_players_use() {
+        let with = |url: &str| HttpConfig {
+            public_url: Some(url.into()),
+            ..HttpConfig::default()
+        };
+        assert_eq!(HttpConfig::default().public_ws_endpoint(), Ok(None));
+        assert_eq!(
+            with("https://game.example.com").public_ws_endpoint(),
+            Ok(Some((true, "wss://game.example.com/ws".into())))
+        );
+        assert_eq!(
+            with("http://10.0.0.5:9000/arena/").public_ws_endpoint(),
+            Ok(Some((false, "ws://10.0.0.5:9000/arena/ws".into())))
+        );
+        for bad in ["game.example.com", "ftp://x", "https://x/?a=1", "::"] {
+            let mut config = ServeConfig::default();
+            config.http = with(bad);
+            let error = config.validate().unwrap_err().to_string();
+            assert!(error.starts_with("http.public_url"), "{bad}: {error}");
+        }
     }
 
     #[test]

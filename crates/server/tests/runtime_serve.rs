@@ -527,3 +527,18 @@ async fn an_embedding_program_serves_its_own_routes_and_metrics_beside_the_runti
     assert_eq!(rooms.status, 200, "the runtime's own routes still answer");
     runtime.shut_down().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn behind_a_proxy_the_answer_names_the_public_websocket_endpoint() {
+    let mut config = test_config();
+    config.http.public_url = Some("https://play.example.com/eu".into());
+    let runtime = Runtime::start(config, relay_kinds()).await.unwrap();
+    let answer = matchmake(runtime.addresses().http, json!({"kind": "relay"})).await;
+    assert_eq!(answer["endpoints"]["wss"], "wss://play.example.com/eu/ws");
+    assert_eq!(
+        answer["endpoints"]["ws"],
+        format!("ws://{}/ws", runtime.addresses().http),
+        "the direct endpoint is still named"
+    );
+    runtime.shut_down().await.unwrap();
+}

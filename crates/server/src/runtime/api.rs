@@ -205,6 +205,16 @@ async fn matchmake(
     // each listener's own port: the request may have come through either.
     let host = request_host(&headers).unwrap_or_else(|| app.http_public.to_string());
     let host_name = host_without_port(&host);
+    let mut ws = format!("ws://{host_name}:{}/ws", app.http_public.port());
+    let mut wss = app
+        .https_public
+        .map(|https| format!("wss://{host_name}:{}/ws", https.port()));
+    // Behind a proxy, the address players use for it (validated at start).
+    match app.config.http.public_ws_endpoint() {
+        Ok(Some((true, url))) => wss = Some(url),
+        Ok(Some((false, url))) => ws = url,
+        Ok(None) | Err(_) => {}
+    }
     Ok(axum::Json(MatchmakeAnswer {
         player_id: identity.player.0,
         session: app.identities.session(&identity),
@@ -216,10 +226,8 @@ async fn matchmake(
         expires_at: now + app.config.udp.token_validity_secs,
         endpoints: Endpoints {
             udp: shard.udp_public.to_string(),
-            ws: format!("ws://{host_name}:{}/ws", app.http_public.port()),
-            wss: app
-                .https_public
-                .map(|https| format!("wss://{host_name}:{}/ws", https.port())),
+            ws,
+            wss,
         },
     }))
 }
