@@ -548,8 +548,10 @@ mod tests {
             Ok(Some((false, "ws://10.0.0.5:9000/arena/ws".into())))
         );
         for bad in ["game.example.com", "ftp://x", "https://x/?a=1", "::"] {
-            let mut config = ServeConfig::default();
-            config.http = with(bad);
+            let config = ServeConfig {
+                http: with(bad),
+                ..ServeConfig::default()
+            };
             let error = config.validate().unwrap_err().to_string();
             assert!(error.starts_with("http.public_url"), "{bad}: {error}");
         }
