@@ -78,13 +78,18 @@ impl WsLink {
         options: &ConnectOptions,
     ) -> Result<(Self, ConnectionParams), ConnectError> {
         let (host, port) = authority(url)?;
+        let tls = match (url.starts_with("wss://"), &options.tls) {
+            (true, Some(tls)) => Some(tls.clone()),
+            (true, None) => {
+                return Err(ConnectError::Unavailable(
+                    "wss needs ConnectOptions::tls".into(),
+                ));
+            }
+            (false, _) => None,
+        };
         let tcp = TcpStream::connect((host.as_str(), port)).await?;
         tcp.set_nodelay(true)?;
-        let io: Box<dyn Io> = if url.starts_with("wss://") {
-            let tls = options
-                .tls
-                .clone()
-                .ok_or_else(|| ConnectError::Unavailable("wss needs ConnectOptions::tls".into()))?;
+        let io: Box<dyn Io> = if let Some(tls) = tls {
             let name = ServerName::try_from(host.clone())
                 .map_err(|error| ConnectError::Unavailable(error.to_string()))?;
             let stream = tokio_rustls::TlsConnector::from(tls)

@@ -255,3 +255,74 @@ async fn refusals_are_told_apart_and_a_shutdown_is_not_retried() {
     );
     running.await.unwrap().unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wss_connects_when_the_client_trusts_the_servers_certificate() {
+    let certified =
+        rcgen::generate_simple_self_signed(vec!["localhost".into(), "127.0.0.1".into()]).unwrap();
+    let dir = std::env::temp_dir().join(format!("tickwire-client-wss-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (cert_path, key_path) = (dir.join("cert.pem"), dir.join("key.pem"));
+    std::fs::write(&cert_path, certified.cert.pem()).unwrap();
+    std::fs::write(&key_path, certified.signing_key.serialize_pem()).unwrap();
+
+    let mut config = ServeConfig {
+        shards: 1,
+        ..ServeConfig::default()
+    };
+    config.http.listen = "127.0.0.1:0".parse().unwrap();
+    config.udp.listen = "127.0.0.1:0".parse().unwrap();
+    config.tls.listen = Some("127.0.0.1:0".parse().unwrap());
+    config.tls.cert = Some(cert_path);
+    config.tls.key = Some(key_path);
+    config.console.enabled = false;
+    config.admin.token = "client-sdk-test-token".into();
+    let mut kinds = RoomKinds::new();
+    kinds.register("relay", 16, || Box::new(RelayRoom::default()));
+    let runtime = Runtime::start(config, kinds).await.unwrap();
+    let url = format!("http://{}", runtime.addresses().http);
+
+    let answer = matchmake(&url, &MatchRequest::kind("relay"), WAIT)
+        .await
+        .unwrap();
+    assert!(
+        answer
+            .endpoints
+            .wss
+            .as_deref()
+            .unwrap()
+            .starts_with("wss://127.0.0.1:")
+    );
+    let untrusting = Link::connect(&answer, Transport::Wss, &options()).await;
+    assert!(
+        matches!(untrusting, Err(ConnectError::Unavailable(_))),
+        "wss without a trust configuration is refused up front: {untrusting:?}"
+    );
+    let trusting = ConnectOptions {
+        tls: Some(tickwire_client::tls_trusting(certified.cert.der()).unwrap()),
+        ..options()
+    };
+    let mut link = Link::connect(&answer, Transport::Wss, &trusting)
+        .await
+        .unwrap();
+    assert_eq!(link.transport(), Transport::Wss);
+    link.send(0, Bytes::from_static(b"over tls")).unwrap();
+    link.flush().await.unwrap();
+    link.close().await;
+
+    // A certificate the client does not trust fails the TLS handshake.
+    let stranger = rcgen::generate_simple_self_signed(vec!["127.0.0.1".into()]).unwrap();
+    let wary = ConnectOptions {
+        tls: Some(tickwire_client::tls_trusting(stranger.cert.der()).unwrap()),
+        ..options()
+    };
+    let second = matchmake(&url, &MatchRequest::kind("relay"), WAIT)
+        .await
+        .unwrap();
+    assert!(matches!(
+        Link::connect(&second, Transport::Wss, &wary).await,
+        Err(ConnectError::Io(_))
+    ));
+    runtime.shut_down().await.unwrap();
+    let _ = std::fs::remove_dir_all(dir);
+}
