@@ -12,6 +12,7 @@
  * ```
  */
 
+import { Emitter } from "../emitter.js";
 import { type Disconnect, type DisconnectReason, reasonOfCloseCode } from "./close-codes.js";
 import { type ConnectionParams, parseConnectionParams } from "./params.js";
 import { type Clock, systemClock } from "./timers.js";
@@ -83,13 +84,7 @@ export class WsConnection {
   private readonly clock: Clock;
   private readonly token: Uint8Array;
   private readonly silenceTimeoutMs: number | null;
-  private readonly listeners: { [K in keyof WsConnectionEvents]: Set<(...args: WsConnectionEvents[K]) => void> } = {
-    connected: new Set(),
-    message: new Set(),
-    disconnected: new Set(),
-    sent: new Set(),
-    received: new Set(),
-  };
+  private readonly events = new Emitter<WsConnectionEvents>();
   private stateValue: WsConnectionState = "opening";
   private paramsValue: ConnectionParams | null = null;
   private timer: unknown = null;
@@ -127,14 +122,11 @@ export class WsConnection {
 
   /** Adds a listener; returns a function that removes it. */
   on<K extends keyof WsConnectionEvents>(event: K, listener: (...args: WsConnectionEvents[K]) => void): () => void {
-    this.listeners[event].add(listener);
-    return () => this.listeners[event].delete(listener);
+    return this.events.on(event, listener);
   }
 
   private emit<K extends keyof WsConnectionEvents>(event: K, ...args: WsConnectionEvents[K]): void {
-    for (const listener of this.listeners[event]) {
-      listener(...args);
-    }
+    this.events.emit(event, ...args);
   }
 
   /**
