@@ -3,7 +3,7 @@ import { defineConfig } from "vitest/config";
 export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
-    // `make test` wants one line per file, not a progress display.
-    reporters: ["dot"],
+    // `make test` wants one line per test file and the totals, not a progress display.
+    reporters: [["default", { summary: false }]],
   },
 });
