@@ -108,7 +108,7 @@ export class BitWriter {
     checkLayout(Number.isInteger(bits) && bits >= 0 && bits <= 64, `writeUint of ${bits} bits`);
     if (typeof value === "number") {
       if (!Number.isSafeInteger(value) || value < 0 || (bits < 53 && value >= 2 ** bits)) {
-        throw outOfRange(value, 0, bits === 0 ? 0 : `2^${bits}-1`);
+        throw outOfRange(value, 0, uintMax(bits));
       }
       if (bits <= 32) {
         this.writeBits(value, bits);
@@ -119,7 +119,7 @@ export class BitWriter {
       return;
     }
     if (value < 0n || value >= 1n << BigInt(bits)) {
-      throw outOfRange(value, 0, bits === 0 ? 0 : `2^${bits}-1`);
+      throw outOfRange(value, 0, uintMax(bits));
     }
     if (bits <= 32) {
       this.writeBits(Number(value), bits);
@@ -266,6 +266,11 @@ export class BitWriter {
 
 const f32View = new DataView(new ArrayBuffer(4));
 const f64View = new DataView(new ArrayBuffer(8));
+
+/** The largest `bits`-bit value, as the error message prints it. */
+function uintMax(bits: number): string {
+  return (2n ** BigInt(bits) - 1n).toString();
+}
 
 function outOfRange(value: unknown, min: unknown, max: unknown): EncodeError {
   return new EncodeError("out_of_range", `value ${String(value)} outside range ${String(min)}..=${String(max)}`);
