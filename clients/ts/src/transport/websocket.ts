@@ -171,12 +171,12 @@ export class WsConnection {
     if (this.stateValue === "closed") {
       return;
     }
-    if (!(data instanceof ArrayBuffer)) {
+    if (typeof data === "string" || !(data instanceof ArrayBuffer || ArrayBuffer.isView(data))) {
       // The server only ever sends binary messages.
       this.closeWith("protocol_violation", PROTOCOL_ERROR, "the server sent a text message", true);
       return;
     }
-    const bytes = new Uint8Array(data);
+    const bytes = data instanceof ArrayBuffer ? new Uint8Array(data) : new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
     this.emit("received", bytes.length);
     if (this.stateValue === "handshaking") {
       const params = parseConnectionParams(bytes);
