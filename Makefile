@@ -3,7 +3,7 @@
 
 CARGO ?= cargo
 
-.PHONY: run test lint fmt bench-wire bench-udp bench fuzz-smoke
+.PHONY: run test test-ts lint fmt bench-wire bench-udp bench fuzz-smoke
 
 ## Build and start the server: HTTP, matchmaking and ws on :8080, UDP on :7777, the admin
 ## console on 127.0.0.1:7000. Ctrl-C shuts it down gracefully.
@@ -11,9 +11,14 @@ run:
 	$(CARGO) run --release --locked -p tickwire -- serve
 
 ## Every test: unit, integration, property, golden vectors and doc tests.
-test:
+test: test-ts
 	$(CARGO) test --workspace --locked --all-targets
 	$(CARGO) test --workspace --locked --doc
+
+## The TypeScript SDK (clients/ts): a clean install from package-lock.json, the strict
+## typecheck and the vitest suite (golden wire and movement vectors included).
+test-ts:
+	cd clients/ts && npm ci --no-audit --no-fund --loglevel=error && npm test --silent
 
 ## What CI checks besides the tests.
 lint:

@@ -1,0 +1,25 @@
+/**
+ * `@tickwire/client`: the browser SDK for tickwire servers.
+ *
+ * | export | role |
+ * |---|---|
+ * | {@link TickwireClient} | matchmake, connect over WebSocket, reconnect keeping the seat |
+ * | {@link WsConnection}, {@link matchmake}, {@link webSocketUrl} | the transport pieces, on their own |
+ * | {@link BitWriter}, {@link BitReader}, codecs | the wire format (`crates/wire`) |
+ * | {@link encodeInput}, {@link stepMovement} | the arena's input and movement step |
+ * | {@link Prediction}, {@link InterpolationBuffer} | local prediction, remote interpolation |
+ * | {@link ConnectionStats}, {@link ReconnectPolicy} | RTT and rates, backoff |
+ */
+export * from "./wire/index.js";
+export * from "./arena/input.js";
+export * from "./arena/movement.js";
+export * from "./transport/close-codes.js";
+export * from "./transport/matchmaking.js";
+export * from "./transport/params.js";
+export * from "./transport/timers.js";
+export * from "./transport/websocket.js";
+export * from "./netcode/interpolation.js";
+export * from "./netcode/prediction.js";
+export * from "./netcode/reconnect.js";
+export * from "./netcode/stats.js";
+export * from "./client.js";

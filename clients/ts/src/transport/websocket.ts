@@ -1,0 +1,290 @@
+/**
+ * The WebSocket transport (`docs/PROTOCOL.md`, "WebSocket transport"): open `/ws`, send the
+ * 2048-byte connect token as the first binary message, adopt the connection parameters the
+ * server answers with, then exchange data messages of one channel byte and the message.
+ *
+ * ```ts
+ * const connection = new WsConnection({ url: answer.endpoints.ws, token: answer.token });
+ * connection.on("connected", (params) => console.log(`${params.tickRateHz} Hz`));
+ * connection.on("message", (channel, bytes) => handle(channel, bytes));
+ * connection.on("disconnected", ({ reason }) => console.log(reason));
+ * connection.send(1, encodeInput(input));
+ * ```
+ */
+
+import { Emitter } from "../emitter.js";
+import { type Disconnect, type DisconnectReason, reasonOfCloseCode } from "./close-codes.js";
+import { type ConnectionParams, parseConnectionParams } from "./params.js";
+import { type Clock, systemClock } from "./timers.js";
+
+/** The bytes of a public connect token. */
+export const CONNECT_TOKEN_BYTES = 2048;
+
+/** The part of the browser `WebSocket` this transport uses. */
+export interface WebSocketLike {
+  binaryType: string;
+  readonly readyState: number;
+  onopen: ((event: unknown) => void) | null;
+  onmessage: ((event: { data: unknown }) => void) | null;
+  onclose: ((event: { code: number; reason: string }) => void) | null;
+  onerror: ((event: unknown) => void) | null;
+  send(data: Uint8Array): void;
+  close(code?: number, reason?: string): void;
+}
+
+/** A `WebSocket` constructor: the global one, or a fake in tests. */
+export type WebSocketConstructor = new (url: string) => WebSocketLike;
+
+/** Options of a {@link WsConnection}. */
+export interface WsConnectionOptions {
+  /** `ws://host:port/ws` or `wss://…`, from matchmaking (see `webSocketUrl`). */
+  url: string;
+  /** The connect token, exactly 2048 bytes. */
+  token: Uint8Array;
+  /** Default: `globalThis.WebSocket`. */
+  WebSocket?: WebSocketConstructor;
+  /** Default: the system clock. */
+  clock?: Clock;
+  /**
+   * Give up if the server has not accepted within this many milliseconds of creating the
+   * connection. Default 10 000: the server's own limit is 5 s from the upgrade.
+   */
+  handshakeTimeoutMs?: number;
+  /**
+   * Close with `server_silent` after this long without a message from the server, or
+   * `null` to rely on the socket alone. Browsers hide WebSocket pings, so only data counts:
+   * enable it for games whose server sends every tick (the arena does). Default `null`.
+   */
+  silenceTimeoutMs?: number | null;
+}
+
+/** The events of a {@link WsConnection}, with their listeners' arguments. */
+export interface WsConnectionEvents {
+  /** The server accepted the token; data may flow. */
+  connected: [params: ConnectionParams];
+  /** A data message from the server. `bytes` is a view, valid during the call. */
+  message: [channel: number, bytes: Uint8Array];
+  /** The connection ended (exactly once, whether or not it ever connected). */
+  disconnected: [disconnect: Disconnect];
+  /** A WebSocket message went out or came in (for statistics): its size in bytes. */
+  sent: [bytes: number];
+  received: [bytes: number];
+}
+
+/** Where a {@link WsConnection} is in its life. */
+export type WsConnectionState = "opening" | "handshaking" | "connected" | "closed";
+
+const OPEN = 1;
+/** Close code a client uses for a server that broke the protocol (RFC 6455). */
+const PROTOCOL_ERROR = 1002;
+
+/** One WebSocket connection to a tickwire server; not reusable (reconnecting needs a fresh token). */
+export class WsConnection {
+  private readonly socket: WebSocketLike;
+  private readonly clock: Clock;
+  private readonly token: Uint8Array;
+  private readonly silenceTimeoutMs: number | null;
+  private readonly events = new Emitter<WsConnectionEvents>();
+  private stateValue: WsConnectionState = "opening";
+  private paramsValue: ConnectionParams | null = null;
+  private timer: unknown = null;
+
+  constructor(options: WsConnectionOptions) {
+    if (options.token.length !== CONNECT_TOKEN_BYTES) {
+      throw new RangeError(`connect token is ${options.token.length} bytes, not ${CONNECT_TOKEN_BYTES}`);
+    }
+    const WebSocketImpl = options.WebSocket ?? (globalThis.WebSocket as unknown as WebSocketConstructor | undefined);
+    if (WebSocketImpl === undefined) {
+      throw new Error("no WebSocket implementation: pass options.WebSocket");
+    }
+    this.clock = options.clock ?? systemClock;
+    this.token = options.token;
+    this.silenceTimeoutMs = options.silenceTimeoutMs ?? null;
+    this.socket = new WebSocketImpl(options.url);
+    this.socket.binaryType = "arraybuffer";
+    this.socket.onopen = () => this.handleOpen();
+    this.socket.onmessage = (event) => this.handleMessage(event.data);
+    this.socket.onclose = (event) => this.handleClose(event.code, event.reason);
+    // An error is always followed by a close event, which reports it.
+    this.socket.onerror = () => {};
+    this.arm(options.handshakeTimeoutMs ?? 10_000, "handshake_timed_out", "no accepted message from the server in time");
+  }
+
+  /** Where the connection is. */
+  get state(): WsConnectionState {
+    return this.stateValue;
+  }
+
+  /** The server's parameters, once connected. */
+  get params(): ConnectionParams | null {
+    return this.paramsValue;
+  }
+
+  /** Adds a listener; returns a function that removes it. */
+  on<K extends keyof WsConnectionEvents>(event: K, listener: (...args: WsConnectionEvents[K]) => void): () => void {
+    return this.events.on(event, listener);
+  }
+
+  private emit<K extends keyof WsConnectionEvents>(event: K, ...args: WsConnectionEvents[K]): void {
+    this.events.emit(event, ...args);
+  }
+
+  /**
+   * Sends `message` on `channel`. Returns false (and sends nothing) when not connected.
+   * A channel the server did not open or a message past its size limit is a `RangeError`:
+   * the server would close the connection for it.
+   */
+  send(channel: number, message: Uint8Array): boolean {
+    const params = this.paramsValue;
+    if (this.stateValue !== "connected" || params === null || this.socket.readyState !== OPEN) {
+      return false;
+    }
+    if (!Number.isInteger(channel) || channel < 0 || channel >= params.channels.length) {
+      throw new RangeError(`channel ${channel} is not one of the server's ${params.channels.length} channels`);
+    }
+    if (message.length > params.maxMessageSize) {
+      throw new RangeError(`message of ${message.length} bytes exceeds max ${params.maxMessageSize}`);
+    }
+    const frame = new Uint8Array(1 + message.length);
+    frame[0] = channel;
+    frame.set(message, 1);
+    this.socket.send(frame);
+    this.emit("sent", frame.length);
+    return true;
+  }
+
+  /** Leaves: sends a close frame (1000); `disconnected` follows with reason `requested`. */
+  close(): void {
+    this.closeWith("requested", 1000, "client closed", true);
+  }
+
+  private handleOpen(): void {
+    if (this.stateValue !== "opening") {
+      return;
+    }
+    this.stateValue = "handshaking";
+    this.socket.send(this.token);
+    this.emit("sent", this.token.length);
+  }
+
+  private handleMessage(data: unknown): void {
+    if (this.stateValue === "closed") {
+      return;
+    }
+    if (typeof data === "string" || !(data instanceof ArrayBuffer || ArrayBuffer.isView(data))) {
+      // The server only ever sends binary messages.
+      this.closeWith("protocol_violation", PROTOCOL_ERROR, "the server sent a text message", true);
+      return;
+    }
+    const bytes = data instanceof ArrayBuffer ? new Uint8Array(data) : new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+    this.emit("received", bytes.length);
+    if (this.stateValue === "handshaking") {
+      const params = parseConnectionParams(bytes);
+      if (params === null) {
+        this.closeWith("protocol_violation", PROTOCOL_ERROR, "the accepted message is not valid connection parameters", true);
+        return;
+      }
+      this.paramsValue = params;
+      this.stateValue = "connected";
+      this.disarm();
+      this.heard();
+      this.emit("connected", params);
+      return;
+    }
+    const params = this.paramsValue;
+    if (this.stateValue !== "connected" || params === null) {
+      this.closeWith("protocol_violation", PROTOCOL_ERROR, "a message before the connection opened", true);
+      return;
+    }
+    const channel = bytes[0];
+    if (channel === undefined || channel >= params.channels.length) {
+      this.closeWith(
+        "protocol_violation",
+        PROTOCOL_ERROR,
+        channel === undefined ? "an empty data message" : `channel ${channel} of ${params.channels.length}`,
+        true,
+      );
+      return;
+    }
+    if (bytes.length - 1 > params.maxMessageSize) {
+      this.closeWith("message_too_large", 1009, `message of ${bytes.length - 1} bytes exceeds max ${params.maxMessageSize}`, true);
+      return;
+    }
+    this.heard();
+    this.emit("message", channel, bytes.subarray(1));
+  }
+
+  private handleClose(code: number, reason: string): void {
+    if (this.stateValue === "closed") {
+      return;
+    }
+    this.finish({ reason: reasonOfCloseCode(code), code, message: reason, wasConnected: this.stateValue === "connected" });
+  }
+
+  /**
+   * Ends the connection from this side. A close frame tells the server the player *left*
+   * (it gives up their seat at once, whatever the code), so one is sent only when the
+   * player asked to leave, or before the server attached the player. A connection given up
+   * for a suspected network failure is abandoned without one: the server keeps the seat,
+   * and closes the stale connection with 4008 when the reconnection's fresh token arrives.
+   */
+  private closeWith(reason: DisconnectReason, code: number, message: string, sendCloseFrame: boolean): void {
+    if (this.stateValue === "closed") {
+      return;
+    }
+    const disconnect = { reason, code, message, wasConnected: this.stateValue === "connected" };
+    if (sendCloseFrame || this.stateValue !== "connected") {
+      try {
+        this.socket.close(code, message.slice(0, 120));
+      } catch {
+        // A socket may refuse a code; it is being dropped either way.
+      }
+    }
+    // Reported now, not on the close event, which a dead peer never sends.
+    this.finish(disconnect);
+  }
+
+  private finish(disconnect: Disconnect): void {
+    this.stateValue = "closed";
+    this.disarm();
+    this.socket.onopen = null;
+    this.socket.onmessage = null;
+    this.socket.onclose = null;
+    this.emit("disconnected", disconnect);
+  }
+
+  private arm(ms: number, reason: DisconnectReason, message: string): void {
+    this.disarm();
+    this.timer = this.clock.schedule(() => {
+      this.timer = null;
+      this.closeWith(reason, 4000, message, false);
+    }, ms);
+  }
+
+  /** Restarts the silence limit: a timer at the limit that re-arms itself for the time left. */
+  private heard(): void {
+    this.lastHeard = this.clock.now();
+    if (this.silenceTimeoutMs === null || this.timer !== null) {
+      return;
+    }
+    const limit = this.silenceTimeoutMs;
+    const check = (): void => {
+      this.timer = null;
+      const quiet = this.clock.now() - this.lastHeard;
+      if (quiet >= limit) {
+        this.closeWith("server_silent", 4000, `nothing from the server for ${limit} ms`, false);
+      } else {
+        this.timer = this.clock.schedule(check, limit - quiet);
+      }
+    };
+    this.timer = this.clock.schedule(check, limit);
+  }
+  private lastHeard = 0;
+
+  private disarm(): void {
+    if (this.timer !== null) {
+      this.clock.cancel(this.timer);
+      this.timer = null;
+    }
+  }
+}

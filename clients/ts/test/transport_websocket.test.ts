@@ -1,0 +1,179 @@
+// The WebSocket handshake and framing of docs/PROTOCOL.md "WebSocket transport", against a
+// fake socket.
+import { beforeEach, describe, expect, it } from "vitest";
+
+import type { Disconnect } from "../src/transport/close-codes.js";
+import { reasonOfCloseCode } from "../src/transport/close-codes.js";
+import { parseConnectionParams } from "../src/transport/params.js";
+import { WsConnection, type WsConnectionOptions } from "../src/transport/websocket.js";
+import { DEFAULT_ACCEPTED, FakeWebSocket, VirtualClock, token } from "./fakes.js";
+
+function connect(options: Partial<WsConnectionOptions> = {}) {
+  const clock = new VirtualClock();
+  const connection = new WsConnection({ url: "ws://game.test:8080/ws", token: token(7), WebSocket: FakeWebSocket, clock, ...options });
+  const socket = FakeWebSocket.last();
+  const messages: [number, string][] = [];
+  const disconnects: Disconnect[] = [];
+  connection.on("message", (channel, bytes) => messages.push([channel, new TextDecoder().decode(bytes)]));
+  connection.on("disconnected", (d) => disconnects.push(d));
+  return { clock, connection, socket, messages, disconnects };
+}
+
+function connected(options: Partial<WsConnectionOptions> = {}) {
+  const setup = connect(options);
+  setup.socket.open();
+  setup.socket.receive(DEFAULT_ACCEPTED);
+  return setup;
+}
+
+beforeEach(() => FakeWebSocket.reset());
+
+describe("connection parameters", () => {
+  it("reads the documented default accepted message", () => {
+    expect(parseConnectionParams(DEFAULT_ACCEPTED)).toEqual({
+      tickRateHz: 60,
+      keepaliveMs: 100,
+      timeoutMs: 10_000,
+      mtu: 1200,
+      maxMessageSize: 262_144,
+      channels: ["reliable", "unreliable", "unreliable_sequenced"],
+    });
+  });
+
+  it("refuses any other length and every broken bound", () => {
+    const with_ = (i: number, v: number) => {
+      const b = DEFAULT_ACCEPTED.slice();
+      b[i] = v;
+      return b;
+    };
+    expect(parseConnectionParams(DEFAULT_ACCEPTED.subarray(0, 16))).toBeNull();
+    expect(parseConnectionParams(new Uint8Array([...DEFAULT_ACCEPTED, 0]))).toBeNull();
+    expect(parseConnectionParams(with_(0, 0)), "tick rate 0").toBeNull();
+    expect(parseConnectionParams(with_(0, 129)), "tick rate 129").toBeNull();
+    expect(parseConnectionParams(with_(16, 3)), "channel kind 3").toBeNull();
+    expect(parseConnectionParams(with_(8, 0x10)), "mtu 4272").toBeNull();
+    expect(parseConnectionParams(new Uint8Array(14)), "no channels").toBeNull();
+  });
+});
+
+describe("WsConnection", () => {
+  it("sends the 2048-byte token as its first binary message, then adopts the parameters", () => {
+    const { connection, socket } = connect();
+    expect(socket.url).toBe("ws://game.test:8080/ws");
+    expect(socket.binaryType).toBe("arraybuffer");
+    expect(connection.state).toBe("opening");
+    socket.open();
+    expect(socket.sent).toEqual([token(7)]);
+    expect(connection.state).toBe("handshaking");
+    expect(connection.send(0, new Uint8Array([1])), "nothing goes out before accepted").toBe(false);
+    let params: unknown = null;
+    connection.on("connected", (p) => (params = p));
+    socket.receive(DEFAULT_ACCEPTED);
+    expect(connection.state).toBe("connected");
+    expect(params).toMatchObject({ tickRateHz: 60, channels: ["reliable", "unreliable", "unreliable_sequenced"] });
+  });
+
+  it("frames data messages as channel byte + message, both ways", () => {
+    const { connection, socket, messages } = connected();
+    expect(connection.send(2, new TextEncoder().encode("hi"))).toBe(true);
+    expect(Array.from(socket.sent[1]!)).toEqual([0x02, 0x68, 0x69]);
+    expect(connection.send(1, new Uint8Array(0))).toBe(true);
+    expect(Array.from(socket.sent[2]!)).toEqual([0x01]);
+    socket.receive(new Uint8Array([0x00, 0x6f, 0x6b]));
+    socket.receive(new Uint8Array([0x02]));
+    expect(messages).toEqual([
+      [0, "ok"],
+      [2, ""],
+    ]);
+  });
+
+  it("refuses to send on a channel the server did not open, or past the size limit", () => {
+    const { connection } = connected();
+    expect(() => connection.send(3, new Uint8Array(1))).toThrow(RangeError);
+    expect(() => connection.send(0, new Uint8Array(262_145))).toThrow(/exceeds max 262144/);
+  });
+
+  it("refuses a token that is not 2048 bytes", () => {
+    expect(() => new WsConnection({ url: "ws://x/ws", token: new Uint8Array(10), WebSocket: FakeWebSocket })).toThrow(
+      /2048/,
+    );
+  });
+
+  it.each([
+    ["a text message", "hello"],
+    ["an empty message", new Uint8Array(0)],
+    ["an unknown channel", new Uint8Array([3, 1])],
+  ])("closes with a protocol violation on %s from the server", (_what, data) => {
+    const { socket, disconnects } = connected();
+    socket.receive(data);
+    expect(disconnects).toEqual([expect.objectContaining({ reason: "protocol_violation", wasConnected: true })]);
+    expect(socket.closedWith?.code).toBe(1002);
+  });
+
+  it("closes on an accepted message that breaks a bound", () => {
+    const { socket, disconnects } = connect();
+    socket.open();
+    socket.receive(new Uint8Array([0, 1, 2]));
+    expect(disconnects[0]).toMatchObject({ reason: "protocol_violation", wasConnected: false });
+  });
+
+  it.each([
+    [4002, "timed_out"],
+    [4003, "server_shutdown"],
+    [4004, "kicked"],
+    [4005, "slow_client"],
+    [4006, "protocol_violation"],
+    [4007, "server_full"],
+    [4008, "connected_elsewhere"],
+    [4009, "handshake_timed_out"],
+    [4010, "bad_token"],
+    [4011, "token_expired"],
+    [4012, "token_replayed"],
+    [4013, "message_too_large"],
+    [1006, "connection_lost"],
+    [1000, "requested"],
+  ] as const)("reports close code %i as %s, once", (code, reason) => {
+    expect(reasonOfCloseCode(code)).toBe(reason);
+    const { socket, disconnects, connection } = connected();
+    socket.serverClose(code, "because");
+    socket.serverClose(code, "again");
+    expect(disconnects).toEqual([{ reason, code, message: "because", wasConnected: true }]);
+    expect(connection.state).toBe("closed");
+  });
+
+  it("leaves with a close frame of 1000 when asked", () => {
+    const { connection, socket, disconnects } = connected();
+    connection.close();
+    expect(socket.closedWith?.code).toBe(1000);
+    expect(disconnects).toEqual([expect.objectContaining({ reason: "requested" })]);
+  });
+
+  it("gives up a handshake the server does not finish in time", () => {
+    const { clock, socket, disconnects } = connect({ handshakeTimeoutMs: 3000 });
+    socket.open();
+    clock.advance(2999);
+    expect(disconnects).toEqual([]);
+    clock.advance(1);
+    expect(disconnects).toEqual([expect.objectContaining({ reason: "handshake_timed_out", wasConnected: false })]);
+  });
+
+  it("abandons a silent server without a close frame, which would give up the seat", () => {
+    const { clock, socket, disconnects } = connected({ silenceTimeoutMs: 2000 });
+    for (let i = 0; i < 10; i++) {
+      clock.advance(1500);
+      socket.receive(new Uint8Array([1, i]));
+    }
+    expect(disconnects, "messages keep it alive").toEqual([]);
+    clock.advance(2000);
+    expect(disconnects).toEqual([expect.objectContaining({ reason: "server_silent", wasConnected: true })]);
+    expect(socket.closedWith, "no close frame: the server holds the seat").toBeNull();
+    socket.serverClose(4008);
+    expect(disconnects.length, "the stale socket's later close is not reported").toBe(1);
+  });
+
+  it("has no silence limit by default (an idle room may send nothing)", () => {
+    const { clock, disconnects } = connected();
+    clock.advance(60_000);
+    expect(disconnects).toEqual([]);
+  });
+});
