@@ -157,7 +157,7 @@ describe("WsConnection", () => {
     expect(disconnects).toEqual([expect.objectContaining({ reason: "handshake_timed_out", wasConnected: false })]);
   });
 
-  it("abandons a silent server without a close frame, which would give up the seat", () => {
+  it("gives up on a silent server with 4002, which keeps the seat, never a goodbye", () => {
     const { clock, socket, disconnects } = connected({ silenceTimeoutMs: 2000 });
     for (let i = 0; i < 10; i++) {
       clock.advance(1500);
@@ -166,7 +166,7 @@ describe("WsConnection", () => {
     expect(disconnects, "messages keep it alive").toEqual([]);
     clock.advance(2000);
     expect(disconnects).toEqual([expect.objectContaining({ reason: "server_silent", wasConnected: true })]);
-    expect(socket.closedWith, "no close frame: the server holds the seat").toBeNull();
+    expect(socket.closedWith?.code, "4002: the server holds the seat").toBe(4002);
     socket.serverClose(4008);
     expect(disconnects.length, "the stale socket's later close is not reported").toBe(1);
   });

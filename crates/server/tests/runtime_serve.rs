@@ -542,3 +542,60 @@ async fn behind_a_proxy_the_answer_names_the_public_websocket_endpoint() {
     );
     runtime.shut_down().await.unwrap();
 }
+
+/// The `/metrics` text once it contains `line`.
+async fn metrics_until(runtime: &Runtime, line: &str) {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let body = http(runtime.addresses().http, "GET", "/metrics", None, None)
+            .await
+            .body;
+        if body.contains(line) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "never saw {line:?} in:\n{body}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_that_goes_away_keeps_its_seat_and_a_goodbye_gives_it_up() {
+    use tokio_tungstenite::tungstenite::protocol::CloseFrame;
+    use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+    let runtime = Runtime::start(test_config(), relay_kinds()).await.unwrap();
+    let http_address = runtime.addresses().http;
+    let close = |code: u16| {
+        Message::Close(Some(CloseFrame {
+            code: CloseCode::from(code),
+            reason: "".into(),
+        }))
+    };
+
+    // A goodbye (1000, what an SDK's leave sends): the seat is free at once.
+    let bob = matchmake(http_address, json!({"kind": "relay", "name": "bob"})).await;
+    let mut ws = WsPlayer::new(ws_connect(http_address, &answer_token(&bob)).await);
+    metrics_until(&runtime, "tickwire_players{transport=\"ws\"} 1").await;
+    ws.send(close(1000)).await;
+    metrics_until(&runtime, "tickwire_players{transport=\"ws\"} 0").await;
+    metrics_until(&runtime, "tickwire_players_reconnecting 0").await;
+    let gone = http(
+        http_address,
+        "POST",
+        "/api/matchmake",
+        None,
+        Some(&json!({"session": bob["session"]}).to_string()),
+    )
+    .await;
+    assert_eq!(gone.status, 404, "no seat is held: {}", gone.body);
+
+    // A page that closed or reloaded (the browser sends 1001): the seat waits for it.
+    let ann = matchmake(http_address, json!({"kind": "relay", "name": "ann"})).await;
+    let mut ws = WsPlayer::new(ws_connect(http_address, &answer_token(&ann)).await);
+    metrics_until(&runtime, "tickwire_players{transport=\"ws\"} 1").await;
+    ws.send(close(1001)).await;
+    metrics_until(&runtime, "tickwire_players_reconnecting 1").await;
+    let back = matchmake(http_address, json!({"session": ann["session"]})).await;
+    assert_eq!(back["reconnect"], true);
+    assert_eq!(back["room"], ann["room"]);
+    runtime.shut_down().await.unwrap();
+}

@@ -77,6 +77,8 @@ export type WsConnectionState = "opening" | "handshaking" | "connected" | "close
 const OPEN = 1;
 /** Close code a client uses for a server that broke the protocol (RFC 6455). */
 const PROTOCOL_ERROR = 1002;
+/** What a client that gave up on a silent server closes with: the server keeps the seat. */
+const CLOSE_TIMED_OUT = 4002;
 
 /** One WebSocket connection to a tickwire server; not reusable (reconnecting needs a fresh token). */
 export class WsConnection {
@@ -222,23 +224,22 @@ export class WsConnection {
   }
 
   /**
-   * Ends the connection from this side. A close frame tells the server the player *left*
-   * (it gives up their seat at once, whatever the code), so one is sent only when the
-   * player asked to leave, or before the server attached the player. A connection given up
-   * for a suspected network failure is abandoned without one: the server keeps the seat,
-   * and closes the stale connection with 4008 when the reconnection's fresh token arrives.
+   * Ends the connection from this side. The close code tells the server what the player
+   * meant (docs/PROTOCOL.md, "Closing"): 1000 or no code means they *left* and gives up
+   * their seat at once; a connection given up for a suspected network failure
+   * (`leaving` false) closes with 4002 (timed out), which keeps the seat for the
+   * reconnection grace, and a reconnection's fresh token takes it back.
    */
-  private closeWith(reason: DisconnectReason, code: number, message: string, sendCloseFrame: boolean): void {
+  private closeWith(reason: DisconnectReason, code: number, message: string, leaving: boolean): void {
     if (this.stateValue === "closed") {
       return;
     }
     const disconnect = { reason, code, message, wasConnected: this.stateValue === "connected" };
-    if (sendCloseFrame || this.stateValue !== "connected") {
-      try {
-        this.socket.close(code, message.slice(0, 120));
-      } catch {
-        // A socket may refuse a code; it is being dropped either way.
-      }
+    const sent = leaving || this.stateValue !== "connected" ? code : CLOSE_TIMED_OUT;
+    try {
+      this.socket.close(sent, message.slice(0, 120));
+    } catch {
+      // A socket may refuse a code; it is being dropped either way.
     }
     // Reported now, not on the close event, which a dead peer never sends.
     this.finish(disconnect);

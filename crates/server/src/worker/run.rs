@@ -34,8 +34,9 @@ enum WsEvent {
     Closed {
         player: PlayerId,
         attach: u64,
-        /// The client closed: they left, rather than lost their connection.
-        by_client: bool,
+        /// The client said goodbye (see [`closing_leaves`]), rather than lost its
+        /// connection or meant to come back.
+        left: bool,
     },
 }
 
@@ -228,7 +229,7 @@ impl Worker {
             WsEvent::Closed {
                 player,
                 attach,
-                by_client,
+                left,
             } => {
                 // Only the attachment still linked counts: a kicked player was unlinked
                 // already, and a newer attachment is not this one.
@@ -240,7 +241,7 @@ impl Worker {
                     return;
                 }
                 self.release(player);
-                if by_client {
+                if left {
                     self.shard.leave(now, player, LeaveReason::Left);
                 } else {
                     self.shard.connection_lost(now, player);
@@ -353,7 +354,7 @@ impl Worker {
                     Err(closed) => WsEvent::Closed {
                         player,
                         attach,
-                        by_client: matches!(closed, WsClosed::ByClient { .. }),
+                        left: matches!(closed, WsClosed::ByClient { code, .. } if closing_leaves(code)),
                     },
                 };
                 let closed = matches!(event, WsEvent::Closed { .. });
@@ -479,6 +480,15 @@ impl Worker {
         self.report.datagrams_received = stats.datagrams_received;
         Ok(self.report)
     }
+}
+
+/// Whether a client's close frame gives up the seat. 1001 (going away: what a browser sends
+/// when its page closes or reloads) and the application codes 4000–4999 other than 4001 (a
+/// client that gave up on a silent server closes with 4002 and comes back) are treated as a
+/// lost connection: the seat is held for the reconnection grace. No code, 1000, 4001 and
+/// anything else mean the player left.
+fn closing_leaves(code: Option<u16>) -> bool {
+    !matches!(code, Some(1001 | 4000 | 4002..=4999))
 }
 
 /// Forgets a player's connection and gives back its place in the per-address limit; the
