@@ -1,0 +1,772 @@
+//! The repository: one [`Store`] over SQLite, PostgreSQL or MySQL/MariaDB, chosen by URL.
+
+use std::collections::BTreeMap;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use sqlx::mysql::{MySqlConnectOptions, MySqlPool, MySqlPoolOptions};
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+};
+use sqlx::{AssertSqlSafe, Row};
+
+use crate::event::{InvalidEvent, MatchResult, PlayerId, StatEvent};
+use crate::sql::{Backend, Statements};
+use crate::writer::{StatWriter, WriterConfig};
+
+/// Longest table prefix, in bytes.
+pub const MAX_PREFIX_LEN: usize = 32;
+
+/// What SQLite's `synchronous` pragma is set to (the store always runs SQLite in WAL mode).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SqliteSync {
+    /// `synchronous = FULL`, the default: every commit fsyncs the WAL, so a committed batch
+    /// survives a power loss or an OS crash, not only `kill -9`. Costs one fsync per batch,
+    /// which the writer's batching makes a few per second.
+    #[default]
+    Full,
+    /// `synchronous = NORMAL`: commits reach the OS, fsync happens at checkpoints. A committed
+    /// batch survives `kill -9` of the process; a power loss may roll back the last batches.
+    Normal,
+}
+
+/// Where and how to store. Deployment config: load it from the server's config file under
+/// `[store]`; every field has a default.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StoreConfig {
+    /// `sqlite://path` (created on first run), `sqlite::memory:`, `postgres://user@host/db`,
+    /// `mysql://user@host/db` or `mariadb://…`. Default `sqlite://tickwire.db`.
+    pub url: String,
+    /// Put before every table name, so several servers (or tests) can share one database.
+    /// At most 32 bytes of `a-z`, `0-9` and `_`. Default `tickwire_`.
+    pub table_prefix: String,
+    /// Pool size for reads and the writer. Default 8 (SQLite in memory always uses 1).
+    pub max_connections: u32,
+    /// SQLite durability, see [`SqliteSync`]. Default `full`.
+    pub sqlite_synchronous: SqliteSync,
+    /// How long connecting, or waiting for a pooled connection, may take before it is an
+    /// error, in milliseconds. Default 10,000.
+    pub connect_timeout_ms: u64,
+    /// The write-behind queue.
+    pub writer: WriterConfig,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        Self {
+            url: "sqlite://tickwire.db".to_owned(),
+            table_prefix: "tickwire_".to_owned(),
+            max_connections: 8,
+            sqlite_synchronous: SqliteSync::Full,
+            connect_timeout_ms: 10_000,
+            writer: WriterConfig::default(),
+        }
+    }
+}
+
+/// Why [`Store::connect`] failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    /// The URL names no backend the store knows.
+    #[error(
+        "unknown database url scheme {0:?}: expected sqlite://, postgres://, mysql:// or mariadb://"
+    )]
+    UnknownScheme(String),
+    /// The URL has a known scheme but does not parse.
+    #[error("bad {backend} url: {source}")]
+    BadUrl {
+        /// The backend its scheme names.
+        backend: Backend,
+        /// What the driver said.
+        source: sqlx::Error,
+    },
+    /// The table prefix has characters other than `a-z`, `0-9`, `_`, or is too long.
+    #[error("table prefix {0:?} must be at most {MAX_PREFIX_LEN} bytes of a-z, 0-9 and _")]
+    BadPrefix(String),
+    /// The database did not accept a connection.
+    #[error("cannot connect to {backend}: {source}")]
+    Connect {
+        /// Which backend.
+        backend: Backend,
+        /// What the driver said.
+        source: sqlx::Error,
+    },
+    /// A migration failed; the schema is left at the version before it.
+    #[error("migration {version} ({description}) failed: {source}")]
+    Migrate {
+        /// The version that failed.
+        version: i64,
+        /// What it does.
+        description: &'static str,
+        /// What the database said.
+        source: sqlx::Error,
+    },
+    /// The database was migrated by a newer tickwire.
+    #[error("database schema version {found} is newer than this build's {known}")]
+    SchemaTooNew {
+        /// The version in the database.
+        found: i64,
+        /// The newest version this build knows.
+        known: i64,
+    },
+}
+
+/// Why a query or a write failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The database refused or could not be reached.
+    #[error("database error: {0}")]
+    Database(#[from] sqlx::Error),
+    /// An event could never be committed.
+    #[error("invalid event: {0}")]
+    Invalid(#[from] InvalidEvent),
+    /// A player id above `i64::MAX` was asked for.
+    #[error("player id {0} exceeds max {max}", max = i64::MAX)]
+    PlayerId(u64),
+}
+
+/// A player's totals.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct PlayerStats {
+    /// Kills over all matches.
+    pub kills: i64,
+    /// Deaths over all matches.
+    pub deaths: i64,
+    /// Score over all matches; the leaderboard's key.
+    pub score: i64,
+    /// Milliseconds played.
+    pub play_time_ms: i64,
+    /// Matches (or sessions) finished.
+    pub matches: i64,
+}
+
+/// A player's profile: who, since when, totals and rank.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlayerProfile {
+    /// Player id.
+    pub id: PlayerId,
+    /// Display name (empty if the player was never seen by name, only in a match).
+    pub name: String,
+    /// First seen, Unix milliseconds.
+    pub created_ms: i64,
+    /// Last seen, Unix milliseconds.
+    pub last_seen_ms: i64,
+    /// Totals.
+    pub stats: PlayerStats,
+    /// Competition rank by score: 1 + the number of players with a higher score.
+    pub rank: u64,
+}
+
+/// One line of the leaderboard.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LeaderboardEntry {
+    /// Competition rank ("1224"): equal scores share a rank, the next rank skips.
+    pub rank: u64,
+    /// Player id.
+    pub player: PlayerId,
+    /// Display name.
+    pub name: String,
+    /// Totals.
+    pub stats: PlayerStats,
+}
+
+/// One match in a player's history, with their own outcome.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MatchSummary {
+    /// The match's id (increasing in commit order).
+    pub match_id: u64,
+    /// The room it was played in.
+    pub room: String,
+    /// Start, Unix milliseconds.
+    pub started_ms: i64,
+    /// End, Unix milliseconds.
+    pub ended_ms: i64,
+    /// How many players had an outcome in it.
+    pub players: u64,
+    /// This player's kills in it.
+    pub kills: i64,
+    /// This player's deaths in it.
+    pub deaths: i64,
+    /// This player's score in it.
+    pub score: i64,
+    /// This player's time in it, milliseconds.
+    pub play_time_ms: i64,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) enum Pool {
+    Sqlite(SqlitePool),
+    Postgres(PgPool),
+    MySql(MySqlPool),
+}
+
+/// Runs `$body` with `$p` bound to the concrete pool: sqlx's query API is the same on each,
+/// only the types differ.
+macro_rules! with_pool {
+    ($pool:expr, $p:ident => $body:expr) => {
+        match $pool {
+            Pool::Sqlite($p) => $body,
+            Pool::Postgres($p) => $body,
+            Pool::MySql($p) => $body,
+        }
+    };
+}
+pub(crate) use with_pool;
+
+/// The store: cheap to clone, safe to share. Queries run on a connection pool; writes go
+/// through [`Store::apply`] or, off the tick path, a [`StatWriter`].
+#[derive(Debug, Clone)]
+pub struct Store {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    pool: Pool,
+    sql: Statements,
+}
+
+fn check_prefix(prefix: &str) -> Result<(), ConnectError> {
+    let ok = prefix.len() <= MAX_PREFIX_LEN
+        && prefix
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+    if ok {
+        Ok(())
+    } else {
+        Err(ConnectError::BadPrefix(prefix.to_owned()))
+    }
+}
+
+fn to_i64(player: PlayerId) -> Result<i64, StoreError> {
+    i64::try_from(player).map_err(|_| StoreError::PlayerId(player))
+}
+
+/// Decodes the `players` columns every player query selects, in `Statements`' order.
+macro_rules! player_row {
+    ($row:expr) => {{
+        let row = $row;
+        let id: i64 = row.try_get(0)?;
+        PlayerProfile {
+            id: id as u64,
+            name: row.try_get(1)?,
+            created_ms: row.try_get(2)?,
+            last_seen_ms: row.try_get(3)?,
+            stats: PlayerStats {
+                kills: row.try_get(4)?,
+                deaths: row.try_get(5)?,
+                score: row.try_get(6)?,
+                play_time_ms: row.try_get(7)?,
+                matches: row.try_get(8)?,
+            },
+            rank: 0,
+        }
+    }};
+}
+
+/// What one batch changes for one player, summed over its events.
+#[derive(Debug)]
+struct PlayerDelta<'a> {
+    name: Option<&'a str>,
+    first_ms: i64,
+    last_ms: i64,
+    stats: PlayerStats,
+}
+
+/// A batch folded into one row per player (in id order, so concurrent writers lock rows in
+/// the same order) plus the matches to insert.
+struct Plan<'a> {
+    players: BTreeMap<i64, PlayerDelta<'a>>,
+    matches: Vec<&'a MatchResult>,
+    outcomes: usize,
+}
+
+impl<'a> Plan<'a> {
+    fn new(events: &'a [StatEvent]) -> Self {
+        let mut plan = Plan {
+            players: BTreeMap::new(),
+            matches: Vec::new(),
+            outcomes: 0,
+        };
+        for event in events {
+            match event {
+                StatEvent::PlayerSeen {
+                    player,
+                    name,
+                    at_ms,
+                } => {
+                    let delta = plan.player(*player as i64, *at_ms, *at_ms);
+                    delta.name = Some(name);
+                }
+                StatEvent::MatchEnded(result) => {
+                    plan.matches.push(result);
+                    plan.outcomes += result.outcomes.len();
+                    for outcome in &result.outcomes {
+                        let delta =
+                            plan.player(outcome.player as i64, result.started_ms, result.ended_ms);
+                        delta.stats.kills += i64::from(outcome.kills);
+                        delta.stats.deaths += i64::from(outcome.deaths);
+                        delta.stats.score = delta.stats.score.saturating_add(outcome.score);
+                        delta.stats.play_time_ms = delta
+                            .stats
+                            .play_time_ms
+                            .saturating_add(outcome.play_time_ms as i64);
+                        delta.stats.matches += 1;
+                    }
+                }
+            }
+        }
+        plan
+    }
+
+    fn player(&mut self, id: i64, first_ms: i64, last_ms: i64) -> &mut PlayerDelta<'a> {
+        let delta = self.players.entry(id).or_insert(PlayerDelta {
+            name: None,
+            first_ms,
+            last_ms,
+            stats: PlayerStats::default(),
+        });
+        delta.first_ms = delta.first_ms.min(first_ms);
+        delta.last_ms = delta.last_ms.max(last_ms);
+        delta
+    }
+}
+
+/// Rows per multi-row statement: well under every backend's bind-parameter limit
+/// (SQLite 32,766, PostgreSQL and MySQL 65,535).
+const ROWS_PER_STATEMENT: usize = 500;
+
+/// Writes a [`Plan`] inside the open transaction `$tx`.
+macro_rules! write_plan {
+    ($sql:expr, $plan:expr, $tx:ident) => {{
+        let sql: &Statements = $sql;
+        let plan: &Plan<'_> = $plan;
+        let players: Vec<(&i64, &PlayerDelta<'_>)> = plan.players.iter().collect();
+        for chunk in players.chunks(ROWS_PER_STATEMENT) {
+            let text = sql.multi_row(
+                &sql.upsert_players_head,
+                9,
+                chunk.len(),
+                &sql.upsert_players_tail,
+            );
+            let mut query = sqlx::query(AssertSqlSafe(text));
+            for (id, delta) in chunk {
+                query = query
+                    .bind(**id)
+                    .bind(delta.name)
+                    .bind(delta.first_ms)
+                    .bind(delta.last_ms)
+                    .bind(delta.stats.kills)
+                    .bind(delta.stats.deaths)
+                    .bind(delta.stats.score)
+                    .bind(delta.stats.play_time_ms)
+                    .bind(delta.stats.matches);
+            }
+            query.execute(&mut *$tx).await?;
+        }
+        if !plan.matches.is_empty() {
+            let count = plan.matches.len() as i64;
+            sqlx::query(AssertSqlSafe(sql.bump_match_sequence.clone()))
+                .bind(count)
+                .execute(&mut *$tx)
+                .await?;
+            let next: i64 = sqlx::query(AssertSqlSafe(sql.read_match_sequence.clone()))
+                .fetch_one(&mut *$tx)
+                .await?
+                .try_get(0)?;
+            let first_id = next - count;
+            let numbered: Vec<(i64, &MatchResult)> = plan
+                .matches
+                .iter()
+                .enumerate()
+                .map(|(i, m)| (first_id + i as i64, *m))
+                .collect();
+            for chunk in numbered.chunks(ROWS_PER_STATEMENT) {
+                let text = sql.multi_row(&sql.insert_matches_head, 4, chunk.len(), "");
+                let mut query = sqlx::query(AssertSqlSafe(text));
+                for (id, m) in chunk {
+                    query = query
+                        .bind(*id)
+                        .bind(m.room.as_str())
+                        .bind(m.started_ms)
+                        .bind(m.ended_ms);
+                }
+                query.execute(&mut *$tx).await?;
+            }
+            let rows: Vec<(i64, &crate::event::Outcome)> = numbered
+                .iter()
+                .flat_map(|(id, m)| m.outcomes.iter().map(move |o| (*id, o)))
+                .collect();
+            for chunk in rows.chunks(ROWS_PER_STATEMENT) {
+                let text = sql.multi_row(&sql.insert_match_players_head, 6, chunk.len(), "");
+                let mut query = sqlx::query(AssertSqlSafe(text));
+                for (id, o) in chunk {
+                    query = query
+                        .bind(*id)
+                        .bind(o.player as i64)
+                        .bind(i64::from(o.kills))
+                        .bind(i64::from(o.deaths))
+                        .bind(o.score)
+                        .bind(o.play_time_ms as i64);
+                }
+                query.execute(&mut *$tx).await?;
+            }
+        }
+    }};
+}
+
+impl Store {
+    /// Connects with the defaults of [`StoreConfig`] and `url`, and migrates the schema.
+    pub async fn connect(url: &str) -> Result<Self, ConnectError> {
+        Self::connect_with(&StoreConfig {
+            url: url.to_owned(),
+            ..StoreConfig::default()
+        })
+        .await
+    }
+
+    /// Connects as `config` says and runs the migrations this build has that the database
+    /// lacks (each backend's own SQL, embedded in the binary).
+    pub async fn connect_with(config: &StoreConfig) -> Result<Self, ConnectError> {
+        check_prefix(&config.table_prefix)?;
+        let url = config.url.trim();
+        let scheme = url.split(':').next().unwrap_or_default();
+        let max = config.max_connections.max(1);
+        let timeout = Duration::from_millis(config.connect_timeout_ms);
+        let pool = match scheme {
+            "sqlite" => {
+                let backend = Backend::Sqlite;
+                let options = SqliteConnectOptions::from_str(url)
+                    .map_err(|source| ConnectError::BadUrl { backend, source })?
+                    .create_if_missing(true)
+                    .journal_mode(SqliteJournalMode::Wal)
+                    .synchronous(match config.sqlite_synchronous {
+                        SqliteSync::Full => SqliteSynchronous::Full,
+                        SqliteSync::Normal => SqliteSynchronous::Normal,
+                    })
+                    .busy_timeout(Duration::from_secs(10))
+                    .foreign_keys(true);
+                let in_memory = url.contains(":memory:") || url.contains("mode=memory");
+                let pool = if in_memory {
+                    // Every connection would see its own empty database: keep exactly one,
+                    // forever.
+                    SqlitePoolOptions::new()
+                        .acquire_timeout(timeout)
+                        .max_connections(1)
+                        .min_connections(1)
+                        .idle_timeout(None)
+                        .max_lifetime(None)
+                } else {
+                    SqlitePoolOptions::new()
+                        .acquire_timeout(timeout)
+                        .max_connections(max)
+                };
+                Pool::Sqlite(
+                    pool.connect_with(options)
+                        .await
+                        .map_err(|source| ConnectError::Connect { backend, source })?,
+                )
+            }
+            "postgres" | "postgresql" => {
+                let backend = Backend::Postgres;
+                let options = PgConnectOptions::from_str(url)
+                    .map_err(|source| ConnectError::BadUrl { backend, source })?;
+                Pool::Postgres(
+                    PgPoolOptions::new()
+                        .acquire_timeout(timeout)
+                        .max_connections(max)
+                        .connect_with(options)
+                        .await
+                        .map_err(|source| ConnectError::Connect { backend, source })?,
+                )
+            }
+            "mysql" | "mariadb" => {
+                let backend = Backend::MySql;
+                let url = match url.strip_prefix("mariadb") {
+                    Some(rest) => format!("mysql{rest}"),
+                    None => url.to_owned(),
+                };
+                let options = MySqlConnectOptions::from_str(&url)
+                    .map_err(|source| ConnectError::BadUrl { backend, source })?
+                    .charset("utf8mb4");
+                Pool::MySql(
+                    MySqlPoolOptions::new()
+                        .acquire_timeout(timeout)
+                        .max_connections(max)
+                        .connect_with(options)
+                        .await
+                        .map_err(|source| ConnectError::Connect { backend, source })?,
+                )
+            }
+            other => return Err(ConnectError::UnknownScheme(other.to_owned())),
+        };
+        let backend = match pool {
+            Pool::Sqlite(_) => Backend::Sqlite,
+            Pool::Postgres(_) => Backend::Postgres,
+            Pool::MySql(_) => Backend::MySql,
+        };
+        crate::migrate::run(&pool, backend, &config.table_prefix).await?;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                pool,
+                sql: Statements::new(backend, &config.table_prefix),
+            }),
+        })
+    }
+
+    /// Which backend this store talks to.
+    pub fn backend(&self) -> Backend {
+        self.inner.sql.backend
+    }
+
+    /// The table prefix.
+    pub fn table_prefix(&self) -> &str {
+        &self.inner.sql.prefix
+    }
+
+    pub(crate) fn pool(&self) -> &Pool {
+        &self.inner.pool
+    }
+
+    /// Starts a write-behind [`StatWriter`] on the current tokio runtime.
+    pub fn writer(&self, config: &WriterConfig) -> StatWriter {
+        StatWriter::spawn(self.clone(), config)
+    }
+
+    /// Commits `events` in one transaction: all of them or none. Validates them first.
+    pub async fn apply(&self, events: &[StatEvent]) -> Result<(), StoreError> {
+        for event in events {
+            event.validate()?;
+        }
+        self.apply_valid(events).await
+    }
+
+    /// [`Store::apply`] for events already validated (the writer validates on record).
+    pub(crate) async fn apply_valid(&self, events: &[StatEvent]) -> Result<(), StoreError> {
+        if events.is_empty() {
+            return Ok(());
+        }
+        let plan = Plan::new(events);
+        let sql = &self.inner.sql;
+        match &self.inner.pool {
+            Pool::Sqlite(pool) => {
+                // IMMEDIATE takes the write lock up front: a deferred transaction that read
+                // first could fail to upgrade under another writer instead of waiting.
+                let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+                write_plan!(sql, &plan, tx);
+                tx.commit().await?;
+            }
+            Pool::Postgres(pool) => {
+                let mut tx = pool.begin().await?;
+                write_plan!(sql, &plan, tx);
+                tx.commit().await?;
+            }
+            Pool::MySql(pool) => {
+                let mut tx = pool.begin().await?;
+                write_plan!(sql, &plan, tx);
+                tx.commit().await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Stat updates (player rows touched) a batch of `events` makes; what the bench counts.
+    pub fn updates_in(events: &[StatEvent]) -> usize {
+        let plan = Plan::new(events);
+        plan.outcomes
+            + events
+                .iter()
+                .filter(|e| matches!(e, StatEvent::PlayerSeen { .. }))
+                .count()
+    }
+
+    /// A player's profile, totals and rank; `None` if the store has never heard of them.
+    pub async fn player(&self, id: PlayerId) -> Result<Option<PlayerProfile>, StoreError> {
+        let id = to_i64(id)?;
+        let sql = &self.inner.sql;
+        let found = with_pool!(&self.inner.pool, pool => {
+            match sqlx::query(AssertSqlSafe(sql.player.clone())).bind(id).fetch_optional(pool).await? {
+                Some(row) => Some(player_row!(row)),
+                None => None,
+            }
+        });
+        let Some(mut profile) = found else {
+            return Ok(None);
+        };
+        profile.rank = self.rank_of_score(profile.stats.score).await?;
+        Ok(Some(profile))
+    }
+
+    /// A player's competition rank (1 + players with a strictly higher score); `None` if
+    /// unknown.
+    pub async fn rank(&self, id: PlayerId) -> Result<Option<u64>, StoreError> {
+        Ok(self.player(id).await?.map(|p| p.rank))
+    }
+
+    async fn rank_of_score(&self, score: i64) -> Result<u64, StoreError> {
+        let sql = &self.inner.sql;
+        let above: i64 = with_pool!(&self.inner.pool, pool => {
+            sqlx::query(AssertSqlSafe(sql.count_above_score.clone()))
+                .bind(score)
+                .fetch_one(pool)
+                .await?
+                .try_get(0)?
+        });
+        Ok(above as u64 + 1)
+    }
+
+    /// The top `limit` players by score, ties in id order, with competition ranks.
+    pub async fn leaderboard(&self, limit: u32) -> Result<Vec<LeaderboardEntry>, StoreError> {
+        let sql = &self.inner.sql;
+        let rows: Vec<PlayerProfile> = with_pool!(&self.inner.pool, pool => {
+            let rows = sqlx::query(AssertSqlSafe(sql.top.clone()))
+                .bind(i64::from(limit))
+                .fetch_all(pool)
+                .await?;
+            let mut out = Vec::with_capacity(rows.len());
+            for row in &rows {
+                out.push(player_row!(row));
+            }
+            out
+        });
+        // The list starts at the very top, so a player's rank is one more than the position
+        // of the first entry with their score.
+        Ok(ranked(rows, 1))
+    }
+
+    /// The player and up to `radius` players either side of them in leaderboard order, with
+    /// competition ranks; `None` if the player is unknown.
+    pub async fn around(
+        &self,
+        id: PlayerId,
+        radius: u32,
+    ) -> Result<Option<Vec<LeaderboardEntry>>, StoreError> {
+        let Some(me) = self.player(id).await? else {
+            return Ok(None);
+        };
+        let sql = &self.inner.sql;
+        let (me_id, score) = (me.id as i64, me.stats.score);
+        let (mut above, below): (Vec<PlayerProfile>, Vec<PlayerProfile>) = with_pool!(&self.inner.pool, pool => {
+            let mut lists = (Vec::new(), Vec::new());
+            for (statement, list) in [(&sql.above, &mut lists.0), (&sql.below, &mut lists.1)] {
+                let rows = sqlx::query(AssertSqlSafe(statement.clone()))
+                    .bind(score)
+                    .bind(score)
+                    .bind(me_id)
+                    .bind(i64::from(radius))
+                    .fetch_all(pool)
+                    .await?;
+                for row in &rows {
+                    list.push(player_row!(row));
+                }
+            }
+            lists
+        });
+        above.reverse();
+        let mut rows = above;
+        rows.push(me);
+        rows.extend(below);
+        let first = &rows[0];
+        let before: i64 = with_pool!(&self.inner.pool, pool => {
+            sqlx::query(AssertSqlSafe(sql.count_before.clone()))
+                .bind(first.stats.score)
+                .bind(first.stats.score)
+                .bind(first.id as i64)
+                .fetch_one(pool)
+                .await?
+                .try_get(0)?
+        });
+        let first_rank = self.rank_of_score(first.stats.score).await?;
+        let mut entries = ranked(rows, before as u64 + 1);
+        // The first row may share its score with rows before the window.
+        if let Some(head) = entries.first().map(|e| e.stats.score) {
+            for entry in entries.iter_mut().take_while(|e| e.stats.score == head) {
+                entry.rank = first_rank;
+            }
+        }
+        Ok(Some(entries))
+    }
+
+    /// A player's most recent `limit` matches, newest first, with their own outcome.
+    pub async fn matches(
+        &self,
+        player: PlayerId,
+        limit: u32,
+    ) -> Result<Vec<MatchSummary>, StoreError> {
+        let player = to_i64(player)?;
+        let sql = &self.inner.sql;
+        with_pool!(&self.inner.pool, pool => {
+            let rows = sqlx::query(AssertSqlSafe(sql.matches_of.clone()))
+                .bind(player)
+                .bind(i64::from(limit))
+                .fetch_all(pool)
+                .await?;
+            let mut out = Vec::with_capacity(rows.len());
+            for row in &rows {
+                let id: i64 = row.try_get(0)?;
+                let players: i64 = row.try_get(8)?;
+                out.push(MatchSummary {
+                    match_id: id as u64,
+                    room: row.try_get(1)?,
+                    started_ms: row.try_get(2)?,
+                    ended_ms: row.try_get(3)?,
+                    kills: row.try_get(4)?,
+                    deaths: row.try_get(5)?,
+                    score: row.try_get(6)?,
+                    play_time_ms: row.try_get(7)?,
+                    players: players as u64,
+                });
+            }
+            Ok(out)
+        })
+    }
+
+    /// Drops every table this store created under its prefix, data included (plus `extra`
+    /// tables under the same prefix). For tests and the benchmark: nothing in tickwire calls
+    /// it on a real database.
+    pub async fn drop_tables(&self, extra: &[&str]) -> Result<(), StoreError> {
+        let tables = [
+            "match_players",
+            "matches",
+            "players",
+            "sequences",
+            "schema_migrations",
+        ];
+        for table in extra.iter().chain(tables.iter()) {
+            let sql = format!("DROP TABLE IF EXISTS {}{table}", self.inner.sql.prefix);
+            with_pool!(&self.inner.pool, pool => {
+                sqlx::query(AssertSqlSafe(sql)).execute(pool).await?;
+            });
+        }
+        Ok(())
+    }
+
+    /// Closes the connection pool (waits for connections in use to be returned).
+    pub async fn close(&self) {
+        with_pool!(&self.inner.pool, pool => pool.close().await)
+    }
+}
+
+/// Competition ranks for consecutive leaderboard rows, the first at global position
+/// `first_position` (1-based): a row ranks at its position unless it ties the row before it.
+fn ranked(rows: Vec<PlayerProfile>, first_position: u64) -> Vec<LeaderboardEntry> {
+    let mut out: Vec<LeaderboardEntry> = Vec::with_capacity(rows.len());
+    for (i, row) in rows.into_iter().enumerate() {
+        let rank = match out.last() {
+            Some(prev) if prev.stats.score == row.stats.score => prev.rank,
+            _ => first_position + i as u64,
+        };
+        out.push(LeaderboardEntry {
+            rank,
+            player: row.id,
+            name: row.name,
+            stats: row.stats,
+        });
+    }
+    out
+}
