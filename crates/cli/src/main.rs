@@ -33,6 +33,30 @@ enum Command {
         #[command(subcommand)]
         scenario: Scenario,
     },
+    /// Seed 004's database benchmark against any backend: fill a table, then time updates,
+    /// seeks, top-1,000 rankings (unindexed and indexed) and batched stat writes.
+    BenchDb {
+        /// The database: sqlite://FILE, postgres://…, mysql://… (tables it creates are
+        /// dropped afterwards).
+        #[arg(long)]
+        url: String,
+        /// Rows to fill the table with.
+        #[arg(long, default_value_t = 50_000, value_parser = clap::value_parser!(u64).range(1_000..=10_000_000))]
+        records: u64,
+        /// SQLite only: `full` (survives power loss, the server's default) or `normal`.
+        #[arg(long, value_enum, default_value_t = SqliteSyncArg::Full)]
+        sqlite_synchronous: SqliteSyncArg,
+        /// Print one JSON object instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// SQLite's `synchronous` setting, as `bench-db` takes it.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum SqliteSyncArg {
+    Full,
+    Normal,
 }
 
 #[derive(Debug, Subcommand)]
@@ -82,6 +106,30 @@ fn main() -> anyhow::Result<()> {
             }
             init_logging();
             serve::run(config)?;
+        }
+        Command::BenchDb {
+            url,
+            records,
+            sqlite_synchronous,
+            json,
+        } => {
+            let config = tickwire_store::StoreConfig {
+                url,
+                sqlite_synchronous: match sqlite_synchronous {
+                    SqliteSyncArg::Full => tickwire_store::SqliteSync::Full,
+                    SqliteSyncArg::Normal => tickwire_store::SqliteSync::Normal,
+                },
+                ..tickwire_store::StoreConfig::default()
+            };
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()?;
+            let report = runtime.block_on(tickwire_store::bench::run_with(&config, records))?;
+            if json {
+                println!("{}", serde_json::to_string(&report)?);
+            } else {
+                print!("{report}");
+            }
         }
         Command::Bench {
             scenario: Scenario::Wire { json, samples },

@@ -8,11 +8,13 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 use figment::Figment;
 use figment::providers::{Env, Format as _, Serialized, Toml};
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use tickwire_server::config::ServeConfig;
 use tickwire_server::rooms::chat::ChatRoom;
 use tickwire_server::rooms::relay::RelayRoom;
-use tickwire_server::runtime::{RoomKinds, Runtime};
+use tickwire_server::runtime::{Extras, RoomKinds, Runtime};
+use tickwire_store::{StatWriter, Store, StoreConfig};
 
 /// The configuration file read when `--config` is not given, if it exists.
 pub const DEFAULT_CONFIG_FILE: &str = "tickwire.toml";
@@ -21,7 +23,8 @@ pub const ENV_PREFIX: &str = "TICKWIRE_";
 
 /// The configuration's top-level keys: other `TICKWIRE_*` variables (a test's
 /// `TICKWIRE_BLESS`) are not configuration.
-const TOP_LEVEL_KEYS: [&str; 12] = [
+const TOP_LEVEL_KEYS: [&str; 13] = [
+    "store",
     "shards",
     "public_ip",
     "http",
@@ -120,9 +123,21 @@ impl ServeArgs {
     }
 }
 
+/// Everything `tickwire.toml` holds: the runtime's settings at the top level, and the
+/// sections the binary adds (`[store]`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Config {
+    /// The runtime: listeners, shards, rooms, limits, drain.
+    pub serve: ServeConfig,
+    /// Persistence: players, stats, leaderboards (`url = ""` turns it off).
+    pub store: StoreConfig,
+}
+
 /// The effective configuration: defaults, the file, `TICKWIRE_*` variables, the flags.
-pub fn load_config(args: &ServeArgs) -> anyhow::Result<ServeConfig> {
-    let mut figment = Figment::from(Serialized::defaults(ServeConfig::default()));
+pub fn load_config(args: &ServeArgs) -> anyhow::Result<Config> {
+    let mut figment = Figment::from(Serialized::defaults(ServeConfig::default())).merge(
+        Serialized::defaults(json!({ "store": StoreConfig::default() })),
+    );
     match &args.config {
         Some(path) => {
             anyhow::ensure!(
@@ -143,18 +158,55 @@ pub fn load_config(args: &ServeArgs) -> anyhow::Result<ServeConfig> {
             .iter()
             .any(|known| top.eq_ignore_ascii_case(known))
     });
-    let config: ServeConfig = figment
+    let figment = figment
         .merge(environment)
-        .merge(Serialized::defaults(args.overrides()))
+        .merge(Serialized::defaults(args.overrides()));
+    let invalid = |error: figment::Error| anyhow::anyhow!("invalid configuration: {error}");
+    let store: StoreConfig = figment.extract_inner("store").map_err(invalid)?;
+    // The runtime's settings are the rest: taken apart so `ServeConfig` keeps refusing
+    // unknown keys by name.
+    let mut rest: figment::value::Dict = figment.extract().map_err(invalid)?;
+    rest.remove("store");
+    let serve: ServeConfig = Figment::from(Serialized::defaults(rest))
         .extract()
-        .map_err(|error| anyhow::anyhow!("invalid configuration: {error}"))?;
-    config.validate()?;
-    Ok(config)
+        .map_err(invalid)?;
+    serve.validate()?;
+    Ok(Config { serve, store })
 }
 
 /// The configuration as TOML, for `--print-config`.
-pub fn render_config(config: &ServeConfig) -> anyhow::Result<String> {
-    Ok(toml::to_string_pretty(config)?)
+pub fn render_config(config: &Config) -> anyhow::Result<String> {
+    let mut table = toml::Table::try_from(&config.serve)?;
+    table.insert("store".into(), toml::Value::try_from(&config.store)?);
+    Ok(toml::to_string_pretty(&table)?)
+}
+
+/// A database URL with any password replaced, for logs.
+fn redacted(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let credentials = &url[scheme + 3..at];
+            match credentials.split_once(':') {
+                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme + 3], &url[at..]),
+                None => url.to_string(),
+            }
+        }
+        _ => url.to_string(),
+    }
+}
+
+/// Opens the store (creating and migrating it) unless persistence is off.
+async fn open_store(config: &StoreConfig) -> anyhow::Result<Option<(Store, StatWriter)>> {
+    if config.url.is_empty() {
+        tracing::info!("persistence is off (store.url is empty)");
+        return Ok(None);
+    }
+    let store = Store::connect_with(config)
+        .await
+        .with_context(|| format!("cannot open the store at {}", redacted(&config.url)))?;
+    let writer = store.writer(&config.writer);
+    tracing::info!(url = %redacted(&config.url), backend = ?store.backend(), "persistence");
+    Ok(Some((store, writer)))
 }
 
 /// The room kinds the binary hosts.
@@ -167,13 +219,22 @@ pub fn room_kinds() -> RoomKinds {
 }
 
 /// Runs the server until it has shut down; `Ok` is a clean exit.
-pub fn run(config: ServeConfig) -> anyhow::Result<()> {
+pub fn run(config: Config) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("tickwire-http")
         .build()?;
     runtime.block_on(async move {
-        let server = Runtime::start(config, room_kinds())
+        let store = open_store(&config.store).await?;
+        let mut extras = Extras::default();
+        if let Some((store, writer)) = &store {
+            let writer = writer.clone();
+            extras = extras
+                .routes(tickwire_store::http::router(store.clone()))
+                .metrics(move |text| writer.stats().write_prometheus(text));
+        }
+        let grace = std::time::Duration::from_secs(config.serve.drain.grace_secs);
+        let server = Runtime::start_with(config.serve, room_kinds(), extras)
             .await
             .context("cannot start the server")?;
         let addresses = server.addresses().clone();
@@ -220,6 +281,23 @@ pub fn run(config: ServeConfig) -> anyhow::Result<()> {
             joins_refused = refused,
             "stopped"
         );
+        if let Some((store, writer)) = store {
+            // The rooms have stopped, so nothing more is queued: commit what is, within a
+            // grace of its own (a database that is down keeps the writer retrying).
+            let flushed = tokio::time::timeout(grace, writer.close()).await;
+            let stats = writer.stats();
+            match flushed {
+                Ok(()) => tracing::info!(committed = stats.events_committed, "persistence flushed"),
+                Err(_) => {
+                    tracing::error!(
+                        queued = stats.queue_depth,
+                        "persistence did not flush within the drain grace; exiting anyway"
+                    );
+                    std::process::exit(1);
+                }
+            }
+            store.close().await;
+        }
         Ok(())
     })
 }
@@ -250,5 +328,23 @@ async fn next_signal() -> &'static str {
     tokio::select! {
         _ = terminate.recv() => "SIGTERM",
         _ = interrupt.recv() => "SIGINT",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn logged_database_urls_keep_the_user_and_lose_the_password() {
+        assert_eq!(
+            redacted("postgres://app:hunter2@db.internal:5432/game"),
+            "postgres://app:***@db.internal:5432/game"
+        );
+        assert_eq!(
+            redacted("mysql://root@127.0.0.1/game"),
+            "mysql://root@127.0.0.1/game"
+        );
+        assert_eq!(redacted("sqlite://tickwire.db"), "sqlite://tickwire.db");
     }
 }

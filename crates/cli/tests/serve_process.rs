@@ -175,6 +175,19 @@ async fn sigterm_tells_every_player_and_exits_zero_within_the_grace_period() {
         let _ = timeout(Duration::from_millis(50), udp.next_event()).await;
     }
 
+    // Persistence is on by default, on embedded SQLite in the working directory.
+    let (status, leaderboard) = http(http_address, "GET", "/api/leaderboard", "", "").await;
+    assert_eq!(status, 200, "{leaderboard}");
+    let (_, metrics) = http(http_address, "GET", "/metrics", "", "").await;
+    assert!(
+        metrics.contains("tickwire_store_queue_depth") && metrics.contains("tickwire_rooms"),
+        "{metrics}"
+    );
+    assert!(
+        dir.join("tickwire.db").is_file(),
+        "the database file is created"
+    );
+
     let signalled = Instant::now();
     let pid = i32::try_from(child.id().unwrap()).unwrap();
     // SAFETY: kill(2) with a pid this test spawned and a valid signal number.
@@ -239,6 +252,8 @@ async fn configuration_layers_file_then_environment_then_flags() {
         "grace_secs = 20",             // the file
         "listen = \"127.0.0.1:4000\"", // the environment over the file
         "listen = \"127.0.0.1:3000\"", // the flag over the file
+        "[store]",
+        "url = \"sqlite://tickwire.db\"", // the binary's own section, defaulted
     ] {
         assert!(printed.contains(expected), "no {expected:?} in\n{printed}");
     }
@@ -262,6 +277,37 @@ async fn configuration_layers_file_then_environment_then_flags() {
     assert!(!typo.status.success());
     let error = String::from_utf8_lossy(&typo.stderr);
     assert!(error.contains("htp"), "an unknown key is named: {error}");
+
+    std::fs::write(dir.join("tickwire.toml"), "[store]\nulr = \"x\"\n").unwrap();
+    let typo = tickwire(&dir)
+        .args(["serve", "--print-config"])
+        .output()
+        .await
+        .unwrap();
+    assert!(!typo.status.success());
+    let error = String::from_utf8_lossy(&typo.stderr);
+    assert!(
+        error.contains("ulr"),
+        "a typo in the store section is named: {error}"
+    );
+
+    std::fs::remove_file(dir.join("tickwire.toml")).unwrap();
+    let unopenable = tickwire(&dir)
+        .args(["serve", "--http", "127.0.0.1:0", "--udp", "127.0.0.1:0"])
+        .env(
+            "TICKWIRE_STORE__URL",
+            "postgres://nobody:secret@127.0.0.1:1/none",
+        )
+        .env("TICKWIRE_STORE__CONNECT_TIMEOUT_MS", "2000")
+        .output()
+        .await
+        .unwrap();
+    assert!(!unopenable.status.success());
+    let error = String::from_utf8_lossy(&unopenable.stderr);
+    assert!(
+        error.contains("cannot open the store at postgres://nobody:***@127.0.0.1:1/none"),
+        "the store is named, its password is not: {error}"
+    );
     let _ = std::fs::remove_dir_all(dir);
 }
 
