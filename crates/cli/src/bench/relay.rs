@@ -600,8 +600,8 @@ tickwire_tick_duration_seconds_bucket{kind=\"chat\",le=\"0.0001\"} 5
         let window = bucket_difference(&before, &after);
         // 40 ticks under 100 µs, 40 in (100, 250], 10 in (250, 500].
         assert_eq!(window.last().unwrap().1, 90.0);
-        assert!((quantile(&window, 0.5) - 0.000_131_25).abs() < 1e-9);
-        assert!((quantile(&window, 0.99) - 0.000_475).abs() < 1e-9);
+        assert!((quantile(&window, 0.5) - 0.000_118_75).abs() < 1e-9);
+        assert!((quantile(&window, 0.99) - 0.000_477_5).abs() < 1e-9);
         assert_eq!(highest_bound(&window), 0.0005);
     }
 }
