@@ -65,23 +65,19 @@ pub(super) async fn run(spec: GroupSpec) -> Option<GroupResult> {
             )));
         }
     };
-    // Connect (paced), then wait for the plan; an abort ends the group at any point.
-    let plan = tokio::select! {
-        plan = async {
-            connecting.await;
-            loop {
-                match command.borrow_and_update().clone() {
-                    Command::Run(plan) => return Some(plan),
-                    Command::Abort => return None,
-                    Command::Wait => {}
-                }
-                if command.changed().await.is_err() {
-                    return None;
-                }
-            }
-        } => plan,
+    // Connect (paced), then wait for the plan. On an abort the group returns and dropping
+    // the thread's LocalSet ends the bot tasks.
+    connecting.await;
+    let plan = loop {
+        match command.borrow_and_update().clone() {
+            Command::Run(plan) => break plan,
+            Command::Abort => return None,
+            Command::Wait => {}
+        }
+        if command.changed().await.is_err() {
+            return None;
+        }
     };
-    let plan = plan?;
     shared.borrow_mut().tally = Some(Tally::new(plan.window));
     for task in tasks {
         let _ = task.await;
