@@ -3,7 +3,7 @@
 
 CARGO ?= cargo
 
-.PHONY: run test test-ts lint fmt bench-wire bench-udp bench fuzz-smoke
+.PHONY: run test test-ts lint fmt bench-wire bench-udp bench-relay bench fuzz-smoke
 
 ## Build and start the server: HTTP, matchmaking and ws on :8080, UDP on :7777, the admin
 ## console on 127.0.0.1:7000. Ctrl-C shuts it down gracefully.
@@ -38,6 +38,14 @@ bench-wire:
 bench-udp:
 	$(CARGO) build --release --locked -p tickwire
 	target/release/tickwire bench udp
+
+## The relay scenarios (seeds 001 and 004) over UDP and WebSocket: server and bots as two
+## processes, pinned by the harness (server on CPU 1, bots on CPU 0). About 35 s each.
+bench-relay:
+	$(CARGO) build --release --locked -p tickwire
+	for scenario in sfs nettest; do for transport in udp ws; do \
+		target/release/tickwire bench $$scenario --transport $$transport --duration 20 || exit 1; \
+	done; done
 
 bench:
 	taskset -c 1 $(CARGO) bench --workspace

@@ -4,10 +4,13 @@
 //! | module | subcommand |
 //! |---|---|
 //! | [`bench::wire`] | `tickwire bench wire` |
+//! | [`bench::relay`] | `tickwire bench sfs`, `tickwire bench nettest` |
+//! | [`bots`] | `tickwire bots` |
 //! | [`bench::udp`] | `tickwire bench udp` |
 //! | [`serve`] | `tickwire serve` |
 //! | [`alloc_count`] | allocation counting for benchmarks |
 
 pub mod alloc_count;
 pub mod bench;
+pub mod bots;
 pub mod serve;

@@ -1,11 +1,13 @@
-//! `tickwire`: the one binary. Later issues add `bots` and more `bench` scenarios.
+//! `tickwire`: the one binary: the server, the load bots and the benchmarks.
 
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use tickwire::alloc_count::CountingAllocator;
+use tickwire::bench::relay::{self, RelayBenchArgs};
 use tickwire::bench::udp::{self, UdpBenchConfig};
 use tickwire::bench::wire::{self, WireBenchConfig};
+use tickwire::bots::{self, BotsArgs};
 use tickwire::serve::{self, ServeArgs};
 
 // Counting costs one relaxed atomic add per allocation and lets benchmarks report
@@ -28,6 +30,8 @@ struct Cli {
 enum Command {
     /// Run the game server.
     Serve(Box<ServeArgs>),
+    /// Run a scenario's bots against a server and print what they measured.
+    Bots(Box<BotsArgs>),
     /// Run a benchmark and print its figures.
     Bench {
         #[command(subcommand)]
@@ -61,6 +65,12 @@ enum SqliteSyncArg {
 
 #[derive(Debug, Subcommand)]
 enum Scenario {
+    /// Seed 001's relay stress: 138 relay rooms × 16 bots, 30 unreliable messages/s each;
+    /// server and bots as separate processes pinned to different CPUs.
+    Sfs(Box<RelayBenchArgs>),
+    /// Seed 004's chat storm: 300 bots in one relay room, one reliable line/s each; every
+    /// line expected versus delivered.
+    Nettest(Box<RelayBenchArgs>),
     /// Seed 002's entity: encoded size, ns and allocations per write + read round trip.
     Wire {
         /// Print one JSON object instead of a table.
@@ -131,6 +141,13 @@ fn main() -> anyhow::Result<()> {
                 print!("{report}");
             }
         }
+        Command::Bots(args) => bots::run(&args)?,
+        Command::Bench {
+            scenario: Scenario::Sfs(args),
+        } => bench_relay("sfs", &args)?,
+        Command::Bench {
+            scenario: Scenario::Nettest(args),
+        } => bench_relay("nettest", &args)?,
         Command::Bench {
             scenario: Scenario::Wire { json, samples },
         } => {
@@ -168,6 +185,16 @@ fn main() -> anyhow::Result<()> {
                 print!("{}", udp::render(&report));
             }
         }
+    }
+    Ok(())
+}
+
+fn bench_relay(name: &str, args: &RelayBenchArgs) -> anyhow::Result<()> {
+    let report = relay::run(name, args)?;
+    if args.json {
+        println!("{}", serde_json::to_string(&report)?);
+    } else {
+        print!("{}", relay::render(&report));
     }
     Ok(())
 }

@@ -1,0 +1,681 @@
+//! The engine: connects a scenario's bots at a bounded rate, starts them on one schedule,
+//! measures a window, drains, and reports.
+//!
+//! # Threads and I/O
+//!
+//! Bots are split into groups, one per thread (default: one per CPU the process may run
+//! on, so one when pinned with `taskset -c 0`). Each group thread runs a current-thread
+//! tokio runtime:
+//!
+//! - **UDP** ([`udp`]): one task drives every bot of the group. Each bot has its own
+//!   socket (the server tells clients apart by address) and a sans-IO
+//!   [`tickwire_proto::Client`]; all of the group's sockets sit in one epoll set, itself
+//!   watched through tokio, so the task wakes when any bot has data and receives only from
+//!   the sockets epoll names, each with one `recvmmsg` ([`BatchSocket::try_recv_batch`])
+//!   into the group's single receive batch. A 1 ms tick paces sends and protocol timers;
+//!   each bot's datagrams go out with one `sendmmsg` from the group's single send batch.
+//!   Buffers exist once per group, not per bot.
+//! - **WebSocket** ([`ws`]): one small task per bot on the group's runtime, each owning a
+//!   [`tickwire_client::Link`]. A TCP connection has kernel buffers per connection by
+//!   nature, and its user-space framing state is per connection too; the task adds a
+//!   timer and the bot's few counters.
+//!
+//! # Schedule and measurement
+//!
+//! Load is open-loop: bot `b` sends at `t0 + phase_b + k / rate` (random phase, fixed
+//! period, no drift) whatever came back, and a late sender catches up by sending every due
+//! message at once. Each message carries its sender, sequence number and *scheduled* time
+//! ([`Stamp`](crate::stamp::Stamp)); a receiving bot records the latency from that time into
+//! its group's HDR histogram, so time a message waited in the sender counts against the
+//! figure. Messages scheduled in the measured window are counted: expected = recipients per
+//! message (the scenario says how many), delivered = distinct arrivals.
+//!
+//! [`BatchSocket::try_recv_batch`]: tickwire_net::udp::BatchSocket::try_recv_batch
+
+mod udp;
+mod ws;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use serde::Serialize;
+use tickwire_client::Transport;
+use tokio::sync::watch;
+
+use crate::proc_stat;
+use crate::scenario::Scenario;
+use crate::tally::{Delivery, Tally, Window};
+
+/// How a run goes.
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    /// The server's HTTP address, `http://host:port`.
+    pub server: String,
+    /// UDP or WebSocket (`wss` is refused: the bots carry no certificate trust yet).
+    pub transport: Transport,
+    /// Sending before the measured window starts.
+    pub warmup: Duration,
+    /// The measured window.
+    pub duration: Duration,
+    /// Receiving after the last send, for messages still in flight.
+    pub drain: Duration,
+    /// Bots connected per second at most (matchmaking plus handshake).
+    pub connect_rate: f64,
+    /// Bots connecting at once at most.
+    pub connect_concurrency: usize,
+    /// One bot's bound for matchmaking, and again for its handshake.
+    pub connect_timeout: Duration,
+    /// Group threads; 0 means one per CPU this process may run on.
+    pub threads: usize,
+    /// Seeds the send phases and message bodies.
+    pub seed: u64,
+}
+
+impl Default for RunConfig {
+    fn default() -> Self {
+        Self {
+            server: "http://127.0.0.1:8080".into(),
+            transport: Transport::Udp,
+            warmup: Duration::from_secs(3),
+            duration: Duration::from_secs(20),
+            drain: Duration::from_secs(2),
+            connect_rate: 500.0,
+            connect_concurrency: 64,
+            connect_timeout: Duration::from_secs(10),
+            threads: 0,
+            seed: 1,
+        }
+    }
+}
+
+/// Where a run is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// Matchmaking and handshaking.
+    Connecting,
+    /// Every bot connected; sending, not yet counted.
+    Warmup,
+    /// The measured window.
+    Measuring,
+    /// Sends stopped; waiting for what is in flight.
+    Draining,
+    /// Over.
+    Done,
+}
+
+/// Counters the groups keep current for a live display.
+#[derive(Debug, Default)]
+pub struct Live {
+    connected: AtomicU64,
+    connect_failed: AtomicU64,
+    disconnects: AtomicU64,
+    datagrams_out: AtomicU64,
+    datagrams_in: AtomicU64,
+    messages_out: AtomicU64,
+    messages_in: AtomicU64,
+    rtt_us_sum: AtomicU64,
+    rtt_samples: AtomicU64,
+}
+
+/// A reading of [`Live`].
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct LiveSnapshot {
+    /// Bots connected.
+    pub connected: u64,
+    /// Bots that failed to connect.
+    pub connect_failed: u64,
+    /// Bots whose connection ended after it was made.
+    pub disconnects: u64,
+    /// Datagrams (UDP) or WebSocket messages sent by all bots so far.
+    pub datagrams_out: u64,
+    /// Datagrams or WebSocket messages received.
+    pub datagrams_in: u64,
+    /// Stamped messages sent.
+    pub messages_out: u64,
+    /// Messages received.
+    pub messages_in: u64,
+    /// Mean round trip of the last samples, when any.
+    pub rtt: Option<Duration>,
+}
+
+impl Live {
+    /// The counters now.
+    pub fn snapshot(&self) -> LiveSnapshot {
+        let load = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
+        let samples = load(&self.rtt_samples);
+        LiveSnapshot {
+            connected: load(&self.connected),
+            connect_failed: load(&self.connect_failed),
+            disconnects: load(&self.disconnects),
+            datagrams_out: load(&self.datagrams_out),
+            datagrams_in: load(&self.datagrams_in),
+            messages_out: load(&self.messages_out),
+            messages_in: load(&self.messages_in),
+            rtt: (samples > 0)
+                .then(|| Duration::from_micros(load(&self.rtt_us_sum) / samples.max(1))),
+        }
+    }
+
+    fn add(counter: &AtomicU64, value: u64) {
+        if value > 0 {
+            counter.fetch_add(value, Ordering::Relaxed);
+        }
+    }
+}
+
+/// What the run's owner hears while it runs (a progress display, a benchmark harness).
+pub trait Observer {
+    /// The run entered `phase`; called as the phase starts.
+    fn phase(&mut self, phase: Phase);
+    /// Every quarter second or so, the live counters.
+    fn progress(&mut self, _live: &LiveSnapshot) {}
+}
+
+/// An observer that ignores everything.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Quiet;
+
+impl Observer for Quiet {
+    fn phase(&mut self, _phase: Phase) {}
+}
+
+/// Why a run produced no figures.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// Some bots could not connect; figures from a partial run would mislead.
+    #[error("{failed} of {players} bots failed to connect (first: {first})")]
+    ConnectFailed {
+        /// Bots that failed.
+        failed: usize,
+        /// Bots in the run.
+        players: usize,
+        /// The first failure's reason.
+        first: String,
+    },
+    /// The configuration cannot run.
+    #[error("{0}")]
+    Config(String),
+    /// A group thread failed.
+    #[error("bot group failed: {0}")]
+    Group(String),
+}
+
+/// A run's figures.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunReport {
+    /// Scenario name.
+    pub scenario: String,
+    /// `udp` or `ws`.
+    pub transport: &'static str,
+    /// Bots connected (all of the scenario's, or the run fails).
+    pub players: usize,
+    /// Rooms the bots landed in.
+    pub rooms: usize,
+    /// Fewest bots in one room.
+    pub room_size_min: usize,
+    /// Most bots in one room.
+    pub room_size_max: usize,
+    /// Seconds of warm-up.
+    pub warmup_s: f64,
+    /// Seconds measured.
+    pub duration_s: f64,
+    /// Deliveries of the window's messages.
+    #[serde(flatten)]
+    pub delivery: Delivery,
+    /// `delivered / duration_s`.
+    pub delivered_per_s: f64,
+    /// Round trips sampled once a second per bot during the window (protocol acks over
+    /// UDP, pings over WebSocket): median.
+    pub rtt_p50_ms: f64,
+    /// 99th percentile round trip.
+    pub rtt_p99_ms: f64,
+    /// Round-trip samples.
+    pub rtt_samples: u64,
+    /// Connections that ended before the run did.
+    pub disconnects: u64,
+    /// The first of those endings.
+    pub first_disconnect: Option<String>,
+    /// Messages that were not a bot's or came from another room.
+    pub foreign_messages: u64,
+    /// Messages the protocol refused to queue.
+    pub send_errors: u64,
+    /// Datagrams (UDP) or WebSocket messages the bots sent in the window, per second.
+    pub bot_out_pps: f64,
+    /// Datagrams or WebSocket messages the bots received in the window, per second.
+    pub bot_in_pps: f64,
+    /// The bots' own CPU time in the window (all threads), seconds.
+    pub bots_cpu_s: f64,
+    /// The bot process's RSS at the end of the window.
+    pub bots_rss_bytes: u64,
+}
+
+/// What every bot of a run is told when the run starts.
+#[derive(Debug)]
+pub(crate) struct Plan {
+    epoch: Instant,
+    window: Window,
+    send_end_ns: u64,
+    drain_end_ns: u64,
+    period_ns: u64,
+    /// Per bot: its first scheduled send.
+    first_send_ns: Vec<u64>,
+    /// Per bot: its room (index into the plan's rooms), `u32::MAX` if not connected.
+    room: Vec<u32>,
+    /// Per bot: its place among its room's members.
+    slot: Vec<u32>,
+    /// Per room: members.
+    room_size: Vec<u32>,
+    /// Per room: recipients of one member's message.
+    recipients: Vec<u32>,
+}
+
+impl Plan {
+    fn ns(&self, at: Instant) -> u64 {
+        at.saturating_duration_since(self.epoch).as_nanos() as u64
+    }
+
+    fn at(&self, ns: u64) -> Instant {
+        self.epoch + Duration::from_nanos(ns)
+    }
+
+    fn room_size_of(&self, bot: u32) -> usize {
+        self.room
+            .get(bot as usize)
+            .and_then(|room| self.room_size.get(*room as usize))
+            .map_or(0, |size| *size as usize)
+    }
+
+    fn recipients_of(&self, bot: u32) -> u32 {
+        self.room
+            .get(bot as usize)
+            .and_then(|room| self.recipients.get(*room as usize))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// The sender's place in `receiver`'s room, if they share one.
+    fn slot_in_room_of(&self, sender: u32, receiver: u32) -> Option<usize> {
+        let room = *self.room.get(sender as usize)?;
+        (room != u32::MAX && Some(&room) == self.room.get(receiver as usize))
+            .then(|| self.slot[sender as usize] as usize)
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Command {
+    Wait,
+    Run(Arc<Plan>),
+    Abort,
+}
+
+enum Report {
+    Connected { bot: u32, room: u64 },
+    Failed { error: String },
+    Finished(Box<GroupResult>),
+}
+
+/// Counts a group keeps over the window.
+#[derive(Debug, Default, Clone, Copy)]
+struct Counts {
+    datagrams_out: u64,
+    datagrams_in: u64,
+    messages_out: u64,
+    messages_in: u64,
+}
+
+struct GroupResult {
+    tally: Option<Tally>,
+    rtt_us: Histogram<u64>,
+    window: Counts,
+    disconnects: u64,
+    first_disconnect: Option<String>,
+    foreign: u64,
+    send_errors: u64,
+}
+
+/// What a group thread is given.
+struct GroupSpec {
+    index: usize,
+    bots: Vec<u32>,
+    config: RunConfig,
+    scenario: Arc<dyn Scenario>,
+    live: Arc<Live>,
+    reports: mpsc::Sender<Report>,
+    command: watch::Receiver<Command>,
+}
+
+fn rtt_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 60_000_000, 3).expect("constant bounds are valid")
+}
+
+/// Runs `scenario` against the configured server; returns once the bots are disconnected.
+/// `observer` hears the phases and live counters (on the calling thread).
+pub fn run(
+    config: &RunConfig,
+    scenario: Arc<dyn Scenario>,
+    observer: &mut dyn Observer,
+) -> Result<RunReport, RunError> {
+    let players = scenario.players();
+    if players == 0 || players > u32::MAX as usize / 2 {
+        return Err(RunError::Config(format!(
+            "{players} bots: need at least one"
+        )));
+    }
+    if !(scenario.rate_hz() > 0.0 && scenario.rate_hz() <= 1000.0) {
+        return Err(RunError::Config(format!(
+            "rate {} per second is outside (0, 1000]",
+            scenario.rate_hz()
+        )));
+    }
+    if config.transport == Transport::Wss {
+        return Err(RunError::Config(
+            "wss bots are not supported yet; use ws or udp".into(),
+        ));
+    }
+    let threads = if config.threads == 0 {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    } else {
+        config.threads
+    }
+    .clamp(1, players);
+
+    let live = Arc::new(Live::default());
+    let (reports_in, reports) = mpsc::channel();
+    let (command, command_rx) = watch::channel(Command::Wait);
+    let mut handles = Vec::with_capacity(threads);
+    for index in 0..threads {
+        let spec = GroupSpec {
+            index,
+            bots: (0..players as u32)
+                .filter(|bot| *bot as usize % threads == index)
+                .collect(),
+            config: config.clone(),
+            scenario: scenario.clone(),
+            live: live.clone(),
+            reports: reports_in.clone(),
+            command: command_rx.clone(),
+        };
+        let handle = std::thread::Builder::new()
+            .name(format!("tw-bots-{index}"))
+            .spawn(move || run_group(spec))
+            .map_err(|error| RunError::Group(error.to_string()))?;
+        handles.push(handle);
+    }
+    drop(reports_in);
+    let abort = |command: &watch::Sender<Command>, handles: Vec<std::thread::JoinHandle<()>>| {
+        let _ = command.send(Command::Abort);
+        for handle in handles {
+            let _ = handle.join();
+        }
+    };
+
+    // Connect every bot, or fail the run.
+    observer.phase(Phase::Connecting);
+    let connect_bound = Duration::from_secs_f64(players as f64 / config.connect_rate.max(1.0))
+        + config.connect_timeout * 3;
+    let connect_deadline = Instant::now() + connect_bound;
+    let mut rooms_of: Vec<Option<u64>> = vec![None; players];
+    let mut failed = 0;
+    let mut first_failure = None;
+    let mut heard = 0;
+    while heard < players {
+        let now = Instant::now();
+        if now >= connect_deadline {
+            first_failure
+                .get_or_insert_with(|| format!("not all connected within {connect_bound:?}"));
+            failed += players - heard;
+            break;
+        }
+        match reports.recv_timeout((connect_deadline - now).min(Duration::from_millis(250))) {
+            Ok(Report::Connected { bot, room }) => {
+                rooms_of[bot as usize] = Some(room);
+                heard += 1;
+            }
+            Ok(Report::Failed { error }) => {
+                failed += 1;
+                heard += 1;
+                first_failure.get_or_insert(error);
+            }
+            Ok(Report::Finished(_)) => {}
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                abort(&command, handles);
+                return Err(RunError::Group("every group ended while connecting".into()));
+            }
+        }
+        observer.progress(&live.snapshot());
+    }
+    if failed > 0 {
+        abort(&command, handles);
+        return Err(RunError::ConnectFailed {
+            failed,
+            players,
+            first: first_failure.unwrap_or_default(),
+        });
+    }
+
+    let plan = Arc::new(make_plan(config, scenario.as_ref(), &rooms_of));
+    let rooms = plan.room_size.len();
+    let room_size_min = plan.room_size.iter().min().copied().unwrap_or(0) as usize;
+    let room_size_max = plan.room_size.iter().max().copied().unwrap_or(0) as usize;
+    let _ = command.send(Command::Run(plan.clone()));
+
+    // Follow the schedule; sample this process's CPU at the window's edges.
+    let phases = [
+        (plan.ns(Instant::now()), Phase::Warmup),
+        (plan.window.start_ns, Phase::Measuring),
+        (plan.window.end_ns, Phase::Draining),
+    ];
+    let mut cpu = [0.0f64; 2];
+    let mut rss = 0;
+    for (index, (at_ns, phase)) in phases.into_iter().enumerate() {
+        loop {
+            let now = Instant::now();
+            let at = plan.at(at_ns);
+            if now >= at {
+                break;
+            }
+            std::thread::sleep((at - now).min(Duration::from_millis(250)));
+            observer.progress(&live.snapshot());
+        }
+        if index >= 1 {
+            let sample = proc_stat::sample(0).unwrap_or_default();
+            cpu[index - 1] = sample.cpu_s;
+            rss = sample.rss_bytes;
+        }
+        observer.phase(phase);
+    }
+
+    // Collect the groups' results.
+    let finish_deadline = plan.at(plan.drain_end_ns) + Duration::from_secs(10);
+    let mut results = Vec::with_capacity(threads);
+    while results.len() < threads {
+        let now = Instant::now();
+        if now >= finish_deadline {
+            abort(&command, handles);
+            return Err(RunError::Group(
+                "groups did not finish after draining".into(),
+            ));
+        }
+        match reports.recv_timeout((finish_deadline - now).min(Duration::from_millis(250))) {
+            Ok(Report::Finished(result)) => results.push(result),
+            Ok(_) | Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+        observer.progress(&live.snapshot());
+    }
+    for handle in handles {
+        handle
+            .join()
+            .map_err(|_| RunError::Group("a group thread panicked".into()))?;
+    }
+    if results.len() < threads {
+        return Err(RunError::Group(format!(
+            "{} of {threads} groups ended without a result",
+            threads - results.len()
+        )));
+    }
+    observer.phase(Phase::Done);
+
+    let mut tally = Tally::new(plan.window);
+    let mut rtt_us = rtt_histogram();
+    let mut window = Counts::default();
+    let mut disconnects = 0;
+    let mut first_disconnect = None;
+    let mut foreign = 0;
+    let mut send_errors = 0;
+    for result in &results {
+        if let Some(group) = &result.tally {
+            tally.merge(group);
+        }
+        let _ = rtt_us.add(&result.rtt_us);
+        window.datagrams_out += result.window.datagrams_out;
+        window.datagrams_in += result.window.datagrams_in;
+        window.messages_out += result.window.messages_out;
+        window.messages_in += result.window.messages_in;
+        disconnects += result.disconnects;
+        if first_disconnect.is_none() {
+            first_disconnect.clone_from(&result.first_disconnect);
+        }
+        foreign += result.foreign;
+        send_errors += result.send_errors;
+    }
+    let duration_s = config.duration.as_secs_f64();
+    let delivery = tally.summary();
+    let rtt_ms = |quantile: f64| rtt_us.value_at_quantile(quantile) as f64 / 1_000.0;
+    Ok(RunReport {
+        scenario: scenario.name().to_string(),
+        transport: config.transport.name(),
+        players,
+        rooms,
+        room_size_min,
+        room_size_max,
+        warmup_s: config.warmup.as_secs_f64(),
+        duration_s,
+        delivered_per_s: delivery.delivered as f64 / duration_s,
+        delivery,
+        rtt_p50_ms: rtt_ms(0.5),
+        rtt_p99_ms: rtt_ms(0.99),
+        rtt_samples: rtt_us.len(),
+        disconnects,
+        first_disconnect,
+        foreign_messages: foreign,
+        send_errors,
+        bot_out_pps: window.datagrams_out as f64 / duration_s,
+        bot_in_pps: window.datagrams_in as f64 / duration_s,
+        bots_cpu_s: cpu[1] - cpu[0],
+        bots_rss_bytes: rss,
+    })
+}
+
+/// Rooms from the matchmaking answers, and every bot's schedule.
+fn make_plan(config: &RunConfig, scenario: &dyn Scenario, rooms_of: &[Option<u64>]) -> Plan {
+    let mut room_index: HashMap<u64, u32> = HashMap::new();
+    let mut room_size: Vec<u32> = Vec::new();
+    let mut room = vec![u32::MAX; rooms_of.len()];
+    let mut slot = vec![0; rooms_of.len()];
+    for (bot, server_room) in rooms_of.iter().enumerate() {
+        let Some(server_room) = server_room else {
+            continue;
+        };
+        let index = *room_index.entry(*server_room).or_insert_with(|| {
+            room_size.push(0);
+            room_size.len() as u32 - 1
+        });
+        room[bot] = index;
+        slot[bot] = room_size[index as usize];
+        room_size[index as usize] += 1;
+    }
+    let recipients = room_size
+        .iter()
+        .map(|size| scenario.recipients(*size as usize) as u32)
+        .collect();
+    let period_ns = (1e9 / scenario.rate_hz()) as u64;
+    let mut rng = SmallRng::seed_from_u64(config.seed);
+    // Groups start sending a little after they hear the plan.
+    let epoch = Instant::now();
+    let t0_ns = 100_000_000;
+    let first_send_ns = (0..rooms_of.len())
+        .map(|_| t0_ns + rng.random_range(0..period_ns.max(1)))
+        .collect();
+    let start_ns = t0_ns + config.warmup.as_nanos() as u64;
+    let end_ns = start_ns + config.duration.as_nanos() as u64;
+    Plan {
+        epoch,
+        window: Window { start_ns, end_ns },
+        send_end_ns: end_ns,
+        drain_end_ns: end_ns + config.drain.as_nanos() as u64,
+        period_ns,
+        first_send_ns,
+        room,
+        slot,
+        room_size,
+        recipients,
+    }
+}
+
+fn run_group(spec: GroupSpec) {
+    let reports = spec.reports.clone();
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            for _ in &spec.bots {
+                let _ = reports.send(Report::Failed {
+                    error: format!("cannot start a bot runtime: {error}"),
+                });
+            }
+            return;
+        }
+    };
+    let local = tokio::task::LocalSet::new();
+    let result = match spec.config.transport {
+        Transport::Udp => local.block_on(&runtime, udp::run(spec)),
+        Transport::Ws | Transport::Wss => local.block_on(&runtime, ws::run(spec)),
+    };
+    if let Some(result) = result {
+        let _ = reports.send(Report::Finished(Box::new(result)));
+    }
+}
+
+/// The matchmaking request of bot `bot`.
+fn match_request(scenario: &dyn Scenario, bot: u32) -> tickwire_client::MatchRequest {
+    tickwire_client::MatchRequest::kind(scenario.room_kind()).named(format!("bot{bot}"))
+}
+
+/// Spaces out connection attempts: one every `interval` for this group.
+fn connect_interval(config: &RunConfig, groups_bots: usize, players: usize) -> Duration {
+    let share = groups_bots as f64 / players.max(1) as f64;
+    Duration::from_secs_f64(1.0 / (config.connect_rate.max(0.001) * share).max(0.001))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::RelayScenario;
+
+    #[test]
+    fn a_plan_groups_bots_by_room_and_spreads_their_phases_over_one_period() {
+        let mut scenario = RelayScenario::sfs();
+        scenario.rooms = 2;
+        scenario.players_per_room = 3;
+        let rooms_of = [Some(7), Some(9), Some(7), Some(9), Some(7), Some(9)];
+        let plan = make_plan(&RunConfig::default(), &scenario, &rooms_of);
+        assert_eq!(plan.room_size, [3, 3]);
+        assert_eq!(plan.recipients_of(4), 2);
+        assert_eq!(plan.slot_in_room_of(4, 0), Some(2));
+        assert_eq!(plan.slot_in_room_of(1, 0), None);
+        for first in &plan.first_send_ns {
+            assert!((100_000_000..100_000_000 + plan.period_ns).contains(first));
+        }
+        assert_eq!(plan.window.end_ns - plan.window.start_ns, 20_000_000_000);
+    }
+}

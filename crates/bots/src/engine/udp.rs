@@ -1,0 +1,602 @@
+//! A group of UDP bots driven by one task: epoll over the group's sockets for readiness,
+//! `recvmmsg`/`sendmmsg` through [`BatchSocket`] with one receive and one send batch for
+//! the whole group, a 1 ms tick for sends and protocol timers.
+
+use std::cell::RefCell;
+use std::io;
+use std::net::{SocketAddr, UdpSocket};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use rand::SeedableRng;
+use rand::rngs::SmallRng;
+use tickwire_client::{MatchAnswer, matchmake};
+use tickwire_net::udp::{BatchSocket, RecvBatch, SendBatch};
+use tickwire_proto::reliable::ReliabilityConfig;
+use tickwire_proto::{Client, ClientEvent, MAX_DATAGRAM_BYTES};
+use tokio::io::unix::AsyncFd;
+use tokio::sync::Semaphore;
+use tokio::time::MissedTickBehavior;
+
+use super::{
+    Command, Counts, GroupResult, GroupSpec, Live, Plan, Report, connect_interval, match_request,
+    rtt_histogram,
+};
+use crate::scenario::Unstamped;
+use crate::stamp::Stamp;
+use crate::tally::{SeqWindow, Tally};
+
+/// How often sends and protocol timers are looked at.
+const TICK: Duration = Duration::from_millis(1);
+/// Ready sockets taken per `epoll_wait`.
+const EPOLL_EVENTS: usize = 256;
+
+/// One bot: its socket, its protocol state, its schedule. The receive and send buffers
+/// belong to the group.
+struct Bot {
+    id: u32,
+    room: u64,
+    socket: BatchSocket,
+    client: Client,
+    /// `client.poll_timeout()`, refreshed whenever the client is touched.
+    deadline: Option<Instant>,
+    next_send_ns: u64,
+    seq: u32,
+    connected: bool,
+    ended: bool,
+    dirty: bool,
+    /// Per member of the bot's room: the sequence numbers seen from them.
+    seen: Box<[SeqWindow]>,
+}
+
+/// An epoll set of the group's sockets. The set's own descriptor is watched by tokio
+/// (readable when any socket in it is), through the `AsyncFd` returned beside it.
+struct Readiness {
+    /// The set's descriptor, owned by the `AsyncFd` that watches it.
+    fd: RawFd,
+    events: Vec<libc::epoll_event>,
+}
+
+impl Readiness {
+    fn new() -> io::Result<(Self, AsyncFd<OwnedFd>)> {
+        // SAFETY: plain syscall; the descriptor is owned below.
+        let fd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `fd` was just created and is owned by nothing else.
+        let owned = unsafe { OwnedFd::from_raw_fd(fd) };
+        // SAFETY: the OwnedFd stays open, and always the same descriptor, for as long as
+        // the AsyncFd owns it.
+        let watched = unsafe {
+            AsyncFd::register_with_interest(owned, tokio::io::Interest::READABLE)
+                .map_err(io::Error::from)?
+        };
+        let readiness = Self {
+            fd,
+            events: vec![libc::epoll_event { events: 0, u64: 0 }; EPOLL_EVENTS],
+        };
+        Ok((readiness, watched))
+    }
+
+    /// Watches `fd` (level-triggered) under `key`.
+    fn add(&self, fd: RawFd, key: usize) -> io::Result<()> {
+        let mut event = libc::epoll_event {
+            events: libc::EPOLLIN as u32,
+            u64: key as u64,
+        };
+        // SAFETY: both descriptors are open; `event` is a valid epoll_event.
+        let result = unsafe { libc::epoll_ctl(self.fd, libc::EPOLL_CTL_ADD, fd, &mut event) };
+        if result < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    /// The keys of sockets with data now, without waiting.
+    fn ready(&mut self) -> impl Iterator<Item = usize> + '_ {
+        // SAFETY: `events` has room for `EPOLL_EVENTS` entries; timeout 0 never blocks.
+        let n =
+            unsafe { libc::epoll_wait(self.fd, self.events.as_mut_ptr(), EPOLL_EVENTS as i32, 0) };
+        let n = usize::try_from(n).unwrap_or(0);
+        self.events[..n].iter().map(|event| event.u64 as usize)
+    }
+}
+
+struct Group {
+    spec: GroupSpec,
+    bots: Vec<Bot>,
+    readiness: Readiness,
+    inbox: RecvBatch,
+    outbox: SendBatch,
+    scratch: Box<[u8; MAX_DATAGRAM_BYTES]>,
+    rng: SmallRng,
+    plan: Option<Arc<Plan>>,
+    tally: Option<Tally>,
+    rtt_us: hdrhistogram::Histogram<u64>,
+    next_rtt_sample_ns: u64,
+    total: Counts,
+    published: Counts,
+    window: Counts,
+    disconnects: u64,
+    first_disconnect: Option<String>,
+    foreign: u64,
+    send_errors: u64,
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_secs())
+}
+
+pub(super) async fn run(spec: GroupSpec) -> Option<GroupResult> {
+    let (readiness, watched) = match Readiness::new() {
+        Ok(pair) => pair,
+        Err(error) => {
+            for _ in &spec.bots {
+                let _ = spec.reports.send(Report::Failed {
+                    error: format!("epoll: {error}"),
+                });
+            }
+            return None;
+        }
+    };
+    let pending: Rc<RefCell<Vec<(u32, MatchAnswer)>>> = Rc::default();
+    tokio::task::spawn_local(matchmake_all(
+        spec.bots.clone(),
+        spec.config.clone(),
+        spec.scenario.clone(),
+        spec.reports.clone(),
+        spec.live.clone(),
+        pending.clone(),
+    ));
+    let rng = SmallRng::seed_from_u64(spec.config.seed ^ ((spec.index as u64 + 1) << 32));
+    let mut group = Group {
+        bots: Vec::with_capacity(spec.bots.len()),
+        spec,
+        readiness,
+        inbox: RecvBatch::new(),
+        outbox: SendBatch::new(),
+        scratch: Box::new([0; MAX_DATAGRAM_BYTES]),
+        rng,
+        plan: None,
+        tally: None,
+        rtt_us: rtt_histogram(),
+        next_rtt_sample_ns: 0,
+        total: Counts::default(),
+        published: Counts::default(),
+        window: Counts::default(),
+        disconnects: 0,
+        first_disconnect: None,
+        foreign: 0,
+        send_errors: 0,
+    };
+    let mut tick = tokio::time::interval(TICK);
+    tick.set_missed_tick_behavior(MissedTickBehavior::Skip);
+    let mut command = group.spec.command.clone();
+    loop {
+        tokio::select! {
+            guard = watched.readable() => {
+                match guard {
+                    Ok(mut guard) => {
+                        group.receive_ready();
+                        guard.clear_ready();
+                    }
+                    Err(_) => return group.finish().await,
+                }
+            }
+            _ = tick.tick() => {
+                group.receive_ready();
+                group.adopt(&pending);
+                group.sweep();
+                group.publish();
+            }
+            changed = command.changed() => {
+                let next = if changed.is_ok() { command.borrow_and_update().clone() } else { Command::Abort };
+                match next {
+                    Command::Run(plan) => group.start(plan),
+                    Command::Abort => {
+                        group.close().await;
+                        return None;
+                    }
+                    Command::Wait => {}
+                }
+            }
+        }
+        group.flush_dirty().await;
+        if let Some(plan) = &group.plan
+            && plan.ns(Instant::now()) >= plan.drain_end_ns
+        {
+            return group.finish().await;
+        }
+    }
+}
+
+/// Matchmakes the group's bots at the group's share of the connect rate, at most
+/// `connect_concurrency` at once; answers go to `pending` for the group task to connect.
+async fn matchmake_all(
+    bots: Vec<u32>,
+    config: super::RunConfig,
+    scenario: Arc<dyn crate::scenario::Scenario>,
+    reports: std::sync::mpsc::Sender<Report>,
+    live: Arc<Live>,
+    pending: Rc<RefCell<Vec<(u32, MatchAnswer)>>>,
+) {
+    let interval = connect_interval(&config, bots.len(), scenario.players());
+    let permits = Arc::new(Semaphore::new(config.connect_concurrency.max(1)));
+    let mut pace = tokio::time::interval(interval);
+    for bot in bots {
+        pace.tick().await;
+        let Ok(permit) = permits.clone().acquire_owned().await else {
+            return;
+        };
+        let request = match_request(scenario.as_ref(), bot);
+        let server = config.server.clone();
+        let timeout = config.connect_timeout;
+        let reports = reports.clone();
+        let live = live.clone();
+        let pending = pending.clone();
+        tokio::task::spawn_local(async move {
+            match matchmake(&server, &request, timeout).await {
+                Ok(answer) => pending.borrow_mut().push((bot, answer)),
+                Err(error) => {
+                    Live::add(&live.connect_failed, 1);
+                    let _ = reports.send(Report::Failed {
+                        error: format!("bot {bot}: matchmaking: {error}"),
+                    });
+                }
+            }
+            drop(permit);
+        });
+    }
+}
+
+impl Group {
+    fn now_ns(&self, now: Instant) -> u64 {
+        self.plan.as_ref().map_or(0, |plan| plan.ns(now))
+    }
+
+    fn in_window(&self, now_ns: u64) -> bool {
+        self.plan
+            .as_ref()
+            .is_some_and(|plan| plan.window.contains(now_ns))
+    }
+
+    /// Opens a socket and starts the handshake for each matchmade bot.
+    fn adopt(&mut self, pending: &Rc<RefCell<Vec<(u32, MatchAnswer)>>>) {
+        let answers: Vec<_> = pending.borrow_mut().drain(..).collect();
+        for (id, answer) in answers {
+            match self.open(id, &answer) {
+                Ok(bot) => {
+                    let key = self.bots.len();
+                    if let Err(error) = self.readiness.add(bot.socket.as_tokio().as_raw_fd(), key) {
+                        self.fail(id, format!("epoll: {error}"));
+                        continue;
+                    }
+                    self.bots.push(bot);
+                }
+                Err(error) => self.fail(id, format!("socket: {error}")),
+            }
+        }
+    }
+
+    fn open(&self, id: u32, answer: &MatchAnswer) -> io::Result<Bot> {
+        let server = answer.endpoints.udp;
+        let local: SocketAddr = if server.is_ipv4() {
+            ([0, 0, 0, 0], 0).into()
+        } else {
+            (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
+        };
+        // Default kernel buffers: a bot receives a few datagrams per tick, and thousands
+        // of 4 MiB buffers (the server's setting) would be memory for nothing.
+        let socket = BatchSocket::from_std(UdpSocket::bind(local)?)?;
+        let client = Client::new(
+            answer.token.clone(),
+            Instant::now(),
+            unix_now(),
+            ReliabilityConfig::default(),
+        );
+        Ok(Bot {
+            id,
+            room: answer.room,
+            socket,
+            deadline: client.poll_timeout(),
+            client,
+            next_send_ns: u64::MAX,
+            seq: 0,
+            connected: false,
+            ended: false,
+            dirty: true,
+            seen: Box::new([]),
+        })
+    }
+
+    fn fail(&mut self, id: u32, error: String) {
+        Live::add(&self.spec.live.connect_failed, 1);
+        let _ = self.spec.reports.send(Report::Failed {
+            error: format!("bot {id}: {error}"),
+        });
+    }
+
+    fn start(&mut self, plan: Arc<Plan>) {
+        for bot in &mut self.bots {
+            bot.next_send_ns = plan.first_send_ns[bot.id as usize];
+            bot.seen = vec![SeqWindow::default(); plan.room_size_of(bot.id)].into_boxed_slice();
+        }
+        self.tally = Some(Tally::new(plan.window));
+        self.next_rtt_sample_ns = plan.window.start_ns;
+        self.plan = Some(plan);
+    }
+
+    /// Receives from every socket epoll reports readable.
+    fn receive_ready(&mut self) {
+        // Level-triggered: a socket whose data tokio has not yet seen is reported again on
+        // the next pass, so a bounded number of passes never spins.
+        for _ in 0..8 {
+            let ready: Vec<usize> = self.readiness.ready().collect();
+            let full = ready.len() == EPOLL_EVENTS;
+            for key in ready {
+                self.receive(key);
+            }
+            if !full {
+                break;
+            }
+        }
+    }
+
+    fn receive(&mut self, key: usize) {
+        loop {
+            let Some(bot) = self.bots.get_mut(key) else {
+                return;
+            };
+            match bot.socket.try_recv_batch(&mut self.inbox) {
+                Ok(count) => {
+                    let now = Instant::now();
+                    for (from, datagram) in &self.inbox {
+                        bot.client.handle_datagram(now, from, datagram);
+                    }
+                    bot.dirty = true;
+                    self.total.datagrams_in += count as u64;
+                    let now_ns = self.now_ns(now);
+                    if self.in_window(now_ns) {
+                        self.window.datagrams_in += count as u64;
+                    }
+                    self.events(key, now_ns);
+                    if count < self.inbox.capacity() {
+                        return;
+                    }
+                }
+                Err(error) if error.kind() == io::ErrorKind::WouldBlock => return,
+                Err(error) => {
+                    self.end(key, format!("receive: {error}"));
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Takes the client's events: connection, messages, disconnection.
+    fn events(&mut self, key: usize, now_ns: u64) {
+        while let Some(event) = self.bots[key].client.poll_event() {
+            match event {
+                ClientEvent::Connected { .. } => {
+                    let bot = &mut self.bots[key];
+                    bot.connected = true;
+                    Live::add(&self.spec.live.connected, 1);
+                    let _ = self.spec.reports.send(Report::Connected {
+                        bot: bot.id,
+                        room: bot.room,
+                    });
+                }
+                ClientEvent::Message { message, .. } => self.arrived(key, &message, now_ns),
+                ClientEvent::Disconnected { reason } => {
+                    self.end(key, format!("{reason:?}"));
+                }
+            }
+        }
+    }
+
+    fn arrived(&mut self, key: usize, message: &[u8], now_ns: u64) {
+        self.total.messages_in += 1;
+        if self.in_window(now_ns) {
+            self.window.messages_in += 1;
+        }
+        let (Some(stamp), Some(plan), Some(tally)) = (
+            Stamp::read(message),
+            self.plan.as_ref(),
+            self.tally.as_mut(),
+        ) else {
+            if self.spec.scenario.on_message(message) == Unstamped::Unexpected {
+                self.foreign += 1;
+            }
+            return;
+        };
+        let bot = &mut self.bots[key];
+        match plan
+            .slot_in_room_of(stamp.bot, bot.id)
+            .and_then(|slot| bot.seen.get_mut(slot))
+        {
+            Some(seen) => tally.on_arrival(stamp.scheduled_ns, now_ns, seen.observe(stamp.seq)),
+            None => self.foreign += 1,
+        }
+    }
+
+    /// A bot's connection is over: a failed handshake, or a disconnect.
+    fn end(&mut self, key: usize, why: String) {
+        let bot = &mut self.bots[key];
+        if bot.ended {
+            return;
+        }
+        bot.ended = true;
+        if bot.connected {
+            self.disconnects += 1;
+            Live::add(&self.spec.live.disconnects, 1);
+            self.first_disconnect
+                .get_or_insert_with(|| format!("bot {}: {why}", bot.id));
+        } else {
+            let id = bot.id;
+            self.fail(id, format!("handshake: {why}"));
+        }
+    }
+
+    /// Due protocol timers and due sends, for every bot; round-trip samples once a second.
+    fn sweep(&mut self) {
+        let now = Instant::now();
+        let now_ns = self.now_ns(now);
+        let sample_rtt = self.in_window(now_ns) && now_ns >= self.next_rtt_sample_ns;
+        if sample_rtt {
+            self.next_rtt_sample_ns = now_ns + 1_000_000_000;
+        }
+        for key in 0..self.bots.len() {
+            let bot = &mut self.bots[key];
+            if bot.ended {
+                continue;
+            }
+            if bot.deadline.is_some_and(|at| at <= now) {
+                bot.client.handle_timeout(now);
+                bot.dirty = true;
+                self.events(key, now_ns);
+            }
+            let Some(plan) = self.plan.clone() else {
+                continue;
+            };
+            let bot = &mut self.bots[key];
+            if !bot.connected || bot.ended {
+                continue;
+            }
+            while bot.next_send_ns <= now_ns && bot.next_send_ns < plan.send_end_ns {
+                let scheduled_ns = bot.next_send_ns;
+                bot.next_send_ns += plan.period_ns;
+                bot.seq += 1;
+                let mut message = Vec::with_capacity(64);
+                Stamp {
+                    bot: bot.id,
+                    seq: bot.seq,
+                    scheduled_ns,
+                }
+                .write(&mut message);
+                self.spec.scenario.write_body(&mut self.rng, &mut message);
+                match bot
+                    .client
+                    .send(self.spec.scenario.channel(), Bytes::from(message))
+                {
+                    Ok(()) => {
+                        if let Some(tally) = self.tally.as_mut() {
+                            tally.on_sent(scheduled_ns, plan.recipients_of(bot.id));
+                        }
+                        self.total.messages_out += 1;
+                        if plan.window.contains(now_ns) {
+                            self.window.messages_out += 1;
+                        }
+                    }
+                    Err(_) => self.send_errors += 1,
+                }
+                bot.dirty = true;
+            }
+            if sample_rtt
+                && let Some(stats) = bot.client.stats()
+                && stats.reliability.packets_acked > 0
+            {
+                let rtt_us = stats.reliability.rtt.as_micros() as u64;
+                self.rtt_us.saturating_record(rtt_us.max(1));
+                Live::add(&self.spec.live.rtt_us_sum, rtt_us);
+                Live::add(&self.spec.live.rtt_samples, 1);
+            }
+        }
+    }
+
+    /// Sends what every touched bot has ready: one `sendmmsg` per bot.
+    async fn flush_dirty(&mut self) {
+        let now = Instant::now();
+        let now_ns = self.now_ns(now);
+        let in_window = self.in_window(now_ns);
+        for key in 0..self.bots.len() {
+            let bot = &mut self.bots[key];
+            if !bot.dirty {
+                continue;
+            }
+            bot.dirty = false;
+            let mut sent = 0u64;
+            let mut failed = None;
+            while let Some(transmit) = bot.client.poll_transmit(now, &mut self.scratch[..]) {
+                let datagram = &self.scratch[..transmit.len];
+                if !self.outbox.push(transmit.destination, datagram) {
+                    sent += self.outbox.len() as u64;
+                    if let Err(error) = bot.socket.send_batch(&mut self.outbox).await {
+                        failed = Some(error);
+                    }
+                    self.outbox.push(transmit.destination, datagram);
+                }
+            }
+            if !self.outbox.is_empty() {
+                sent += self.outbox.len() as u64;
+                if let Err(error) = bot.socket.send_batch(&mut self.outbox).await {
+                    failed = Some(error);
+                }
+            }
+            self.outbox.clear();
+            bot.deadline = bot.client.poll_timeout();
+            self.total.datagrams_out += sent;
+            if in_window {
+                self.window.datagrams_out += sent;
+            }
+            if let Some(error) = failed {
+                self.end(key, format!("send: {error}"));
+            }
+        }
+    }
+
+    fn publish(&mut self) {
+        let live = &self.spec.live;
+        Live::add(
+            &live.datagrams_out,
+            self.total.datagrams_out - self.published.datagrams_out,
+        );
+        Live::add(
+            &live.datagrams_in,
+            self.total.datagrams_in - self.published.datagrams_in,
+        );
+        Live::add(
+            &live.messages_out,
+            self.total.messages_out - self.published.messages_out,
+        );
+        Live::add(
+            &live.messages_in,
+            self.total.messages_in - self.published.messages_in,
+        );
+        self.published = self.total;
+    }
+
+    /// Tells the server every bot leaves.
+    async fn close(&mut self) {
+        let now = Instant::now();
+        for bot in &mut self.bots {
+            if !bot.ended {
+                bot.client.disconnect(now);
+                bot.dirty = true;
+            }
+        }
+        self.flush_dirty().await;
+        for bot in &mut self.bots {
+            bot.ended = true;
+        }
+    }
+
+    async fn finish(mut self) -> Option<GroupResult> {
+        self.publish();
+        self.close().await;
+        Some(GroupResult {
+            tally: self.tally,
+            rtt_us: self.rtt_us,
+            window: self.window,
+            disconnects: self.disconnects,
+            first_disconnect: self.first_disconnect,
+            foreign: self.foreign,
+            send_errors: self.send_errors,
+        })
+    }
+}

@@ -1,0 +1,255 @@
+//! A group of WebSocket bots: one small task per bot, each owning a
+//! [`Link`](tickwire_client::Link), all on the group thread's runtime and sharing the
+//! group's tally (no locks: one thread).
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use rand::SeedableRng;
+use rand::rngs::SmallRng;
+use tickwire_client::{ConnectOptions, Link, LinkEvent, Transport, matchmake};
+use tickwire_net::driver::sleep_until;
+use tokio::sync::Semaphore;
+
+use super::{
+    Command, Counts, GroupResult, GroupSpec, Live, Plan, Report, connect_interval, match_request,
+    rtt_histogram,
+};
+use crate::scenario::Unstamped;
+use crate::stamp::Stamp;
+use crate::tally::{SeqWindow, Tally};
+
+/// What the group's bot tasks share.
+struct Shared {
+    tally: Option<Tally>,
+    rtt_us: hdrhistogram::Histogram<u64>,
+    window: Counts,
+    disconnects: u64,
+    first_disconnect: Option<String>,
+    foreign: u64,
+    send_errors: u64,
+    rng: SmallRng,
+}
+
+pub(super) async fn run(spec: GroupSpec) -> Option<GroupResult> {
+    let shared = Rc::new(RefCell::new(Shared {
+        tally: None,
+        rtt_us: rtt_histogram(),
+        window: Counts::default(),
+        disconnects: 0,
+        first_disconnect: None,
+        foreign: 0,
+        send_errors: 0,
+        rng: SmallRng::seed_from_u64(spec.config.seed ^ ((spec.index as u64 + 1) << 32)),
+    }));
+    let spec = Rc::new(spec);
+    let interval = connect_interval(&spec.config, spec.bots.len(), spec.scenario.players());
+    let permits = Arc::new(Semaphore::new(spec.config.connect_concurrency.max(1)));
+    let mut command = spec.command.clone();
+    let mut tasks = Vec::with_capacity(spec.bots.len());
+    let connecting = async {
+        let mut pace = tokio::time::interval(interval);
+        for bot in spec.bots.iter().copied() {
+            pace.tick().await;
+            let Ok(permit) = permits.clone().acquire_owned().await else {
+                return;
+            };
+            tasks.push(tokio::task::spawn_local(bot_task(
+                bot,
+                spec.clone(),
+                shared.clone(),
+                permit,
+            )));
+        }
+    };
+    // Connect (paced), then wait for the plan. On an abort the group returns and dropping
+    // the thread's LocalSet ends the bot tasks.
+    connecting.await;
+    let plan = loop {
+        match command.borrow_and_update().clone() {
+            Command::Run(plan) => break plan,
+            Command::Abort => return None,
+            Command::Wait => {}
+        }
+        if command.changed().await.is_err() {
+            return None;
+        }
+    };
+    shared.borrow_mut().tally = Some(Tally::new(plan.window));
+    for task in tasks {
+        let _ = task.await;
+    }
+    let shared = Rc::try_unwrap(shared).ok()?.into_inner();
+    Some(GroupResult {
+        tally: shared.tally,
+        rtt_us: shared.rtt_us,
+        window: shared.window,
+        disconnects: shared.disconnects,
+        first_disconnect: shared.first_disconnect,
+        foreign: shared.foreign,
+        send_errors: shared.send_errors,
+    })
+}
+
+/// One bot: matchmake, connect, wait for the plan, then send on schedule and count what
+/// arrives until the drain ends.
+async fn bot_task(
+    bot: u32,
+    spec: Rc<GroupSpec>,
+    shared: Rc<RefCell<Shared>>,
+    permit: tokio::sync::OwnedSemaphorePermit,
+) {
+    let live = &spec.live;
+    let fail = |error: String| {
+        Live::add(&live.connect_failed, 1);
+        let _ = spec.reports.send(Report::Failed {
+            error: format!("bot {bot}: {error}"),
+        });
+    };
+    let request = match_request(spec.scenario.as_ref(), bot);
+    let answer = match matchmake(&spec.config.server, &request, spec.config.connect_timeout).await {
+        Ok(answer) => answer,
+        Err(error) => return fail(format!("matchmaking: {error}")),
+    };
+    let options = ConnectOptions {
+        timeout: spec.config.connect_timeout,
+        ..ConnectOptions::default()
+    };
+    let mut link = match Link::connect(&answer, Transport::Ws, &options).await {
+        Ok(link) => link,
+        Err(error) => return fail(format!("connect: {error}")),
+    };
+    drop(permit);
+    Live::add(&live.connected, 1);
+    let _ = spec.reports.send(Report::Connected {
+        bot,
+        room: answer.room,
+    });
+
+    let mut command = spec.command.clone();
+    let plan: Arc<Plan> = loop {
+        // Keep the connection serviced (pings) while the others connect.
+        let next = command.borrow_and_update().clone();
+        match next {
+            Command::Run(plan) => break plan,
+            Command::Abort => return link.close().await,
+            Command::Wait => {}
+        }
+        tokio::select! {
+            changed = command.changed() => if changed.is_err() { return link.close().await },
+            event = link.next_event() => if let LinkEvent::Ended(ended) = event {
+                record_disconnect(&shared, live, bot, ended.to_string());
+                return;
+            },
+        }
+    };
+
+    let channel = spec.scenario.channel();
+    let recipients = plan.recipients_of(bot);
+    let mut seen = vec![SeqWindow::default(); plan.room_size_of(bot)];
+    let mut next_send_ns = plan.first_send_ns[bot as usize];
+    let mut seq = 0u32;
+    let mut next_rtt_ns = plan.window.start_ns;
+    let drain_end = plan.at(plan.drain_end_ns);
+    let mut last_messages = 0u64;
+    loop {
+        let send_at = (next_send_ns < plan.send_end_ns).then(|| plan.at(next_send_ns));
+        tokio::select! {
+            event = link.next_event() => match event {
+                LinkEvent::Message { message, .. } => {
+                    let now_ns = plan.ns(Instant::now());
+                    arrived(&shared, &spec, &plan, bot, &mut seen, &message, now_ns);
+                }
+                LinkEvent::Ended(ended) => {
+                    record_disconnect(&shared, live, bot, ended.to_string());
+                    return;
+                }
+            },
+            () = sleep_until(send_at) => {
+                let now_ns = plan.ns(Instant::now());
+                let mut shared = shared.borrow_mut();
+                let shared = &mut *shared;
+                while next_send_ns <= now_ns && next_send_ns < plan.send_end_ns {
+                    seq += 1;
+                    let mut message = Vec::with_capacity(64);
+                    Stamp { bot, seq, scheduled_ns: next_send_ns }.write(&mut message);
+                    spec.scenario.write_body(&mut shared.rng, &mut message);
+                    match link.send(channel, Bytes::from(message)) {
+                        Ok(()) => {
+                            if let Some(tally) = shared.tally.as_mut() {
+                                tally.on_sent(next_send_ns, recipients);
+                            }
+                            Live::add(&live.messages_out, 1);
+                            Live::add(&live.datagrams_out, 1);
+                            if plan.window.contains(now_ns) {
+                                shared.window.messages_out += 1;
+                                shared.window.datagrams_out += 1;
+                            }
+                        }
+                        Err(_) => shared.send_errors += 1,
+                    }
+                    next_send_ns += plan.period_ns;
+                }
+            },
+            () = tokio::time::sleep_until(drain_end.into()) => break,
+        }
+        let now_ns = plan.ns(Instant::now());
+        if plan.window.contains(now_ns) && now_ns >= next_rtt_ns {
+            next_rtt_ns = now_ns + 1_000_000_000;
+            if let Some(rtt) = link.stats().rtt {
+                let rtt_us = rtt.as_micros() as u64;
+                shared.borrow_mut().rtt_us.saturating_record(rtt_us.max(1));
+                Live::add(&live.rtt_us_sum, rtt_us);
+                Live::add(&live.rtt_samples, 1);
+            }
+        }
+        let received = link.stats().messages_received;
+        Live::add(&live.messages_in, received - last_messages);
+        Live::add(&live.datagrams_in, received - last_messages);
+        last_messages = received;
+    }
+    // Give the close a bound: a server that stopped reading must not hold the run.
+    let _ = tokio::time::timeout(Duration::from_secs(2), link.close()).await;
+}
+
+fn arrived(
+    shared: &RefCell<Shared>,
+    spec: &GroupSpec,
+    plan: &Plan,
+    bot: u32,
+    seen: &mut [SeqWindow],
+    message: &[u8],
+    now_ns: u64,
+) {
+    let mut shared = shared.borrow_mut();
+    let shared = &mut *shared;
+    if plan.window.contains(now_ns) {
+        shared.window.messages_in += 1;
+        shared.window.datagrams_in += 1;
+    }
+    let (Some(stamp), Some(tally)) = (Stamp::read(message), shared.tally.as_mut()) else {
+        if spec.scenario.on_message(message) == Unstamped::Unexpected {
+            shared.foreign += 1;
+        }
+        return;
+    };
+    match plan
+        .slot_in_room_of(stamp.bot, bot)
+        .and_then(|slot| seen.get_mut(slot))
+    {
+        Some(seen) => tally.on_arrival(stamp.scheduled_ns, now_ns, seen.observe(stamp.seq)),
+        None => shared.foreign += 1,
+    }
+}
+
+fn record_disconnect(shared: &RefCell<Shared>, live: &Live, bot: u32, why: String) {
+    let mut shared = shared.borrow_mut();
+    shared.disconnects += 1;
+    shared
+        .first_disconnect
+        .get_or_insert_with(|| format!("bot {bot}: {why}"));
+    Live::add(&live.disconnects, 1);
+}

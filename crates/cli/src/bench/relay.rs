@@ -1,0 +1,607 @@
+//! `tickwire bench sfs|nettest`: a server and the bots as two processes pinned to
+//! different CPUs, the server's CPU time, RSS and tick times read over the measured window.
+//!
+//! The harness starts `tickwire serve` (this executable) under `taskset -c <server cpu>` on
+//! free loopback ports, with the relay kind's capacity set to the scenario's room size, and
+//! `tickwire bots --json` under `taskset -c <bots cpu>`. The bots print an event line as
+//! the window opens and closes; at each, the harness reads the server's `/proc/<pid>/stat`
+//! (utime + stime), `/proc/<pid>/status` (VmRSS) and `/metrics` (packet counters, the
+//! tick-duration histogram), so every server figure covers the same window as the bots'.
+//! The server child is killed however the harness ends.
+
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::net::TcpStream;
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail};
+use serde::Serialize;
+use tickwire_bots::engine::RunReport;
+use tickwire_bots::proc_stat::{self, ProcessSample};
+
+use crate::bots::ScenarioArgs;
+
+/// Seed 001's anchor: SFS2X, 1.07M packets/s on a 4-core Xeon, per core.
+pub const ANCHOR_SFS2X_PPS_PER_CORE: f64 = 268_000.0;
+/// DESIGN.md's relay target: messages delivered per server core-second.
+pub const TARGET_SFS_MSGS_PER_CORE: f64 = 2_000_000.0;
+
+/// `tickwire bench sfs|nettest`'s flags.
+#[derive(Debug, Clone, clap::Args)]
+pub struct RelayBenchArgs {
+    /// The scenario and pacing (bots' flags).
+    #[command(flatten)]
+    pub run: ScenarioArgs,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// CPU the server is pinned to.
+    #[arg(long, default_value_t = 1)]
+    pub server_cpu: usize,
+    /// CPU the bots are pinned to.
+    #[arg(long, default_value_t = 0)]
+    pub bots_cpu: usize,
+}
+
+/// The figures, one JSON object with `--json`.
+#[derive(Debug, Clone, Serialize)]
+pub struct RelayBenchReport {
+    /// Scenario.
+    pub scenario: String,
+    /// `udp` or `ws`.
+    pub transport: String,
+    /// Bots connected.
+    pub players: usize,
+    /// Rooms they filled.
+    pub rooms: usize,
+    /// Wall seconds between the server samples (the window).
+    pub duration_s: f64,
+    /// Server CPU (user + system) in the window.
+    pub server_cpu_s: f64,
+    /// `server_cpu_s / duration_s`.
+    pub server_cores_used: f64,
+    /// Datagrams (UDP) or WebSocket messages the server sent per second, from its
+    /// `/metrics` `tickwire_packets_sent_total{transport}`.
+    pub out_pps: f64,
+    /// Datagrams or WebSocket messages it received per second
+    /// (`tickwire_packets_received_total{transport}`).
+    pub in_pps: f64,
+    /// Where the packet figures come from.
+    pub pps_source: &'static str,
+    /// `out_pps * duration_s / server_cpu_s`.
+    pub out_pps_per_server_core: f64,
+    /// Messages delivered to the bots in the window (counted at the bots).
+    pub out_msgs: u64,
+    /// `out_msgs / server_cpu_s`: messages delivered per server core-second.
+    pub out_msgs_per_server_core: f64,
+    /// Messages per datagram the server sent (`out_msgs / (out_pps * duration_s)`).
+    pub msgs_per_packet: f64,
+    /// `players / server_cores_used`.
+    pub players_per_server_core: f64,
+    /// Tick duration, median, from the window's histogram buckets (interpolated).
+    pub tick_p50_ms: f64,
+    /// 99th percentile.
+    pub tick_p99_ms: f64,
+    /// Upper bound of the highest bucket with a tick in the window.
+    pub tick_max_ms: f64,
+    /// Round trip, median (bots' samples).
+    pub rtt_p50_ms: f64,
+    /// Round trip, 99th percentile.
+    pub rtt_p99_ms: f64,
+    /// Relay latency, scheduled send to arrival at another member, median.
+    pub latency_p50_ms: f64,
+    /// 99th percentile.
+    pub latency_p99_ms: f64,
+    /// Deliveries expected.
+    pub expected: u64,
+    /// Deliveries counted.
+    pub delivered: u64,
+    /// `expected - delivered`.
+    pub lost: u64,
+    /// Bot connections that ended during the run.
+    pub disconnects: u64,
+    /// Server RSS at the window's end.
+    pub server_rss_bytes: u64,
+    /// Server RSS before any bot connected.
+    pub server_idle_rss_bytes: u64,
+    /// `(server_rss_bytes - server_idle_rss_bytes) / players`.
+    pub rss_per_player_bytes: u64,
+    /// The bots' own CPU in the window (their process, other CPU).
+    pub bots_cpu_s: f64,
+    /// The bots' full report.
+    pub bots: serde_json::Value,
+}
+
+/// Kills the child when dropped: the server never outlives the harness.
+struct Reaped(Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        // SAFETY: signalling our own child by its pid.
+        unsafe {
+            libc::kill(self.0.id() as libc::pid_t, libc::SIGTERM);
+        }
+        let deadline = Instant::now() + Duration::from_secs(3);
+        while Instant::now() < deadline {
+            if matches!(self.0.try_wait(), Ok(Some(_))) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The server's counters and histogram at one moment.
+#[derive(Debug, Clone, Default)]
+struct ServerSample {
+    at: Option<Instant>,
+    process: ProcessSample,
+    packets_sent: f64,
+    packets_received: f64,
+    /// `(le, cumulative count)` of the relay kind's tick-duration histogram.
+    tick_buckets: Vec<(f64, f64)>,
+}
+
+/// Runs the benchmark for scenario `name`.
+pub fn run(name: &str, args: &RelayBenchArgs) -> anyhow::Result<RelayBenchReport> {
+    crate::bots::raise_fd_limit();
+    let scenario = args.run.scenario(name)?;
+    let exe = std::env::current_exe().context("cannot find this executable")?;
+    let transport = args.run.transport.name();
+
+    let mut server = Command::new("taskset")
+        .arg("-c")
+        .arg(args.server_cpu.to_string())
+        .arg(&exe)
+        .args([
+            "serve",
+            "--http",
+            "127.0.0.1:0",
+            "--udp",
+            "127.0.0.1:0",
+            "--shards",
+            "1",
+        ])
+        .env(
+            "TICKWIRE_ROOMS__KINDS__RELAY__CAPACITY",
+            scenario.players_per_room.to_string(),
+        )
+        .env("TICKWIRE_CONSOLE__ENABLED", "false")
+        // A token of our own keeps the server from printing a generated one.
+        .env(
+            "TICKWIRE_ADMIN__TOKEN",
+            format!("bench-{}", std::process::id()),
+        )
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stdin(Stdio::null())
+        .spawn()
+        .context("cannot start the server under taskset")?;
+    let server_stdout = server.stdout.take().context("server stdout")?;
+    let server = Reaped(server);
+    let mut lines = BufReader::new(server_stdout).lines();
+    let listening = lines
+        .next()
+        .context("the server exited before listening")??;
+    let http = listening
+        .split_whitespace()
+        .find_map(|part| part.strip_prefix("http="))
+        .with_context(|| format!("no http address in {listening:?}"))?
+        .to_string();
+    // Keep draining the server's stdout so it never blocks on a full pipe.
+    std::thread::spawn(move || for _ in lines {});
+    let server_pid = server.0.id();
+    std::thread::sleep(Duration::from_millis(300));
+    let idle = proc_stat::sample(server_pid).context("reading the server's /proc")?;
+
+    let mut bots = Command::new("taskset");
+    bots.arg("-c")
+        .arg(args.bots_cpu.to_string())
+        .arg(&exe)
+        .args(["bots", "--json", "--events", "--scenario", name])
+        .arg("--server")
+        .arg(format!("http://{http}"))
+        .args(scenario_flags(&args.run, &scenario))
+        .stdout(Stdio::piped())
+        .stdin(Stdio::null());
+    let mut bots = bots
+        .spawn()
+        .context("cannot start the bots under taskset")?;
+    let bots_stdout: ChildStdout = bots.stdout.take().context("bots stdout")?;
+    let bots = Reaped(bots);
+    let mut start = None;
+    let mut end = None;
+    let mut report = None;
+    for line in BufReader::new(bots_stdout).lines() {
+        let line = line?;
+        if line.contains("\"event\":\"measuring\"") {
+            start = Some(sample_server(server_pid, &http, transport)?);
+            if !args.json {
+                eprintln!("measuring {} s …", args.run.duration.as_secs_f64());
+            }
+        } else if line.contains("\"event\":\"draining\"") {
+            end = Some(sample_server(server_pid, &http, transport)?);
+        } else if line.contains("\"event\"") {
+            if !args.json && line.contains("warmup") {
+                eprintln!("bots connected; warming up");
+            }
+        } else if line.starts_with('{') {
+            report = Some(line);
+        }
+    }
+    let mut bots = bots;
+    let status = bots.0.wait()?;
+    let (Some(start), Some(end), Some(report)) = (start, end, report) else {
+        bail!("the bots produced no figures ({status}); see their error above");
+    };
+    if !status.success() {
+        bail!("the bots failed ({status})");
+    }
+    let bots_json: serde_json::Value = serde_json::from_str(&report)?;
+    let bots_report: BotsFigures = serde_json::from_str(&report)?;
+    drop(server);
+    Ok(figures(
+        &scenario.name,
+        transport,
+        &idle,
+        &start,
+        &end,
+        bots_report,
+        bots_json,
+    ))
+}
+
+/// The bots' flags for this scenario: the harness passes its own overrides on.
+fn scenario_flags(
+    run: &ScenarioArgs,
+    scenario: &tickwire_bots::scenario::RelayScenario,
+) -> Vec<String> {
+    let mut flags = vec![
+        "--transport".into(),
+        run.transport.name().into(),
+        "--rooms".into(),
+        scenario.rooms.to_string(),
+        "--players-per-room".into(),
+        scenario.players_per_room.to_string(),
+        "--rate".into(),
+        scenario.rate_hz.to_string(),
+        "--channel".into(),
+        scenario.channel.to_string(),
+        "--duration".into(),
+        format!("{}s", run.duration.as_secs_f64()),
+        "--warmup".into(),
+        format!("{}s", run.warmup.as_secs_f64()),
+        "--drain".into(),
+        format!("{}s", run.drain.as_secs_f64()),
+        "--connect-rate".into(),
+        run.connect_rate.to_string(),
+        "--threads".into(),
+        run.threads.to_string(),
+        "--seed".into(),
+        run.seed.to_string(),
+    ];
+    if let Some(size) = run.size {
+        flags.extend(["--size".into(), size.to_string()]);
+    }
+    flags
+}
+
+/// The subset of the bots' report the harness computes with.
+#[derive(Debug, serde::Deserialize)]
+struct BotsFigures {
+    players: usize,
+    rooms: usize,
+    expected: u64,
+    delivered: u64,
+    lost: u64,
+    disconnects: u64,
+    latency_p50_ms: f64,
+    latency_p99_ms: f64,
+    rtt_p50_ms: f64,
+    rtt_p99_ms: f64,
+    bots_cpu_s: f64,
+}
+
+// `RunReport` is what the bots print; keep the field names the harness reads in step.
+const _: fn(&RunReport) = |report| {
+    let _ = (
+        report.players,
+        report.rooms,
+        report.delivery.expected,
+        report.delivery.delivered,
+        report.delivery.lost,
+        report.disconnects,
+        report.delivery.latency_p50_ms,
+        report.delivery.latency_p99_ms,
+        report.rtt_p50_ms,
+        report.rtt_p99_ms,
+        report.bots_cpu_s,
+    );
+};
+
+fn figures(
+    scenario: &str,
+    transport: &str,
+    idle: &ProcessSample,
+    start: &ServerSample,
+    end: &ServerSample,
+    bots: BotsFigures,
+    bots_json: serde_json::Value,
+) -> RelayBenchReport {
+    let duration_s = match (start.at, end.at) {
+        (Some(a), Some(b)) => (b - a).as_secs_f64(),
+        _ => 0.0,
+    }
+    .max(1e-9);
+    let server_cpu_s = (end.process.cpu_s - start.process.cpu_s).max(1e-9);
+    let out_packets = end.packets_sent - start.packets_sent;
+    let in_packets = end.packets_received - start.packets_received;
+    let ticks = bucket_difference(&start.tick_buckets, &end.tick_buckets);
+    let cores = server_cpu_s / duration_s;
+    RelayBenchReport {
+        scenario: scenario.to_string(),
+        transport: transport.to_string(),
+        players: bots.players,
+        rooms: bots.rooms,
+        duration_s,
+        server_cpu_s,
+        server_cores_used: cores,
+        out_pps: out_packets / duration_s,
+        in_pps: in_packets / duration_s,
+        pps_source: "server /metrics tickwire_packets_{sent,received}_total",
+        out_pps_per_server_core: out_packets / server_cpu_s,
+        out_msgs: bots.delivered,
+        out_msgs_per_server_core: bots.delivered as f64 / server_cpu_s,
+        msgs_per_packet: bots.delivered as f64 / out_packets.max(1.0),
+        players_per_server_core: bots.players as f64 / cores.max(1e-9),
+        tick_p50_ms: quantile(&ticks, 0.5) * 1e3,
+        tick_p99_ms: quantile(&ticks, 0.99) * 1e3,
+        tick_max_ms: highest_bound(&ticks) * 1e3,
+        rtt_p50_ms: bots.rtt_p50_ms,
+        rtt_p99_ms: bots.rtt_p99_ms,
+        latency_p50_ms: bots.latency_p50_ms,
+        latency_p99_ms: bots.latency_p99_ms,
+        expected: bots.expected,
+        delivered: bots.delivered,
+        lost: bots.lost,
+        disconnects: bots.disconnects,
+        server_rss_bytes: end.process.rss_bytes,
+        server_idle_rss_bytes: idle.rss_bytes,
+        rss_per_player_bytes: end.process.rss_bytes.saturating_sub(idle.rss_bytes)
+            / bots.players.max(1) as u64,
+        bots_cpu_s: bots.bots_cpu_s,
+        bots: bots_json,
+    }
+}
+
+fn sample_server(pid: u32, http: &str, transport: &str) -> anyhow::Result<ServerSample> {
+    let process = proc_stat::sample(pid).context("reading the server's /proc")?;
+    let at = Some(Instant::now());
+    let text = scrape(http).context("scraping /metrics")?;
+    let label = format!("{{transport=\"{transport}\"}}");
+    Ok(ServerSample {
+        at,
+        process,
+        packets_sent: metric(&text, &format!("tickwire_packets_sent_total{label}")).unwrap_or(0.0),
+        packets_received: metric(&text, &format!("tickwire_packets_received_total{label}"))
+            .unwrap_or(0.0),
+        tick_buckets: buckets(&text, "tickwire_tick_duration_seconds_bucket", "relay"),
+    })
+}
+
+/// `GET /metrics` over plain HTTP/1.0.
+fn scrape(http: &str) -> anyhow::Result<String> {
+    let mut stream = TcpStream::connect(http)?;
+    stream.set_read_timeout(Some(Duration::from_secs(5)))?;
+    write!(stream, "GET /metrics HTTP/1.0\r\nHost: {http}\r\n\r\n")?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response)?;
+    let body = response
+        .split_once("\r\n\r\n")
+        .map_or(response.as_str(), |(_, body)| body);
+    Ok(body.to_string())
+}
+
+/// The value of the sample named exactly `name` (with its labels).
+fn metric(text: &str, name: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|line| line.strip_prefix(name)?.trim().parse().ok())
+}
+
+/// `(le, cumulative count)` of histogram `name` for `kind`, in the order exposed.
+fn buckets(text: &str, name: &str, kind: &str) -> Vec<(f64, f64)> {
+    let kind_label = format!("kind=\"{kind}\"");
+    text.lines()
+        .filter(|line| line.starts_with(name) && line.contains(&kind_label))
+        .filter_map(|line| {
+            let le = line.split("le=\"").nth(1)?.split('"').next()?;
+            let le = if le == "+Inf" {
+                f64::INFINITY
+            } else {
+                le.parse().ok()?
+            };
+            let count = line.rsplit(' ').next()?.parse().ok()?;
+            Some((le, count))
+        })
+        .collect()
+}
+
+/// The window's histogram: `end - start`, bucket by bucket (cumulative counts).
+fn bucket_difference(start: &[(f64, f64)], end: &[(f64, f64)]) -> Vec<(f64, f64)> {
+    end.iter()
+        .map(|(le, count)| {
+            let before = start
+                .iter()
+                .find(|(start_le, _)| start_le == le)
+                .map_or(0.0, |(_, count)| *count);
+            (*le, count - before)
+        })
+        .collect()
+}
+
+/// `histogram_quantile` as Prometheus computes it: linear within the bucket; the +Inf
+/// bucket reports the last finite bound.
+fn quantile(cumulative: &[(f64, f64)], q: f64) -> f64 {
+    let Some(&(_, total)) = cumulative.last() else {
+        return 0.0;
+    };
+    if total <= 0.0 {
+        return 0.0;
+    }
+    let rank = q * total;
+    let mut lower = 0.0;
+    let mut below = 0.0;
+    for &(le, count) in cumulative {
+        if count >= rank {
+            if le.is_infinite() {
+                return lower;
+            }
+            let share = if count > below {
+                (rank - below) / (count - below)
+            } else {
+                0.0
+            };
+            return lower + (le - lower) * share;
+        }
+        lower = le;
+        below = count;
+    }
+    lower
+}
+
+/// The upper bound of the highest bucket that gained a tick (the last finite bound when
+/// that is +Inf).
+fn highest_bound(cumulative: &[(f64, f64)]) -> f64 {
+    let mut below = 0.0;
+    let mut lower = 0.0;
+    let mut highest = 0.0;
+    for &(le, count) in cumulative {
+        if count > below {
+            highest = if le.is_infinite() { lower } else { le };
+        }
+        below = count;
+        if le.is_finite() {
+            lower = le;
+        }
+    }
+    highest
+}
+
+/// The figures as a table, next to the anchors and targets.
+pub fn render(report: &RelayBenchReport) -> String {
+    let mut out = format!(
+        "{} over {}: {} bots in {} rooms; server pinned to its CPU, bots on the other; {:.1} s window\n\n",
+        report.scenario, report.transport, report.players, report.rooms, report.duration_s
+    );
+    let mut row = |name: &str, value: String| out.push_str(&format!("{name:<40} {value}\n"));
+    row(
+        "server CPU in the window",
+        format!(
+            "{:.2} s ({:.2} cores)",
+            report.server_cpu_s, report.server_cores_used
+        ),
+    );
+    row(
+        "messages delivered",
+        format!(
+            "{} of {} expected (lost {})",
+            report.delivered, report.expected, report.lost
+        ),
+    );
+    row(
+        "messages delivered per server core-s",
+        format!("{:.0}", report.out_msgs_per_server_core),
+    );
+    row(
+        "server packets out / in per s",
+        format!("{:.0} / {:.0}", report.out_pps, report.in_pps),
+    );
+    row(
+        "server packets out per core-s",
+        format!(
+            "{:.0} ({:.1} messages each)",
+            report.out_pps_per_server_core, report.msgs_per_packet
+        ),
+    );
+    row(
+        "relay latency p50 / p99",
+        format!(
+            "{:.2} / {:.2} ms",
+            report.latency_p50_ms, report.latency_p99_ms
+        ),
+    );
+    row(
+        "rtt p50 / p99",
+        format!("{:.2} / {:.2} ms", report.rtt_p50_ms, report.rtt_p99_ms),
+    );
+    row(
+        "tick p50 / p99 / max (bucket bound)",
+        format!(
+            "{:.3} / {:.3} / ≤ {:.3} ms",
+            report.tick_p50_ms, report.tick_p99_ms, report.tick_max_ms
+        ),
+    );
+    row("disconnects", report.disconnects.to_string());
+    row(
+        "server RSS (idle → end), per player",
+        format!(
+            "{:.1} → {:.1} MB, {} B",
+            report.server_idle_rss_bytes as f64 / 1e6,
+            report.server_rss_bytes as f64 / 1e6,
+            report.rss_per_player_bytes
+        ),
+    );
+    row(
+        "bots' CPU in the window",
+        format!("{:.2} s", report.bots_cpu_s),
+    );
+    if report.scenario == "sfs" {
+        out.push_str(&format!(
+            "\nanchor: SFS2X ≈ {:.0}K packets/s per core (seed 001); target ≥ {:.1}M messages per server core-s\n",
+            ANCHOR_SFS2X_PPS_PER_CORE / 1e3,
+            TARGET_SFS_MSGS_PER_CORE / 1e6
+        ));
+    } else if report.scenario == "nettest" {
+        out.push_str("\ntarget: delivered == expected, zero disconnects (seed 004 delivered 24.5K of 40K packets/s at 200 clients)\n");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SCRAPE: &str = "\
+tickwire_packets_sent_total{transport=\"udp\"} 1200
+tickwire_packets_sent_total{transport=\"ws\"} 7
+tickwire_tick_duration_seconds_bucket{kind=\"relay\",le=\"0.0001\"} 50
+tickwire_tick_duration_seconds_bucket{kind=\"relay\",le=\"0.00025\"} 90
+tickwire_tick_duration_seconds_bucket{kind=\"relay\",le=\"0.0005\"} 100
+tickwire_tick_duration_seconds_bucket{kind=\"relay\",le=\"+Inf\"} 100
+tickwire_tick_duration_seconds_bucket{kind=\"chat\",le=\"0.0001\"} 5
+";
+
+    #[test]
+    fn counters_and_window_percentiles_come_from_the_scrape() {
+        assert_eq!(
+            metric(SCRAPE, "tickwire_packets_sent_total{transport=\"udp\"}"),
+            Some(1200.0)
+        );
+        let before = vec![
+            (0.0001, 10.0),
+            (0.00025, 10.0),
+            (0.0005, 10.0),
+            (f64::INFINITY, 10.0),
+        ];
+        let after = buckets(SCRAPE, "tickwire_tick_duration_seconds_bucket", "relay");
+        assert_eq!(after.len(), 4);
+        let window = bucket_difference(&before, &after);
+        // 40 ticks under 100 µs, 40 in (100, 250], 10 in (250, 500].
+        assert_eq!(window.last().unwrap().1, 90.0);
+        assert!((quantile(&window, 0.5) - 0.000_118_75).abs() < 1e-9);
+        assert!((quantile(&window, 0.99) - 0.000_477_5).abs() < 1e-9);
+        assert_eq!(highest_bound(&window), 0.0005);
+    }
+}
