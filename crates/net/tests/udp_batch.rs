@@ -6,7 +6,9 @@ use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::time::Duration;
 
-use tickwire_net::udp::{BatchSocket, RecvBatch, SendBatch, bind_reuseport};
+use tickwire_net::udp::{
+    BatchSocket, RECV_BUFFER_BYTES, RecvBatch, SendBatch, bind, bind_reuseport,
+};
 use tokio::io::Interest;
 use tokio::time::timeout;
 
@@ -127,6 +129,28 @@ async fn a_batch_of_200_varied_datagrams_to_3_sockets_arrives_complete() {
             );
         }
     }
+}
+
+#[test]
+fn a_server_socket_has_large_buffers_and_owns_its_port() {
+    let socket = bind(loopback()).unwrap();
+    let addr = socket.local_addr().unwrap();
+    assert!(bind(addr).is_err(), "a port in use is an error");
+    assert!(
+        bind_reuseport(addr).is_err(),
+        "nor can a reuseport socket join it"
+    );
+    // Linux doubles the request (for its bookkeeping) up to twice `net.core.rmem_max`;
+    // whatever the cap, it is far above the 208 KiB default.
+    let granted = socket2::SockRef::from(&socket).recv_buffer_size().unwrap();
+    let rmem_max: usize = std::fs::read_to_string("/proc/sys/net/core/rmem_max")
+        .ok()
+        .and_then(|text| text.trim().parse().ok())
+        .unwrap_or(RECV_BUFFER_BYTES);
+    assert!(
+        granted >= RECV_BUFFER_BYTES.min(rmem_max),
+        "receive buffer {granted} bytes (rmem_max {rmem_max})"
+    );
 }
 
 #[tokio::test]

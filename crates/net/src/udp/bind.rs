@@ -22,20 +22,32 @@ pub const RECV_BUFFER_BYTES: usize = 4 << 20;
 /// reports `EAGAIN` and the worker has to wait.
 pub const SEND_BUFFER_BYTES: usize = 4 << 20;
 
-/// Opens a nonblocking UDP socket bound to `addr` with `SO_REUSEPORT`, so that every worker
-/// thread can bind its own socket to the same port and the kernel spreads incoming datagrams
-/// across them by source address (one peer always reaches the same worker). Socket buffers
-/// are [`RECV_BUFFER_BYTES`] and [`SEND_BUFFER_BYTES`].
+/// Opens a nonblocking UDP socket bound to `addr` with [`RECV_BUFFER_BYTES`] and
+/// [`SEND_BUFFER_BYTES`] of socket buffers. A port already in use is an error, as it should
+/// be for a server's own port: a second process must not silently share its traffic.
 ///
 /// An IPv6 address gets a dual-stack socket (`IPV6_V6ONLY` off, whatever the
 /// `net.ipv6.bindv6only` sysctl says), so `[::]:port` serves IPv4 clients as well.
+pub fn bind(addr: SocketAddr) -> io::Result<std::net::UdpSocket> {
+    open(addr, false)
+}
+
+/// [`bind`] with `SO_REUSEPORT`, so that every worker thread can bind its own socket to the
+/// same port and the kernel spreads incoming datagrams across them by source address (one
+/// peer always reaches the same worker).
 pub fn bind_reuseport(addr: SocketAddr) -> io::Result<std::net::UdpSocket> {
+    open(addr, true)
+}
+
+fn open(addr: SocketAddr, reuse_port: bool) -> io::Result<std::net::UdpSocket> {
     // socket2 opens it close-on-exec.
     let socket = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))?;
     if addr.is_ipv6() {
         socket.set_only_v6(false)?;
     }
-    socket.set_reuse_port(true)?;
+    if reuse_port {
+        socket.set_reuse_port(true)?;
+    }
     socket.set_recv_buffer_size(RECV_BUFFER_BYTES)?;
     socket.set_send_buffer_size(SEND_BUFFER_BYTES)?;
     socket.set_nonblocking(true)?;

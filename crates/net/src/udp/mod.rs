@@ -3,7 +3,7 @@
 //!
 //! | type | role |
 //! |---|---|
-//! | [`bind_reuseport`] | a nonblocking socket on a port shared by every worker |
+//! | [`bind`], [`bind_reuseport`] | a nonblocking socket with large buffers, on a port of its own or shared by every worker |
 //! | [`BatchSocket`] | that socket under tokio: `recv_batch` / `send_batch` and `try_*` forms |
 //! | [`RecvBatch`] | slots for the datagrams of one receive; iterate `(source, bytes)` |
 //! | [`SendBatch`] | slots filled in place, each to its own destination |
@@ -16,7 +16,7 @@ mod send;
 pub(crate) mod sockaddr;
 mod socket;
 
-pub use bind::{RECV_BUFFER_BYTES, SEND_BUFFER_BYTES, bind_reuseport};
+pub use bind::{RECV_BUFFER_BYTES, SEND_BUFFER_BYTES, bind, bind_reuseport};
 pub use recv::{RecvBatch, RecvIter, RecvStats};
 pub use send::{SendBatch, SendStats};
 pub use socket::BatchSocket;

@@ -110,8 +110,9 @@ impl ShardWorker {
         links: WorkerLinks,
         configure: impl FnOnce(SocketAddr) -> ServerConfig,
     ) -> io::Result<Self> {
-        let socket = std::net::UdpSocket::bind(udp_address)?;
-        socket.set_nonblocking(true)?;
+        // Large socket buffers (not the kernel's 208 KiB default, which a burst of relay
+        // traffic overflows within a tick); no SO_REUSEPORT, so a port in use is an error.
+        let socket = tickwire_net::udp::bind(udp_address)?;
         let udp_address = socket.local_addr()?;
         let server_config = configure(udp_address);
         let (control, inbox) = mpsc::channel(CONTROL_QUEUE);
