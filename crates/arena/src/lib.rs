@@ -59,6 +59,7 @@ pub mod map;
 pub mod movement;
 pub mod physics;
 pub mod player;
+pub mod snapshot;
 pub mod world;
 
 pub use config::{ConfigError, WorldConfig};

@@ -304,7 +304,11 @@ fn check_decode<T: Encode + Decode + PartialEq + std::fmt::Debug + Clone>(
             prop_assert_eq!(&again[..], bytes, "decoded value re-encodes differently");
             let again_in_place =
                 encode_to_vec(&in_place).map_err(|e| TestCaseError::fail(e.to_string()))?;
-            prop_assert_eq!(&again_in_place[..], bytes, "in-place decode differs from fresh");
+            prop_assert_eq!(
+                &again_in_place[..],
+                bytes,
+                "in-place decode differs from fresh"
+            );
         }
         (Err(fresh), Err(in_place)) => {
             prop_assert_eq!(
