@@ -56,9 +56,11 @@ pub mod event;
 pub mod geom;
 pub mod input;
 pub mod map;
+pub mod messages;
 pub mod movement;
 pub mod physics;
 pub mod player;
+pub mod room;
 pub mod snapshot;
 pub mod world;
 

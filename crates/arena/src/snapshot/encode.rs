@@ -126,6 +126,19 @@ struct Candidate {
     /// Index in the baseline, or `NOT_MEMBER`.
     member: u32,
     priority: f32,
+    /// Bits it takes if sent.
+    cost: u32,
+    fate: Fate,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fate {
+    /// A member whose state the client already has.
+    Unchanged,
+    /// Sent this time.
+    Send,
+    /// Did not fit: a member keeps its acknowledged state, a newcomer is not created yet.
+    Wait,
 }
 
 const NOT_MEMBER: u32 = u32::MAX;
@@ -153,6 +166,7 @@ pub struct SnapshotEncoder {
     updates: Vec<(EntityId, EntityState, EntityState)>,
     bullets_near: Vec<(f32, u32)>,
     records: Vec<Record>,
+    by_priority: Vec<u32>,
 }
 
 impl SnapshotEncoder {
@@ -174,6 +188,7 @@ impl SnapshotEncoder {
             updates: Vec::with_capacity(config.max_entities),
             bullets_near: Vec::with_capacity(2 * config.max_bullets),
             records: Vec::with_capacity(config.max_entities),
+            by_priority: Vec::with_capacity(config.max_entities),
             marks: Vec::new(),
             stamp: 0,
             tokens_per_tick,
@@ -283,6 +298,8 @@ impl SnapshotEncoder {
                 distance_squared: d2,
                 member: index as u32,
                 priority: 0.0,
+                cost: 0,
+                fate: Fate::Wait,
             });
         }
 
@@ -290,7 +307,14 @@ impl SnapshotEncoder {
         // looked at; a crowded cell is read from an offset that moves every tick.
         let (cx, cy) = frame.cell_coords(me_position);
         let rings = (config.interest_radius / frame.cell_size).ceil() as i32;
-        let limit = config.candidates;
+        let member_count = self.candidates.len();
+        // A full view samples a quarter as many: newcomers only replace members, and the
+        // rotating offsets still reach every entity of a crowd within a few ticks.
+        let limit = if member_count >= config.max_entities {
+            (config.candidates / 4).max(1)
+        } else {
+            config.candidates
+        };
         let mut looked = 0usize;
         'rings: for ring in 0..=rings {
             let mut cells_left = if ring == 0 { 1 } else { 8 * ring as usize };
@@ -343,6 +367,8 @@ impl SnapshotEncoder {
                                 distance_squared: d2,
                                 member: NOT_MEMBER,
                                 priority: 0.0,
+                                cost: 0,
+                                fate: Fate::Wait,
                             });
                         }
                     }
@@ -351,52 +377,38 @@ impl SnapshotEncoder {
             }
         }
 
-        // The cap: the nearest `max_entities`; members pushed out are destroyed.
-        let by_rank =
-            |a: &Candidate, b: &Candidate| a.rank.total_cmp(&b.rank).then(a.id.cmp(&b.id));
-        if self.candidates.len() > config.max_entities {
-            self.candidates
-                .select_nth_unstable_by(config.max_entities - 1, by_rank);
-            for dropped in &self.candidates[config.max_entities..] {
+        // The cap: the nearest `max_entities`; members pushed out are destroyed. Members
+        // come first, in id order; in the common case (a full view and no newcomer nearer
+        // than its farthest member) nothing is sorted.
+        let max = config.max_entities;
+        let newcomers_nearer = {
+            let (members, newcomers) = self.candidates.split_at(member_count);
+            let worst = members
+                .iter()
+                .map(|c| c.rank)
+                .fold(f32::NEG_INFINITY, f32::max);
+            newcomers.iter().any(|c| c.rank < worst)
+        };
+        if self.candidates.len() > max && (member_count != max || newcomers_nearer) {
+            let by_rank =
+                |a: &Candidate, b: &Candidate| a.rank.total_cmp(&b.rank).then(a.id.cmp(&b.id));
+            self.candidates.select_nth_unstable_by(max - 1, by_rank);
+            for dropped in &self.candidates[max..] {
                 if dropped.member != NOT_MEMBER {
                     self.destroys.push(dropped.id);
                 }
             }
-            self.candidates.truncate(config.max_entities);
+            self.candidates.truncate(max);
+            self.candidates
+                .sort_unstable_by_key(|c| (c.member == NOT_MEMBER, c.id));
+            self.destroys.sort_unstable();
+        } else if self.candidates.len() > max {
+            self.candidates.truncate(member_count);
+        } else {
+            self.candidates[member_count..].sort_unstable_by_key(|c| c.id);
         }
-        self.destroys.sort_unstable();
 
-        // Unchanged members cost nothing; the rest are ranked by priority.
         self.records.clear();
-        let mut pending = 0;
-        for i in 0..self.candidates.len() {
-            let candidate = self.candidates[i];
-            let state = frame.states[usize::from(candidate.id)];
-            let weight = 1.0 / (1.0 + candidate.distance_squared / 16.0);
-            let priority = if candidate.member == NOT_MEMBER {
-                NEW_ENTITY_AGE * weight
-            } else {
-                let record = baseline[candidate.member as usize];
-                if record.state == state {
-                    self.records.push(Record {
-                        id: candidate.id,
-                        state,
-                        refreshed: tick,
-                    });
-                    continue;
-                }
-                (tick.wrapping_sub(record.refreshed) as f32 + 1.0) * weight
-            };
-            self.candidates[pending] = Candidate {
-                priority,
-                ..candidate
-            };
-            pending += 1;
-        }
-        self.candidates.truncate(pending);
-        self.candidates
-            .sort_unstable_by(|a, b| b.priority.total_cmp(&a.priority).then(a.id.cmp(&b.id)));
-
         let own = &frame.own[me];
         let own_state = &frame.states[me];
         let schema = &self.schema;
@@ -454,45 +466,80 @@ impl SnapshotEncoder {
                 }
                 self.bullets_near.truncate(fit);
             }
-            self.bullets_near.sort_unstable_by_key(|&(_, item)| item);
             used += self.bullets_near.len() * bullet_cost;
         }
 
-        // Creates and updates, by priority, while they fit.
-        self.creates.clear();
-        self.updates.clear();
-        for candidate in &self.candidates {
+        // Unchanged members cost nothing; the rest go by priority while they fit.
+        let mut wanted = 0usize;
+        for candidate in &mut self.candidates {
             let state = frame.states[usize::from(candidate.id)];
+            let weight = 1.0 / (1.0 + candidate.distance_squared / 16.0);
             if candidate.member == NOT_MEMBER {
-                let cost = ID_BITS_MAX + create_bits(schema);
-                if used + cost <= budget_bits {
-                    used += cost;
-                    self.creates.push((candidate.id, state));
-                    self.records.push(Record {
-                        id: candidate.id,
-                        state,
-                        refreshed: tick,
-                    });
-                }
+                candidate.cost = (ID_BITS_MAX + create_bits(schema)) as u32;
+                candidate.priority = NEW_ENTITY_AGE * weight;
+                candidate.fate = Fate::Send;
             } else {
-                let record = baseline[candidate.member as usize];
-                let cost = ID_BITS_MAX + update_bits(schema, &record.state, &state);
-                if used + cost <= budget_bits {
-                    used += cost;
-                    self.updates.push((candidate.id, record.state, state));
-                    self.records.push(Record {
-                        id: candidate.id,
-                        state,
-                        refreshed: tick,
-                    });
+                let record = &baseline[candidate.member as usize];
+                if record.state == state {
+                    candidate.fate = Fate::Unchanged;
+                    continue;
+                }
+                candidate.cost = (ID_BITS_MAX + update_bits(schema, &record.state, &state)) as u32;
+                candidate.priority = (tick.wrapping_sub(record.refreshed) as f32 + 1.0) * weight;
+                candidate.fate = Fate::Send;
+            }
+            wanted += candidate.cost as usize;
+        }
+        let available = budget_bits.saturating_sub(used);
+        if wanted > available {
+            self.by_priority.clear();
+            self.by_priority.extend(
+                (0..self.candidates.len() as u32)
+                    .filter(|&i| self.candidates[i as usize].fate == Fate::Send),
+            );
+            let candidates = &self.candidates;
+            self.by_priority.sort_unstable_by(|&a, &b| {
+                let (a, b) = (&candidates[a as usize], &candidates[b as usize]);
+                b.priority.total_cmp(&a.priority).then(a.id.cmp(&b.id))
+            });
+            let mut left = available;
+            for &index in &self.by_priority {
+                let candidate = &mut self.candidates[index as usize];
+                if candidate.cost as usize <= left {
+                    left -= candidate.cost as usize;
                 } else {
-                    self.records.push(record);
+                    candidate.fate = Fate::Wait;
                 }
             }
         }
-        self.creates.sort_unstable_by_key(|&(id, _)| id);
-        self.updates.sort_unstable_by_key(|&(id, _, _)| id);
-        self.records.sort_unstable_by_key(|record| record.id);
+        self.creates.clear();
+        self.updates.clear();
+        for candidate in &self.candidates {
+            let id = candidate.id;
+            let state = frame.states[usize::from(id)];
+            let fresh = Record {
+                id,
+                state,
+                refreshed: tick,
+            };
+            match (candidate.member == NOT_MEMBER, candidate.fate) {
+                (true, Fate::Send) => {
+                    self.creates.push((id, state));
+                    self.records.push(fresh);
+                }
+                (true, _) => {}
+                (false, Fate::Send) => {
+                    let record = baseline[candidate.member as usize];
+                    self.updates.push((id, record.state, state));
+                    self.records.push(fresh);
+                }
+                (false, Fate::Unchanged) => self.records.push(fresh),
+                (false, Fate::Wait) => self.records.push(baseline[candidate.member as usize]),
+            }
+        }
+        if !self.creates.is_empty() {
+            self.records.sort_unstable_by_key(|record| record.id);
+        }
 
         let mut w = BitWriter::new(out);
         w.write_uint(u64::from(tick), 32)?;
@@ -613,6 +660,7 @@ pub(crate) fn update_bits(schema: &SnapshotSchema, old: &EntityState, new: &Enti
     bits
 }
 
+#[inline]
 fn write_full(
     w: &mut BitWriter<'_>,
     schema: &SnapshotSchema,
@@ -626,6 +674,7 @@ fn write_full(
     w.write_bool(state.alive)
 }
 
+#[inline]
 fn write_axis(w: &mut BitWriter<'_>, old: u16, new: u16, full: u32) -> Result<(), EncodeError> {
     let delta = i32::from(new) - i32::from(old);
     if (-128..=127).contains(&delta) {
@@ -637,6 +686,7 @@ fn write_axis(w: &mut BitWriter<'_>, old: u16, new: u16, full: u32) -> Result<()
     }
 }
 
+#[inline]
 fn write_update(
     w: &mut BitWriter<'_>,
     schema: &SnapshotSchema,
@@ -671,6 +721,7 @@ struct IdWriter {
 }
 
 impl IdWriter {
+    #[inline]
     fn write(&mut self, w: &mut BitWriter<'_>, id: EntityId) -> Result<(), EncodeError> {
         let gap = u32::from(id) - self.next;
         if gap < 16 {
