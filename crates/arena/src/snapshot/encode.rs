@@ -409,6 +409,9 @@ impl SnapshotEncoder {
         }
 
         self.records.clear();
+        // Record vectors circulate between this scratch and the clients' histories; each
+        // grows once to the cap, so steady state never reallocates.
+        self.records.reserve(config.max_entities);
         let own = &frame.own[me];
         let own_state = &frame.states[me];
         let schema = &self.schema;
