@@ -38,6 +38,15 @@ struct Scene {
 
 impl Scene {
     fn new(players: usize, layout: Layout, moving: bool) -> Self {
+        Self::with_config(players, layout, moving, SnapshotConfig::default())
+    }
+
+    fn with_config(
+        players: usize,
+        layout: Layout,
+        moving: bool,
+        snapshots: SnapshotConfig,
+    ) -> Self {
         let map = Arc::new(BuiltinMap::Metropolis.load().unwrap());
         let size = map.size();
         let config = WorldConfig::default();
@@ -45,7 +54,7 @@ impl Scene {
         let mut world = World::new(map, config, 9).unwrap();
         let mut ids = EntityIds::new();
         let mut rng = ChaCha8Rng::seed_from_u64(10);
-        let encoder = SnapshotEncoder::new(schema, size, SnapshotConfig::default(), 60).unwrap();
+        let encoder = SnapshotEncoder::new(schema, size, snapshots, 60).unwrap();
         let mut clients = Vec::new();
         let mut inputs = Vec::new();
         for i in 0..players {
@@ -141,4 +150,26 @@ fn room_tick_crowd(bencher: Bencher, players: usize) {
 fn room_tick_spread(bencher: Bencher, players: usize) {
     let mut scene = Scene::new(players, Layout::Spread, true);
     bencher.bench_local(|| scene.tick());
+}
+
+/// The crowd with half the view (32 entities, 64 candidates): what the view cap buys.
+#[divan::bench(args = [3000], sample_count = 20)]
+fn room_tick_crowd_view_32(bencher: Bencher, players: usize) {
+    let config = SnapshotConfig {
+        max_entities: 32,
+        candidates: 64,
+        ..SnapshotConfig::default()
+    };
+    let mut scene = Scene::with_config(players, Layout::Crowd, true, config);
+    bencher.bench_local(|| scene.tick());
+}
+
+/// The world step alone, for the share of the tick that is simulation.
+#[divan::bench(args = [3000], sample_count = 20)]
+fn world_step_only_crowd(bencher: Bencher, players: usize) {
+    let mut scene = Scene::new(players, Layout::Crowd, true);
+    bencher.bench_local(|| {
+        scene.world.step(&scene.inputs);
+        while scene.world.poll_event().is_some() {}
+    });
 }
