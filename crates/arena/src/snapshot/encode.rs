@@ -167,6 +167,7 @@ pub struct SnapshotEncoder {
     bullets_near: Vec<(f32, u32)>,
     records: Vec<Record>,
     by_priority: Vec<u32>,
+    ranks: Vec<f32>,
 }
 
 impl SnapshotEncoder {
@@ -189,6 +190,7 @@ impl SnapshotEncoder {
             bullets_near: Vec::with_capacity(2 * config.max_bullets),
             records: Vec::with_capacity(config.max_entities),
             by_priority: Vec::with_capacity(config.max_entities),
+            ranks: Vec::with_capacity(config.candidates + config.max_entities),
             marks: Vec::new(),
             stamp: 0,
             tokens_per_tick,
@@ -390,18 +392,46 @@ impl SnapshotEncoder {
             newcomers.iter().any(|c| c.rank < worst)
         };
         if self.candidates.len() > max && (member_count != max || newcomers_nearer) {
-            let by_rank =
-                |a: &Candidate, b: &Candidate| a.rank.total_cmp(&b.rank).then(a.id.cmp(&b.id));
-            self.candidates.select_nth_unstable_by(max - 1, by_rank);
-            for dropped in &self.candidates[max..] {
-                if dropped.member != NOT_MEMBER {
-                    self.destroys.push(dropped.id);
+            // The rank of the max-th nearest, found on a copy of the ranks; the
+            // candidates themselves are filtered in place so members keep their id order.
+            self.ranks.clear();
+            self.ranks.extend(self.candidates.iter().map(|c| c.rank));
+            let (_, threshold, _) = self.ranks.select_nth_unstable_by(max - 1, f32::total_cmp);
+            let threshold = *threshold;
+            // Everything nearer than the threshold lies before it after the selection.
+            let nearer = self.ranks[..max - 1]
+                .iter()
+                .filter(|r| **r < threshold)
+                .count();
+            // Ties at the threshold: the first ones in candidate order fill what is left.
+            let mut ties_left = max - nearer;
+            let had_destroys = !self.destroys.is_empty();
+            let mut dropped_members = false;
+            let destroys = &mut self.destroys;
+            self.candidates.retain(|c| {
+                let keep = if c.rank < threshold {
+                    true
+                } else if c.rank == threshold && ties_left > 0 {
+                    ties_left -= 1;
+                    true
+                } else {
+                    false
+                };
+                if !keep && c.member != NOT_MEMBER {
+                    destroys.push(c.id);
+                    dropped_members = true;
                 }
+                keep
+            });
+            let members_kept = self
+                .candidates
+                .iter()
+                .take_while(|c| c.member != NOT_MEMBER)
+                .count();
+            self.candidates[members_kept..].sort_unstable_by_key(|c| c.id);
+            if had_destroys && dropped_members {
+                self.destroys.sort_unstable();
             }
-            self.candidates.truncate(max);
-            self.candidates
-                .sort_unstable_by_key(|c| (c.member == NOT_MEMBER, c.id));
-            self.destroys.sort_unstable();
         } else if self.candidates.len() > max {
             self.candidates.truncate(member_count);
         } else {
