@@ -168,6 +168,7 @@ pub struct SnapshotEncoder {
     records: Vec<Record>,
     by_priority: Vec<u32>,
     ranks: Vec<f32>,
+    merged: Vec<Record>,
 }
 
 impl SnapshotEncoder {
@@ -191,6 +192,7 @@ impl SnapshotEncoder {
             records: Vec::with_capacity(config.max_entities),
             by_priority: Vec::with_capacity(config.max_entities),
             ranks: Vec::with_capacity(config.candidates + config.max_entities),
+            merged: Vec::with_capacity(config.max_entities),
             marks: Vec::new(),
             stamp: 0,
             tokens_per_tick,
@@ -571,7 +573,21 @@ impl SnapshotEncoder {
             }
         }
         if !self.creates.is_empty() {
-            self.records.sort_unstable_by_key(|record| record.id);
+            // Members' records are in id order and so are the creates: merge, not sort.
+            self.merged.clear();
+            let members = self.records.len() - self.creates.len();
+            let (kept, created) = self.records.split_at(members);
+            let (mut i, mut j) = (0, 0);
+            while i < kept.len() || j < created.len() {
+                if j == created.len() || (i < kept.len() && kept[i].id < created[j].id) {
+                    self.merged.push(kept[i]);
+                    i += 1;
+                } else {
+                    self.merged.push(created[j]);
+                    j += 1;
+                }
+            }
+            std::mem::swap(&mut self.records, &mut self.merged);
         }
 
         let mut w = BitWriter::new(out);
