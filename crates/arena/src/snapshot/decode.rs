@@ -115,7 +115,7 @@ impl SnapshotDecoder {
         self.newest
     }
 
-    /// The snapshot decoded last.
+    /// The snapshot decoded last (after a successful [`decode`](Self::decode)).
     pub fn current(&self) -> &DecodedSnapshot {
         &self.current
     }
@@ -126,7 +126,9 @@ impl SnapshotDecoder {
         (*held == Some(tick)).then_some(view.as_slice())
     }
 
-    /// Decodes `bytes` against the baseline it names. On error nothing is stored.
+    /// Decodes `bytes` against the baseline it names. On error the history and
+    /// [`newest`](Self::newest) are untouched (nothing is stored or acknowledged) and
+    /// [`current`](Self::current) is unspecified until the next success.
     pub fn decode(&mut self, bytes: &[u8]) -> Result<&DecodedSnapshot, SnapshotError> {
         let mut out = std::mem::take(&mut self.current);
         let mut updates = std::mem::take(&mut self.updates);
