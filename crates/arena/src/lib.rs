@@ -42,6 +42,11 @@
 //! | [`ArenaMap`], [`BuiltinMap`] | a loaded `.tmx` map: merged walls, spawn points, teleports |
 //! | [`movement::step_movement`] | the movement step the client ports for prediction |
 //! | [`physics`] | contacts, swept tests, the [`SpatialGrid`](physics::SpatialGrid) broadphase |
+//! | [`snapshot`] | per-player delta snapshots: interest, view cap, priorities, byte budget; the decoder |
+//! | [`messages`] | what clients and the server send on channels 0, 1 and 2 |
+//! | [`room::ArenaRoom`] | the game as a `tickwire-server` room; [`room::ArenaRoomFactory`] registers it |
+//!
+//! The wire format of snapshots and messages is specified in `docs/ARENA.md`.
 //!
 //! Units: one tile is one metre; positions are `f32` metres from the map's top-left corner,
 //! `+y` down (Tiled's orientation); angles are radians from `+x` towards `+y`.
@@ -56,9 +61,12 @@ pub mod event;
 pub mod geom;
 pub mod input;
 pub mod map;
+pub mod messages;
 pub mod movement;
 pub mod physics;
 pub mod player;
+pub mod room;
+pub mod snapshot;
 pub mod world;
 
 pub use config::{ConfigError, WorldConfig};

@@ -1,0 +1,643 @@
+//! [`ArenaRoom`]: the arena as a `tickwire-server` [`Room`], and [`ArenaRoomFactory`] to
+//! register it.
+//!
+//! # Lifecycle
+//!
+//! - **join**: the player enters the world at a spawn point, gets an entity id and a
+//!   [`ServerMessage::Welcome`] on channel 0; snapshots follow from the next tick.
+//! - **message**: inputs (channel 1) go straight into the world, which merges every input
+//!   of a tick (newest sequence wins, a fire press anywhere counts, stale ones ignored) and
+//!   clamps them; the ack moves the player's delta baseline. Chat and pings come on channel
+//!   0. Malformed messages, hostile inputs (NaN, out of range), acks from the future and
+//!   unknown channels are counted ([`ArenaStats`]); past
+//!   [`ArenaConfig::max_violations`] the sender is kicked.
+//! - **tick**: one world step; kills are broadcast, hits go to the two players involved,
+//!   respawns and teleports to the player; the [`StatSink`] hears kills; then one frame is
+//!   captured and each connected player gets a snapshot on channel 2.
+//! - **disconnected**: the avatar stays in the world for the reconnect grace period, where
+//!   it can be shot; with no inputs it stops after
+//!   [`WorldConfig::idle_stop_ticks`](crate::WorldConfig::idle_stop_ticks). No snapshots
+//!   are sent meanwhile.
+//! - **reconnected**: a new welcome, and every baseline is forgotten (the next snapshot is
+//!   a full one: the acks of the old connection mean nothing for the new one).
+//! - **leave**: the avatar is removed, its id released, and the [`StatSink`] gets a
+//!   [`StatEvent::SessionEnded`] with the session's kills, deaths, score and duration.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use bytes::{Bytes, BytesMut};
+use tickwire_server::room::{JoinRefused, LeaveReason, Member, PlayerId, Room, RoomContext};
+use tickwire_wire::{decode_exact, encode_to_slice};
+
+use crate::config::{ConfigError, WorldConfig};
+use crate::event::GameEvent;
+use crate::map::ArenaMap;
+use crate::messages::{
+    ClientInput, ClientMessage, INPUT, MAX_ANNOUNCEMENT_BYTES, NO_ENTITY, PROTOCOL_VERSION,
+    RELIABLE, SNAPSHOT, ServerMessage, truncate_utf8,
+};
+use crate::player::PlayerKey;
+use crate::snapshot::{
+    ClientSnapshots, EntityId, EntityIds, SchemaError, SnapshotConfig, SnapshotConfigError,
+    SnapshotEncoder, SnapshotSchema,
+};
+use crate::world::World;
+
+/// The arena room's settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ArenaConfig {
+    /// The simulation.
+    pub world: WorldConfig,
+    /// Snapshots: budget, bandwidth, interest, view cap.
+    pub snapshot: SnapshotConfig,
+    /// Malformed messages, hostile inputs and bogus acks tolerated from one player before
+    /// they are kicked. Default 50: a buggy client is noticed, not a single bad packet.
+    pub max_violations: u32,
+    /// Ticks between two chat lines of one player; faster lines are dropped and counted.
+    /// Default 30 (two lines a second at 60 Hz).
+    pub chat_interval_ticks: u32,
+}
+
+impl Default for ArenaConfig {
+    fn default() -> Self {
+        Self {
+            world: WorldConfig::default(),
+            snapshot: SnapshotConfig::default(),
+            max_violations: 50,
+            chat_interval_ticks: 30,
+        }
+    }
+}
+
+/// Why an arena room cannot be made.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ArenaConfigError {
+    /// The world config is refused.
+    #[error(transparent)]
+    World(#[from] ConfigError),
+    /// The snapshot config is refused.
+    #[error(transparent)]
+    Snapshot(#[from] SnapshotConfigError),
+    /// The map or max health do not fit the snapshot format.
+    #[error(transparent)]
+    Schema(#[from] SchemaError),
+    /// Rooms tick at 1 to 128 Hz.
+    #[error("tick rate {0} Hz is outside the room runtime's 1..=128")]
+    TickRate(u32),
+}
+
+/// What the persistence layer stores.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StatEvent {
+    /// A kill (there is one weapon, so none is named).
+    Kill {
+        /// Who fired the last bullet.
+        killer: PlayerId,
+        /// Who died.
+        victim: PlayerId,
+    },
+    /// A player left the room: their session's totals.
+    SessionEnded {
+        /// Who.
+        player: PlayerId,
+        /// Kills in the session.
+        kills: u32,
+        /// Deaths in the session.
+        deaths: u32,
+        /// Score in the session.
+        score: u32,
+        /// From joining to leaving.
+        duration: Duration,
+    },
+}
+
+/// Receives [`StatEvent`]s on the room's shard thread; must not block (hand them to a
+/// queue).
+pub trait StatSink: Send + Sync + 'static {
+    /// One event.
+    fn record(&self, event: StatEvent);
+}
+
+/// Drops every event: the default.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoStats;
+
+impl StatSink for NoStats {
+    fn record(&self, _event: StatEvent) {}
+}
+
+/// Counters of one room; they only grow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ArenaStats {
+    /// Messages that did not decode.
+    pub malformed: u64,
+    /// Inputs refused as hostile (NaN, out of range, unknown buttons).
+    pub hostile_inputs: u64,
+    /// Acks of ticks never sent.
+    pub bad_acks: u64,
+    /// Messages on a channel the arena does not use.
+    pub unknown_channel: u64,
+    /// Chat lines over the rate, dropped.
+    pub chat_dropped: u64,
+    /// Players kicked for violations.
+    pub kicked: u64,
+    /// Snapshots sent.
+    pub snapshots: u64,
+    /// Snapshot bytes sent.
+    pub snapshot_bytes: u64,
+}
+
+/// Makes [`ArenaRoom`]s; register it with `RoomKinds`:
+///
+/// ```
+/// use std::sync::Arc;
+/// use tickwire_arena::room::{ArenaConfig, ArenaRoomFactory};
+/// use tickwire_arena::BuiltinMap;
+/// use tickwire_server::runtime::RoomKinds;
+///
+/// let map = Arc::new(BuiltinMap::Courtyard.load()?);
+/// let factory = ArenaRoomFactory::new(map, ArenaConfig::default(), 7)?;
+/// let mut kinds = RoomKinds::new();
+/// kinds.register("arena", 64, factory.into_factory());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct ArenaRoomFactory {
+    map: Arc<ArenaMap>,
+    config: ArenaConfig,
+    schema: SnapshotSchema,
+    seed: u64,
+    rooms: AtomicU64,
+    stats: Arc<dyn StatSink>,
+}
+
+impl std::fmt::Debug for ArenaRoomFactory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ArenaRoomFactory")
+            .field("map", &self.map.name())
+            .field("config", &self.config)
+            .field("seed", &self.seed)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ArenaRoomFactory {
+    /// Rooms on `map` with `config`; room `n` (from 0) is seeded with `seed + n`.
+    pub fn new(
+        map: Arc<ArenaMap>,
+        config: ArenaConfig,
+        seed: u64,
+    ) -> Result<Self, ArenaConfigError> {
+        config.world.validate()?;
+        config.snapshot.validate()?;
+        if !(1..=128).contains(&config.world.tick_rate_hz) {
+            return Err(ArenaConfigError::TickRate(config.world.tick_rate_hz));
+        }
+        let schema = SnapshotSchema::new(map.size(), config.world.max_health)?;
+        // Catches what only a world on this map refuses (grid size).
+        World::new(map.clone(), config.world.clone(), seed)?;
+        Ok(Self {
+            map,
+            config,
+            schema,
+            seed,
+            rooms: AtomicU64::new(0),
+            stats: Arc::new(NoStats),
+        })
+    }
+
+    /// Sends every room's [`StatEvent`]s to `sink`.
+    pub fn with_stat_sink(mut self, sink: Arc<dyn StatSink>) -> Self {
+        self.stats = sink;
+        self
+    }
+
+    /// A new room.
+    pub fn create(&self) -> ArenaRoom {
+        let n = self.rooms.fetch_add(1, Ordering::Relaxed);
+        ArenaRoom::new(
+            self.map.clone(),
+            self.config.clone(),
+            self.schema,
+            self.seed.wrapping_add(n),
+            self.stats.clone(),
+        )
+    }
+
+    /// The factory `RoomKinds::register` takes.
+    pub fn into_factory(self) -> impl Fn() -> Box<dyn Room> + Send + Sync + 'static {
+        move || Box::new(self.create())
+    }
+}
+
+struct Occupant {
+    key: PlayerKey,
+    entity: EntityId,
+    snapshots: ClientSnapshots,
+    connected: bool,
+    violations: u32,
+    kicked: bool,
+    joined_at: Instant,
+    next_chat_tick: u64,
+}
+
+/// The arena game as a room (see the module docs for its lifecycle).
+pub struct ArenaRoom {
+    world: World,
+    ids: EntityIds,
+    encoder: SnapshotEncoder,
+    config: ArenaConfig,
+    occupants: HashMap<PlayerId, Occupant>,
+    /// Join order: snapshots are sent in it, so a room is deterministic.
+    order: Vec<PlayerId>,
+    sink: Arc<dyn StatSink>,
+    stats: ArenaStats,
+    packet: Vec<u8>,
+    message: Vec<u8>,
+    /// Snapshots are cut from here; once the transports drop last tick's, its space is
+    /// reused and a tick allocates nothing for them.
+    arena: BytesMut,
+}
+
+impl std::fmt::Debug for ArenaRoom {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ArenaRoom")
+            .field("tick", &self.world.tick())
+            .field("players", &self.order.len())
+            .field("stats", &self.stats)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ArenaRoom {
+    fn new(
+        map: Arc<ArenaMap>,
+        config: ArenaConfig,
+        schema: SnapshotSchema,
+        seed: u64,
+        sink: Arc<dyn StatSink>,
+    ) -> Self {
+        let size = map.size();
+        let world = match World::new(map, config.world.clone(), seed) {
+            Ok(world) => world,
+            // The factory made a world with this very map and config.
+            Err(error) => unreachable!("config validated by the factory: {error}"),
+        };
+        let encoder = match SnapshotEncoder::new(
+            schema,
+            size,
+            config.snapshot.clone(),
+            config.world.tick_rate_hz,
+        ) {
+            Ok(encoder) => encoder,
+            Err(error) => unreachable!("config validated by the factory: {error}"),
+        };
+        Self {
+            packet: vec![0; config.snapshot.packet_budget],
+            message: vec![0; 1024],
+            world,
+            ids: EntityIds::new(),
+            encoder,
+            config,
+            occupants: HashMap::new(),
+            order: Vec::new(),
+            sink,
+            stats: ArenaStats::default(),
+            arena: BytesMut::new(),
+        }
+    }
+
+    /// The simulation.
+    pub fn world(&self) -> &World {
+        &self.world
+    }
+
+    /// The room's counters.
+    pub fn stats(&self) -> &ArenaStats {
+        &self.stats
+    }
+
+    /// A player's entity id.
+    pub fn entity_of(&self, player: PlayerId) -> Option<EntityId> {
+        self.occupants.get(&player).map(|o| o.entity)
+    }
+
+    fn encode_message(&mut self, message: &ServerMessage) -> Option<Bytes> {
+        // Every message is bounded well under the buffer; a failure is a bug, not a peer.
+        let len = encode_to_slice(message, &mut self.message).ok()?;
+        Some(Bytes::copy_from_slice(&self.message[..len]))
+    }
+
+    fn welcome(&mut self, ctx: &mut RoomContext<'_>, player: PlayerId) {
+        let Some(entity) = self.entity_of(player) else {
+            return;
+        };
+        let map = self.world.map();
+        let config = self.world.config();
+        let welcome = ServerMessage::Welcome {
+            protocol: PROTOCOL_VERSION,
+            you: entity,
+            map: truncate_utf8(map.name(), 64).to_owned(),
+            map_width: map.size().x,
+            map_height: map.size().y,
+            tick_rate_hz: config.tick_rate_hz as u16,
+            tick: self.world.tick() as u32,
+            max_health: config.max_health,
+            max_speed: config.max_speed,
+            player_radius: config.player_radius,
+            snapshot_history: self.config.snapshot.history as u8,
+        };
+        if let Some(bytes) = self.encode_message(&welcome) {
+            ctx.send(player, RELIABLE, bytes);
+        }
+    }
+
+    fn violation(&mut self, ctx: &mut RoomContext<'_>, player: PlayerId) {
+        let max = self.config.max_violations;
+        let Some(occupant) = self.occupants.get_mut(&player) else {
+            return;
+        };
+        occupant.violations += 1;
+        if occupant.violations > max && !occupant.kicked {
+            occupant.kicked = true;
+            self.stats.kicked += 1;
+            ctx.kick(
+                player,
+                format!("more than {max} malformed or hostile messages"),
+            );
+        }
+    }
+
+    fn entity_or_none(&self, key: PlayerKey) -> EntityId {
+        self.ids.get(key).unwrap_or(NO_ENTITY)
+    }
+
+    fn handle_event(&mut self, ctx: &mut RoomContext<'_>, event: GameEvent) {
+        let message = match event {
+            GameEvent::Kill { killer, victim } => {
+                self.sink.record(StatEvent::Kill {
+                    killer: PlayerId(killer.0),
+                    victim: PlayerId(victim.0),
+                });
+                let message = ServerMessage::Kill {
+                    killer: self.entity_or_none(killer),
+                    victim: self.entity_or_none(victim),
+                };
+                if let Some(bytes) = self.encode_message(&message) {
+                    ctx.broadcast(RELIABLE, bytes);
+                }
+                return;
+            }
+            GameEvent::Hit {
+                attacker,
+                victim,
+                damage,
+                health,
+            } => {
+                let message = ServerMessage::Hit {
+                    attacker: self.entity_or_none(attacker),
+                    victim: self.entity_or_none(victim),
+                    damage,
+                    health,
+                };
+                if let Some(bytes) = self.encode_message(&message) {
+                    for key in [attacker, victim] {
+                        if self.connected(PlayerId(key.0)) {
+                            ctx.send(PlayerId(key.0), RELIABLE, bytes.clone());
+                        }
+                    }
+                }
+                return;
+            }
+            GameEvent::Respawn { player, position } => (
+                player,
+                ServerMessage::Respawn {
+                    x: position.x,
+                    y: position.y,
+                },
+            ),
+            GameEvent::Teleported {
+                player,
+                teleport,
+                to,
+                ..
+            } => (
+                player,
+                ServerMessage::Teleported {
+                    teleport,
+                    x: to.x,
+                    y: to.y,
+                },
+            ),
+        };
+        let (player, message) = message;
+        if self.connected(PlayerId(player.0))
+            && let Some(bytes) = self.encode_message(&message)
+        {
+            ctx.send(PlayerId(player.0), RELIABLE, bytes);
+        }
+    }
+
+    fn connected(&self, player: PlayerId) -> bool {
+        self.occupants.get(&player).is_some_and(|o| o.connected)
+    }
+
+    fn handle_input(&mut self, ctx: &mut RoomContext<'_>, from: PlayerId, message: &[u8]) {
+        let Ok(input) = decode_exact::<ClientInput>(message) else {
+            self.stats.malformed += 1;
+            return self.violation(ctx, from);
+        };
+        let Some(occupant) = self.occupants.get_mut(&from) else {
+            return;
+        };
+        let key = occupant.key;
+        let mut violations = 0;
+        if let Some(ack) = input.ack
+            && occupant.snapshots.handle_ack(ack).is_err()
+        {
+            self.stats.bad_acks += 1;
+            violations += 1;
+        }
+        // Oldest first, so the newest sequence is the one the step applies.
+        for command in input.inputs().iter().rev() {
+            if let Err(error) = self.world.handle_input(key, command)
+                && error.is_hostile()
+            {
+                self.stats.hostile_inputs += 1;
+                violations += 1;
+            }
+        }
+        for _ in 0..violations {
+            self.violation(ctx, from);
+        }
+    }
+
+    fn handle_reliable(&mut self, ctx: &mut RoomContext<'_>, from: PlayerId, message: &[u8]) {
+        let Ok(message) = decode_exact::<ClientMessage>(message) else {
+            self.stats.malformed += 1;
+            return self.violation(ctx, from);
+        };
+        let tick = self.world.tick();
+        let interval = u64::from(self.config.chat_interval_ticks);
+        let Some(occupant) = self.occupants.get_mut(&from) else {
+            return;
+        };
+        match message {
+            ClientMessage::Chat { text } => {
+                if tick < occupant.next_chat_tick {
+                    self.stats.chat_dropped += 1;
+                    return;
+                }
+                occupant.next_chat_tick = tick + interval;
+                let chat = ServerMessage::Chat {
+                    from: occupant.entity,
+                    text,
+                };
+                if let Some(bytes) = self.encode_message(&chat) {
+                    ctx.broadcast(RELIABLE, bytes);
+                }
+            }
+            ClientMessage::Ping { nonce } => {
+                let pong = ServerMessage::Pong {
+                    nonce,
+                    tick: tick as u32,
+                };
+                if let Some(bytes) = self.encode_message(&pong) {
+                    ctx.send(from, RELIABLE, bytes);
+                }
+            }
+        }
+    }
+}
+
+impl Room for ArenaRoom {
+    fn tick_rate_hz(&self) -> u32 {
+        self.config.world.tick_rate_hz
+    }
+
+    fn join(&mut self, ctx: &mut RoomContext<'_>, member: &Member) -> Result<(), JoinRefused> {
+        let key = PlayerKey(member.id.0);
+        if self.occupants.contains_key(&member.id) {
+            return Err(JoinRefused::AlreadyMember);
+        }
+        let Some(entity) = self.ids.insert(key) else {
+            return Err(JoinRefused::Game("no entity id left".into()));
+        };
+        if let Err(error) = self.world.join(key) {
+            self.ids.remove(key);
+            return Err(JoinRefused::Game(error.to_string()));
+        }
+        self.occupants.insert(
+            member.id,
+            Occupant {
+                key,
+                entity,
+                snapshots: self.encoder.new_client(),
+                connected: member.connected,
+                violations: 0,
+                kicked: false,
+                joined_at: ctx.now(),
+                next_chat_tick: 0,
+            },
+        );
+        self.order.push(member.id);
+        self.welcome(ctx, member.id);
+        Ok(())
+    }
+
+    fn disconnected(&mut self, _ctx: &mut RoomContext<'_>, player: PlayerId) {
+        if let Some(occupant) = self.occupants.get_mut(&player) {
+            occupant.connected = false;
+        }
+    }
+
+    fn reconnected(&mut self, ctx: &mut RoomContext<'_>, player: PlayerId) {
+        if let Some(occupant) = self.occupants.get_mut(&player) {
+            occupant.connected = true;
+            occupant.snapshots.reset();
+        }
+        self.welcome(ctx, player);
+    }
+
+    fn leave(&mut self, ctx: &mut RoomContext<'_>, player: PlayerId, _reason: LeaveReason) {
+        let Some(occupant) = self.occupants.remove(&player) else {
+            return;
+        };
+        self.order.retain(|id| *id != player);
+        if let Some(avatar) = self.world.player(occupant.key) {
+            let stats = avatar.stats();
+            self.sink.record(StatEvent::SessionEnded {
+                player,
+                kills: stats.kills,
+                deaths: stats.deaths,
+                score: stats.score,
+                duration: ctx.now().saturating_duration_since(occupant.joined_at),
+            });
+        }
+        self.world.leave(occupant.key);
+        self.ids.remove(occupant.key);
+    }
+
+    fn message(&mut self, ctx: &mut RoomContext<'_>, from: PlayerId, channel: u8, message: Bytes) {
+        if !self.occupants.contains_key(&from) {
+            return;
+        }
+        match channel {
+            INPUT => self.handle_input(ctx, from, &message),
+            RELIABLE => self.handle_reliable(ctx, from, &message),
+            _ => {
+                self.stats.unknown_channel += 1;
+                self.violation(ctx, from);
+            }
+        }
+    }
+
+    fn tick(&mut self, ctx: &mut RoomContext<'_>) {
+        self.world.step(&[]);
+        while let Some(event) = self.world.poll_event() {
+            self.handle_event(ctx, event);
+        }
+        self.encoder.capture(&self.world, &self.ids);
+        let budget = self.config.snapshot.packet_budget;
+        for player in &self.order {
+            let Some(occupant) = self.occupants.get_mut(player) else {
+                continue;
+            };
+            if !occupant.connected {
+                continue;
+            }
+            let len = match self.encoder.encode(
+                &mut occupant.snapshots,
+                occupant.entity,
+                &mut self.packet,
+            ) {
+                Ok(len) => len,
+                // The buffer is the budget the encoder never exceeds; nothing to send.
+                Err(_) => continue,
+            };
+            if len == 0 {
+                continue;
+            }
+            if self.arena.capacity() < len {
+                self.arena
+                    .reserve(budget.max(len) * self.order.len().max(1));
+            }
+            self.arena.extend_from_slice(&self.packet[..len]);
+            let snapshot = self.arena.split().freeze();
+            self.stats.snapshots += 1;
+            self.stats.snapshot_bytes += len as u64;
+            ctx.send(*player, SNAPSHOT, snapshot);
+        }
+    }
+
+    fn announce(&mut self, ctx: &mut RoomContext<'_>, text: &str) {
+        let message = ServerMessage::Announcement {
+            text: truncate_utf8(text, MAX_ANNOUNCEMENT_BYTES).to_owned(),
+        };
+        if let Some(bytes) = self.encode_message(&message) {
+            ctx.broadcast(RELIABLE, bytes);
+        }
+    }
+}

@@ -1,0 +1,791 @@
+//! The server side: [`SnapshotEncoder`] (one per room) and [`ClientSnapshots`] (one per
+//! recipient: what was sent, what was acknowledged, the bandwidth left).
+
+use tickwire_wire::{BitWrite, BitWriter, EncodeError};
+
+use super::frame::{Frame, OwnState};
+use super::{
+    EntityId, EntityIds, EntityState, EntityView, ID_BITS_MAX, SnapshotConfig, SnapshotConfigError,
+    SnapshotSchema,
+};
+use crate::geom::Vec2;
+use crate::world::World;
+
+/// An entity as one snapshot left it in the client's view.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Record {
+    id: EntityId,
+    state: EntityState,
+    /// The tick whose state `state` is: the priority accumulator's zero.
+    refreshed: u32,
+}
+
+#[derive(Debug, Clone, Default)]
+struct SentSnapshot {
+    tick: Option<u32>,
+    records: Vec<Record>,
+}
+
+/// Why an acknowledgement was not taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum AckError {
+    /// The tick is newer than any snapshot sent to this client: a broken or hostile client.
+    #[error("ack of tick {tick}, newer than the last snapshot sent ({last_sent:?})")]
+    FromTheFuture {
+        /// The tick acknowledged.
+        tick: u32,
+        /// The newest tick sent, if any.
+        last_sent: Option<u32>,
+    },
+}
+
+/// One recipient's snapshot state: the last `history` snapshots sent (each a possible
+/// baseline), the newest acknowledged one, and the bandwidth tokens left.
+///
+/// On a reliable transport (WebSocket) acks arrive in order and none is lost, so the
+/// baseline trails the newest snapshot by the round trip, exactly as on UDP without loss;
+/// the mechanism is the same and the room does not know the difference.
+#[derive(Debug, Clone)]
+pub struct ClientSnapshots {
+    history: Vec<SentSnapshot>,
+    acked: Option<u32>,
+    last_sent: Option<u32>,
+    tokens: i64,
+}
+
+impl ClientSnapshots {
+    /// Nothing sent yet: the first snapshot will be a full one.
+    pub fn new(config: &SnapshotConfig) -> Self {
+        Self {
+            history: vec![SentSnapshot::default(); config.history],
+            acked: None,
+            last_sent: None,
+            tokens: config.packet_budget as i64,
+        }
+    }
+
+    /// Takes the client's "newest snapshot received" tick. An older or repeated ack is
+    /// ignored (packets reorder); one the history no longer holds leaves the baseline as is
+    /// (the next snapshot falls back to a full one if the baseline is too old).
+    pub fn handle_ack(&mut self, tick: u32) -> Result<(), AckError> {
+        let newer = |a: u32, b: u32| {
+            let ahead = a.wrapping_sub(b);
+            ahead != 0 && ahead < 1 << 31
+        };
+        match self.last_sent {
+            Some(last) if !newer(tick, last) => {}
+            last_sent => return Err(AckError::FromTheFuture { tick, last_sent }),
+        }
+        if self.acked.is_some_and(|acked| !newer(tick, acked)) {
+            return Ok(());
+        }
+        let slot = tick as usize % self.history.len();
+        if self.history[slot].tick == Some(tick) {
+            self.acked = Some(tick);
+        }
+        Ok(())
+    }
+
+    /// Forgets every baseline (after a reconnection): the next snapshot is a full one.
+    pub fn reset(&mut self) {
+        self.acked = None;
+        for sent in &mut self.history {
+            sent.tick = None;
+        }
+    }
+
+    /// The newest acknowledged tick still usable as a baseline.
+    pub fn acked(&self) -> Option<u32> {
+        self.acked
+    }
+
+    /// The tick of the newest snapshot sent.
+    pub fn last_sent(&self) -> Option<u32> {
+        self.last_sent
+    }
+
+    /// The view the snapshot of `tick` left the client with (ordered by id), while the
+    /// history holds it.
+    pub fn view(&self, tick: u32) -> Option<impl Iterator<Item = EntityView> + '_> {
+        let sent = &self.history[tick as usize % self.history.len()];
+        (sent.tick == Some(tick)).then(|| {
+            sent.records.iter().map(|record| EntityView {
+                id: record.id,
+                state: record.state,
+            })
+        })
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Candidate {
+    id: EntityId,
+    /// Squared distance, scaled down for entities already in view (hysteresis).
+    rank: f32,
+    distance_squared: f32,
+    /// Index in the baseline, or `NOT_MEMBER`.
+    member: u32,
+    priority: f32,
+    /// Bits it takes if sent.
+    cost: u32,
+    fate: Fate,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fate {
+    /// A member whose state the client already has.
+    Unchanged,
+    /// Sent this time.
+    Send,
+    /// Did not fit: a member keeps its acknowledged state, a newcomer is not created yet.
+    Wait,
+}
+
+const NOT_MEMBER: u32 = u32::MAX;
+
+/// Priority of a new entity, in ticks of age: it competes as an update four ticks stale.
+const NEW_ENTITY_AGE: f32 = 4.0;
+
+/// Builds every recipient's snapshot from one [`Frame`] per tick.
+///
+/// Per tick: [`capture`](Self::capture) once, then [`encode`](Self::encode) for each
+/// recipient with that recipient's [`ClientSnapshots`]; acks go to
+/// [`ClientSnapshots::handle_ack`] whenever they arrive. Buffers are kept between calls:
+/// once the room has reached its size, encoding allocates nothing.
+#[derive(Debug, Clone)]
+pub struct SnapshotEncoder {
+    config: SnapshotConfig,
+    schema: SnapshotSchema,
+    tokens_per_tick: i64,
+    frame: Frame,
+    marks: Vec<u32>,
+    stamp: u32,
+    candidates: Vec<Candidate>,
+    destroys: Vec<EntityId>,
+    creates: Vec<(EntityId, EntityState)>,
+    updates: Vec<(EntityId, EntityState, EntityState)>,
+    bullets_near: Vec<(f32, u32)>,
+    records: Vec<Record>,
+    by_priority: Vec<u32>,
+    ranks: Vec<f32>,
+    merged: Vec<Record>,
+}
+
+impl SnapshotEncoder {
+    /// An encoder for a map of `map_size`, at `tick_rate_hz` (for the bandwidth cap).
+    pub fn new(
+        schema: SnapshotSchema,
+        map_size: Vec2,
+        config: SnapshotConfig,
+        tick_rate_hz: u32,
+    ) -> Result<Self, SnapshotConfigError> {
+        config.validate()?;
+        let tokens_per_tick =
+            i64::from(config.bandwidth_bytes_per_sec) / i64::from(tick_rate_hz.max(1));
+        Ok(Self {
+            frame: Frame::new(schema, map_size, &config),
+            candidates: Vec::with_capacity(config.candidates + config.max_entities),
+            destroys: Vec::with_capacity(config.max_entities),
+            creates: Vec::with_capacity(config.max_entities),
+            updates: Vec::with_capacity(config.max_entities),
+            bullets_near: Vec::with_capacity(2 * config.max_bullets),
+            records: Vec::with_capacity(config.max_entities),
+            by_priority: Vec::with_capacity(config.max_entities),
+            ranks: Vec::with_capacity(config.candidates + config.max_entities),
+            merged: Vec::with_capacity(config.max_entities),
+            marks: Vec::new(),
+            stamp: 0,
+            tokens_per_tick,
+            schema,
+            config,
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &SnapshotConfig {
+        &self.config
+    }
+
+    /// The quantization grids.
+    pub fn schema(&self) -> &SnapshotSchema {
+        &self.schema
+    }
+
+    /// A fresh per-recipient state for this encoder's configuration.
+    pub fn new_client(&self) -> ClientSnapshots {
+        ClientSnapshots::new(&self.config)
+    }
+
+    /// Captures the world for this tick's snapshots.
+    pub fn capture(&mut self, world: &World, ids: &EntityIds) {
+        self.frame.capture(world, ids);
+        if self.marks.len() < self.frame.present.len() {
+            self.marks.resize(self.frame.present.len(), 0);
+        }
+    }
+
+    /// The frame captured last.
+    pub fn frame(&self) -> &Frame {
+        &self.frame
+    }
+
+    /// Writes the snapshot of the captured tick for `recipient` into `out` (at least
+    /// [`SnapshotConfig::packet_budget`] bytes) and records it in `client`; returns its
+    /// length, 0 if the recipient is not in the frame (nothing is recorded then).
+    pub fn encode(
+        &mut self,
+        client: &mut ClientSnapshots,
+        recipient: EntityId,
+        out: &mut [u8],
+    ) -> Result<usize, EncodeError> {
+        let frame = &self.frame;
+        let me = usize::from(recipient);
+        if !frame.present.get(me).copied().unwrap_or(false) {
+            return Ok(0);
+        }
+        let config = &self.config;
+        let tick = frame.tick as u32;
+        let history = client.history.len();
+        client.tokens = (client.tokens + self.tokens_per_tick).min(config.packet_budget as i64);
+        let budget_bits = (client.tokens.max(0) as usize).min(config.packet_budget) * 8;
+
+        let baseline_slot = client.acked.and_then(|acked| {
+            let age = tick.wrapping_sub(acked) as usize;
+            let slot = acked as usize % history;
+            ((1..history).contains(&age) && client.history[slot].tick == Some(acked))
+                .then_some(slot)
+        });
+        let (baseline, baseline_age): (&[Record], u32) = match baseline_slot {
+            Some(slot) => (
+                &client.history[slot].records,
+                tick.wrapping_sub(client.history[slot].tick.unwrap_or(tick)),
+            ),
+            None => (&[], 0),
+        };
+
+        self.stamp = self.stamp.wrapping_add(1);
+        if self.stamp == 0 {
+            self.marks.iter_mut().for_each(|mark| *mark = 0);
+            self.stamp = 1;
+        }
+        let stamp = self.stamp;
+        let marks = &mut self.marks;
+        marks[me] = stamp;
+        let me_position = frame.positions[me];
+        let radius_squared = config.interest_radius * config.interest_radius;
+        let keep_squared = radius_squared * 1.21;
+        let distance_squared = |id: EntityId| {
+            let p = frame.positions[usize::from(id)];
+            let (dx, dy) = (p.x - me_position.x, p.y - me_position.y);
+            dx * dx + dy * dy
+        };
+
+        // Entities in the client's view: kept while in range, otherwise destroyed.
+        self.candidates.clear();
+        self.destroys.clear();
+        for (index, record) in baseline.iter().enumerate() {
+            let id = record.id;
+            let present = frame.present.get(usize::from(id)).copied().unwrap_or(false);
+            if !present || id == recipient {
+                self.destroys.push(id);
+                continue;
+            }
+            marks[usize::from(id)] = stamp;
+            let d2 = distance_squared(id);
+            if d2 > keep_squared {
+                self.destroys.push(id);
+                continue;
+            }
+            self.candidates.push(Candidate {
+                id,
+                rank: d2 * 0.64,
+                distance_squared: d2,
+                member: index as u32,
+                priority: 0.0,
+                cost: 0,
+                fate: Fate::Wait,
+            });
+        }
+
+        // New candidates: rings of interest cells, nearest first, at most `candidates`
+        // looked at; a crowded cell is read from an offset that moves every tick.
+        let (cx, cy) = frame.cell_coords(me_position);
+        let rings = (config.interest_radius / frame.cell_size).ceil() as i32;
+        let member_count = self.candidates.len();
+        // A full view samples a quarter as many: newcomers only replace members, and the
+        // rotating offsets still reach every entity of a crowd within a few ticks.
+        let limit = if member_count >= config.max_entities {
+            (config.candidates / 4).max(1)
+        } else {
+            config.candidates
+        };
+        let mut looked = 0usize;
+        'rings: for ring in 0..=rings {
+            let mut cells_left = if ring == 0 { 1 } else { 8 * ring as usize };
+            for dy in -ring..=ring {
+                for dx in -ring..=ring {
+                    if dx.abs().max(dy.abs()) != ring {
+                        continue;
+                    }
+                    let (x, y) = (cx + dx, cy + dy);
+                    if x < 0 || y < 0 || x >= frame.columns as i32 || y >= frame.rows as i32 {
+                        cells_left -= 1;
+                        continue;
+                    }
+                    let items = frame
+                        .players_by_cell
+                        .cell((y as u32 * frame.columns + x as u32) as usize);
+                    let remaining = limit - looked;
+                    if remaining == 0 {
+                        break 'rings;
+                    }
+                    let quota = (remaining / cells_left)
+                        .max(8)
+                        .min(remaining)
+                        .min(items.len());
+                    cells_left -= 1;
+                    if quota == 0 {
+                        continue;
+                    }
+                    let offset = if quota < items.len() {
+                        (tick as usize)
+                            .wrapping_mul(quota)
+                            .wrapping_add(me.wrapping_mul(7919))
+                            % items.len()
+                    } else {
+                        0
+                    };
+                    for j in 0..quota {
+                        let item = items[(offset + j) % items.len()];
+                        let id = frame.ids[item as usize];
+                        let index = usize::from(id);
+                        if marks[index] == stamp {
+                            continue;
+                        }
+                        marks[index] = stamp;
+                        let d2 = distance_squared(id);
+                        if d2 <= radius_squared {
+                            self.candidates.push(Candidate {
+                                id,
+                                rank: d2,
+                                distance_squared: d2,
+                                member: NOT_MEMBER,
+                                priority: 0.0,
+                                cost: 0,
+                                fate: Fate::Wait,
+                            });
+                        }
+                    }
+                    looked += quota;
+                }
+            }
+        }
+
+        // The cap: the nearest `max_entities`; members pushed out are destroyed. Members
+        // come first, in id order; in the common case (a full view and no newcomer nearer
+        // than its farthest member) nothing is sorted.
+        let max = config.max_entities;
+        let newcomers_nearer = {
+            let (members, newcomers) = self.candidates.split_at(member_count);
+            let worst = members
+                .iter()
+                .map(|c| c.rank)
+                .fold(f32::NEG_INFINITY, f32::max);
+            newcomers.iter().any(|c| c.rank < worst)
+        };
+        if self.candidates.len() > max && (member_count != max || newcomers_nearer) {
+            // The rank of the max-th nearest, found on a copy of the ranks; the
+            // candidates themselves are filtered in place so members keep their id order.
+            self.ranks.clear();
+            self.ranks.extend(self.candidates.iter().map(|c| c.rank));
+            let (_, threshold, _) = self.ranks.select_nth_unstable_by(max - 1, f32::total_cmp);
+            let threshold = *threshold;
+            // Everything nearer than the threshold lies before it after the selection.
+            let nearer = self.ranks[..max - 1]
+                .iter()
+                .filter(|r| **r < threshold)
+                .count();
+            // Ties at the threshold: the first ones in candidate order fill what is left.
+            let mut ties_left = max - nearer;
+            let had_destroys = !self.destroys.is_empty();
+            let mut dropped_members = false;
+            let destroys = &mut self.destroys;
+            self.candidates.retain(|c| {
+                let keep = if c.rank < threshold {
+                    true
+                } else if c.rank == threshold && ties_left > 0 {
+                    ties_left -= 1;
+                    true
+                } else {
+                    false
+                };
+                if !keep && c.member != NOT_MEMBER {
+                    destroys.push(c.id);
+                    dropped_members = true;
+                }
+                keep
+            });
+            let members_kept = self
+                .candidates
+                .iter()
+                .take_while(|c| c.member != NOT_MEMBER)
+                .count();
+            self.candidates[members_kept..].sort_unstable_by_key(|c| c.id);
+            if had_destroys && dropped_members {
+                self.destroys.sort_unstable();
+            }
+        } else if self.candidates.len() > max {
+            self.candidates.truncate(member_count);
+        } else {
+            self.candidates[member_count..].sort_unstable_by_key(|c| c.id);
+        }
+
+        self.records.clear();
+        // Record vectors circulate between this scratch and the clients' histories; each
+        // grows once to the cap, so steady state never reallocates.
+        self.records.reserve(config.max_entities);
+        let own = &frame.own[me];
+        let own_state = &frame.states[me];
+        let schema = &self.schema;
+        let (x_bits, y_bits) = schema.position_bits();
+        let mut used = header_bits(baseline_slot.is_some(), own.last_input.is_some())
+            + own_bits(schema, own, own_state)
+            + 3 * 8
+            + 6
+            + self.destroys.len() * ID_BITS_MAX;
+
+        // Bullets, nearest first.
+        self.bullets_near.clear();
+        let bullet_cost = (x_bits + y_bits + 10 + 1) as usize;
+        if config.max_bullets > 0 && used + bullet_cost <= budget_bits {
+            let limit = 2 * config.max_bullets;
+            'bullet_rings: for ring in 0..=rings {
+                for dy in -ring..=ring {
+                    for dx in -ring..=ring {
+                        if dx.abs().max(dy.abs()) != ring {
+                            continue;
+                        }
+                        let (x, y) = (cx + dx, cy + dy);
+                        if x < 0 || y < 0 || x >= frame.columns as i32 || y >= frame.rows as i32 {
+                            continue;
+                        }
+                        let items = frame
+                            .bullets_by_cell
+                            .cell((y as u32 * frame.columns + x as u32) as usize);
+                        let offset = if items.len() > limit {
+                            (tick as usize).wrapping_mul(limit) % items.len()
+                        } else {
+                            0
+                        };
+                        for j in 0..items.len() {
+                            if self.bullets_near.len() == limit {
+                                break 'bullet_rings;
+                            }
+                            let item = items[(offset + j) % items.len()];
+                            let p = frame.bullets[item as usize].position;
+                            let (dx, dy) = (p.x - me_position.x, p.y - me_position.y);
+                            let d2 = dx * dx + dy * dy;
+                            if d2 <= radius_squared {
+                                self.bullets_near.push((d2, item));
+                            }
+                        }
+                    }
+                }
+            }
+            let fit = ((budget_bits - used) / bullet_cost).min(config.max_bullets);
+            if self.bullets_near.len() > fit {
+                if fit > 0 {
+                    self.bullets_near.select_nth_unstable_by(fit - 1, |a, b| {
+                        a.0.total_cmp(&b.0).then(a.1.cmp(&b.1))
+                    });
+                }
+                self.bullets_near.truncate(fit);
+            }
+            used += self.bullets_near.len() * bullet_cost;
+        }
+
+        // Unchanged members cost nothing; the rest go by priority while they fit.
+        let mut wanted = 0usize;
+        for candidate in &mut self.candidates {
+            let state = frame.states[usize::from(candidate.id)];
+            let weight = 1.0 / (1.0 + candidate.distance_squared / 16.0);
+            if candidate.member == NOT_MEMBER {
+                candidate.cost = (ID_BITS_MAX + create_bits(schema)) as u32;
+                candidate.priority = NEW_ENTITY_AGE * weight;
+                candidate.fate = Fate::Send;
+            } else {
+                let record = &baseline[candidate.member as usize];
+                if record.state == state {
+                    candidate.fate = Fate::Unchanged;
+                    continue;
+                }
+                candidate.cost = (ID_BITS_MAX + update_bits(schema, &record.state, &state)) as u32;
+                candidate.priority = (tick.wrapping_sub(record.refreshed) as f32 + 1.0) * weight;
+                candidate.fate = Fate::Send;
+            }
+            wanted += candidate.cost as usize;
+        }
+        let available = budget_bits.saturating_sub(used);
+        if wanted > available {
+            self.by_priority.clear();
+            self.by_priority.extend(
+                (0..self.candidates.len() as u32)
+                    .filter(|&i| self.candidates[i as usize].fate == Fate::Send),
+            );
+            let candidates = &self.candidates;
+            self.by_priority.sort_unstable_by(|&a, &b| {
+                let (a, b) = (&candidates[a as usize], &candidates[b as usize]);
+                b.priority.total_cmp(&a.priority).then(a.id.cmp(&b.id))
+            });
+            let mut left = available;
+            for &index in &self.by_priority {
+                let candidate = &mut self.candidates[index as usize];
+                if candidate.cost as usize <= left {
+                    left -= candidate.cost as usize;
+                } else {
+                    candidate.fate = Fate::Wait;
+                }
+            }
+        }
+        self.creates.clear();
+        self.updates.clear();
+        for candidate in &self.candidates {
+            let id = candidate.id;
+            let state = frame.states[usize::from(id)];
+            let fresh = Record {
+                id,
+                state,
+                refreshed: tick,
+            };
+            match (candidate.member == NOT_MEMBER, candidate.fate) {
+                (true, Fate::Send) => {
+                    self.creates.push((id, state));
+                    self.records.push(fresh);
+                }
+                (true, _) => {}
+                (false, Fate::Send) => {
+                    let record = baseline[candidate.member as usize];
+                    self.updates.push((id, record.state, state));
+                    self.records.push(fresh);
+                }
+                (false, Fate::Unchanged) => self.records.push(fresh),
+                (false, Fate::Wait) => self.records.push(baseline[candidate.member as usize]),
+            }
+        }
+        if !self.creates.is_empty() {
+            // Members' records are in id order and so are the creates: merge, not sort.
+            self.merged.clear();
+            let members = self.records.len() - self.creates.len();
+            let (kept, created) = self.records.split_at(members);
+            let (mut i, mut j) = (0, 0);
+            while i < kept.len() || j < created.len() {
+                if j == created.len() || (i < kept.len() && kept[i].id < created[j].id) {
+                    self.merged.push(kept[i]);
+                    i += 1;
+                } else {
+                    self.merged.push(created[j]);
+                    j += 1;
+                }
+            }
+            std::mem::swap(&mut self.records, &mut self.merged);
+        }
+
+        let mut w = BitWriter::new(out);
+        w.write_uint(u64::from(tick), 32)?;
+        w.write_bool(baseline_slot.is_some())?;
+        if baseline_slot.is_some() {
+            w.write_uint(u64::from(baseline_age), 8)?;
+        }
+        w.write_bool(own.last_input.is_some())?;
+        if let Some(sequence) = own.last_input {
+            w.write_uint(u64::from(sequence), 16)?;
+        }
+        write_own(&mut w, schema, own, own_state)?;
+        w.write_uint(self.destroys.len() as u64, 8)?;
+        let mut ids = IdWriter::default();
+        for &id in &self.destroys {
+            ids.write(&mut w, id)?;
+        }
+        w.write_uint(self.creates.len() as u64, 8)?;
+        let mut ids = IdWriter::default();
+        for (id, state) in &self.creates {
+            ids.write(&mut w, *id)?;
+            write_full(&mut w, schema, state)?;
+        }
+        w.write_uint(self.updates.len() as u64, 8)?;
+        let mut ids = IdWriter::default();
+        for (id, old, new) in &self.updates {
+            ids.write(&mut w, *id)?;
+            write_update(&mut w, schema, old, new)?;
+        }
+        w.write_uint(self.bullets_near.len() as u64, 6)?;
+        for &(_, item) in &self.bullets_near {
+            let bullet = &frame.bullets[item as usize];
+            w.write_uint(u64::from(bullet.x), x_bits)?;
+            w.write_uint(u64::from(bullet.y), y_bits)?;
+            w.write_uint(u64::from(bullet.direction), 10)?;
+            w.write_bool(bullet.owner == recipient)?;
+        }
+        let len = w.finish()?;
+
+        let slot = tick as usize % history;
+        let sent = &mut client.history[slot];
+        sent.tick = Some(tick);
+        std::mem::swap(&mut sent.records, &mut self.records);
+        client.last_sent = Some(tick);
+        client.tokens -= len as i64;
+        Ok(len)
+    }
+}
+
+fn header_bits(baseline: bool, input: bool) -> usize {
+    32 + 1 + if baseline { 8 } else { 0 } + 1 + if input { 16 } else { 0 }
+}
+
+pub(crate) fn varint_bits(value: u32) -> usize {
+    let significant = 32 - value.leading_zeros() as usize;
+    8 * significant.div_ceil(7).max(1)
+}
+
+fn own_bits(schema: &SnapshotSchema, own: &OwnState, state: &EntityState) -> usize {
+    1 + 64
+        + 10
+        + schema.health_bits() as usize
+        + if state.alive {
+            0
+        } else {
+            varint_bits(own.respawn_in)
+        }
+        + varint_bits(own.kills)
+        + varint_bits(own.deaths)
+        + varint_bits(own.score)
+}
+
+fn write_own(
+    w: &mut BitWriter<'_>,
+    schema: &SnapshotSchema,
+    own: &OwnState,
+    state: &EntityState,
+) -> Result<(), EncodeError> {
+    w.write_bool(state.alive)?;
+    w.write_f32(own.position.x)?;
+    w.write_f32(own.position.y)?;
+    w.write_uint(u64::from(state.aim), 10)?;
+    w.write_uint(u64::from(state.health), schema.health_bits())?;
+    if !state.alive {
+        w.write_varint(u64::from(own.respawn_in))?;
+    }
+    w.write_varint(u64::from(own.kills))?;
+    w.write_varint(u64::from(own.deaths))?;
+    w.write_varint(u64::from(own.score))
+}
+
+pub(crate) fn create_bits(schema: &SnapshotSchema) -> usize {
+    let (x_bits, y_bits) = schema.position_bits();
+    (x_bits + y_bits + 10 + schema.health_bits() + 1) as usize
+}
+
+fn axis_bits(old: u16, new: u16, full: u32) -> usize {
+    let delta = i32::from(new) - i32::from(old);
+    1 + if (-128..=127).contains(&delta) {
+        8
+    } else {
+        full as usize
+    }
+}
+
+pub(crate) fn update_bits(schema: &SnapshotSchema, old: &EntityState, new: &EntityState) -> usize {
+    let (x_bits, y_bits) = schema.position_bits();
+    let mut bits = 3;
+    if (old.x, old.y) != (new.x, new.y) {
+        bits += axis_bits(old.x, new.x, x_bits) + axis_bits(old.y, new.y, y_bits);
+    }
+    if old.aim != new.aim {
+        bits += 10;
+    }
+    if (old.health, old.alive) != (new.health, new.alive) {
+        bits += schema.health_bits() as usize + 1;
+    }
+    bits
+}
+
+#[inline]
+fn write_full(
+    w: &mut BitWriter<'_>,
+    schema: &SnapshotSchema,
+    state: &EntityState,
+) -> Result<(), EncodeError> {
+    let (x_bits, y_bits) = schema.position_bits();
+    w.write_uint(u64::from(state.x), x_bits)?;
+    w.write_uint(u64::from(state.y), y_bits)?;
+    w.write_uint(u64::from(state.aim), 10)?;
+    w.write_uint(u64::from(state.health), schema.health_bits())?;
+    w.write_bool(state.alive)
+}
+
+#[inline]
+fn write_axis(w: &mut BitWriter<'_>, old: u16, new: u16, full: u32) -> Result<(), EncodeError> {
+    let delta = i32::from(new) - i32::from(old);
+    if (-128..=127).contains(&delta) {
+        w.write_bool(true)?;
+        w.write_uint((delta + 128) as u64, 8)
+    } else {
+        w.write_bool(false)?;
+        w.write_uint(u64::from(new), full)
+    }
+}
+
+#[inline]
+fn write_update(
+    w: &mut BitWriter<'_>,
+    schema: &SnapshotSchema,
+    old: &EntityState,
+    new: &EntityState,
+) -> Result<(), EncodeError> {
+    let (x_bits, y_bits) = schema.position_bits();
+    let moved = (old.x, old.y) != (new.x, new.y);
+    w.write_bool(moved)?;
+    if moved {
+        write_axis(w, old.x, new.x, x_bits)?;
+        write_axis(w, old.y, new.y, y_bits)?;
+    }
+    let aimed = old.aim != new.aim;
+    w.write_bool(aimed)?;
+    if aimed {
+        w.write_uint(u64::from(new.aim), 10)?;
+    }
+    let vitals = (old.health, old.alive) != (new.health, new.alive);
+    w.write_bool(vitals)?;
+    if vitals {
+        w.write_uint(u64::from(new.health), schema.health_bits())?;
+        w.write_bool(new.alive)?;
+    }
+    Ok(())
+}
+
+/// Writes ascending ids as gaps from the previous one (see [`ID_BITS_MAX`]).
+#[derive(Default)]
+struct IdWriter {
+    next: u32,
+}
+
+impl IdWriter {
+    #[inline]
+    fn write(&mut self, w: &mut BitWriter<'_>, id: EntityId) -> Result<(), EncodeError> {
+        let gap = u32::from(id) - self.next;
+        if gap < 16 {
+            w.write_bool(false)?;
+            w.write_uint(u64::from(gap), 4)?;
+        } else if gap < 272 {
+            w.write_bool(true)?;
+            w.write_bool(false)?;
+            w.write_uint(u64::from(gap - 16), 8)?;
+        } else {
+            w.write_bool(true)?;
+            w.write_bool(true)?;
+            w.write_uint(u64::from(gap), 16)?;
+        }
+        self.next = u32::from(id) + 1;
+        Ok(())
+    }
+}

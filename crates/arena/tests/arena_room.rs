@@ -1,0 +1,316 @@
+//! The arena room driven sans-IO through the server's `Shard` (the public driver; a
+//! `RoomContext` cannot be built outside `tickwire-server`): join → welcome → inputs and
+//! acks → hits and a kill → events and stats → leave, and hostile senders kicked.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use tickwire_arena::geom::Vec2;
+use tickwire_arena::messages::{ClientInput, ClientMessage, ServerMessage};
+use tickwire_arena::room::{ArenaConfig, ArenaRoomFactory, StatEvent, StatSink};
+use tickwire_arena::snapshot::{SnapshotDecoder, SnapshotSchema};
+use tickwire_arena::{BuiltinMap, InputCommand};
+use tickwire_server::room::{LeaveReason, PlayerId};
+use tickwire_server::shard::{RoomId, Shard, ShardConfig, ShardOutput};
+use tickwire_wire::{decode_exact, encode_to_vec};
+
+#[derive(Default)]
+struct Recorded(Mutex<Vec<StatEvent>>);
+
+impl StatSink for Recorded {
+    fn record(&self, event: StatEvent) {
+        self.0.lock().unwrap().push(event);
+    }
+}
+
+struct Client {
+    id: PlayerId,
+    you: u16,
+    decoder: Option<SnapshotDecoder>,
+    sequence: u16,
+    snapshots: u32,
+    events: Vec<ServerMessage>,
+}
+
+impl Client {
+    fn new(id: u64) -> Self {
+        Self {
+            id: PlayerId(id),
+            you: u16::MAX,
+            decoder: None,
+            sequence: 0,
+            snapshots: 0,
+            events: Vec::new(),
+        }
+    }
+
+    fn handle(&mut self, channel: u8, message: &Bytes, config: &ArenaConfig) {
+        match channel {
+            0 => {
+                let message: ServerMessage =
+                    decode_exact(message).expect("a server message decodes");
+                if let ServerMessage::Welcome {
+                    you,
+                    map_width,
+                    map_height,
+                    max_health,
+                    ..
+                } = &message
+                {
+                    self.you = *you;
+                    let schema =
+                        SnapshotSchema::new(Vec2::new(*map_width, *map_height), *max_health)
+                            .unwrap();
+                    self.decoder = Some(SnapshotDecoder::new(schema, &config.snapshot));
+                }
+                self.events.push(message);
+            }
+            2 => {
+                let decoder = self.decoder.as_mut().expect("a welcome before snapshots");
+                decoder
+                    .decode(message)
+                    .expect("every snapshot decodes against its baseline");
+                self.snapshots += 1;
+            }
+            other => panic!("message on channel {other}"),
+        }
+    }
+
+    /// An input walking towards `target` (or the map centre) and firing at it.
+    fn input(&mut self, target: Option<Vec2>) -> Bytes {
+        self.sequence = self.sequence.wrapping_add(1);
+        let decoder = self.decoder.as_ref().unwrap();
+        let me = decoder.current().me.position;
+        let target = target.unwrap_or(Vec2::new(20.0, 15.0));
+        let (dx, dy) = (target.x - me.x, target.y - me.y);
+        let length = (dx * dx + dy * dy).sqrt().max(1e-3);
+        let quantize = |v: f32| (v * 64.0).round() / 64.0;
+        let mut message = ClientInput::new(decoder.newest());
+        message.push(InputCommand {
+            sequence: self.sequence,
+            move_x: quantize(dx / length),
+            move_y: quantize(dy / length),
+            aim: dy.atan2(dx),
+            buttons: InputCommand::FIRE,
+        });
+        Bytes::from(encode_to_vec(&message).unwrap())
+    }
+
+    fn sees(&self, id: u16) -> Option<Vec2> {
+        let decoder = self.decoder.as_ref()?;
+        let entity = decoder.current().entities.iter().find(|e| e.id == id)?;
+        Some(Vec2::new(
+            entity.state.x as f32 / 64.0,
+            entity.state.y as f32 / 64.0,
+        ))
+    }
+}
+
+fn route(shard: &mut Shard, clients: &mut [Client], config: &ArenaConfig) -> Vec<ShardOutput> {
+    let mut others = Vec::new();
+    for output in shard.drain_outputs().collect::<Vec<_>>() {
+        match &output {
+            ShardOutput::Send {
+                to,
+                channel,
+                message,
+            } => {
+                if let Some(client) = clients.iter_mut().find(|c| c.id == *to) {
+                    client.handle(*channel, message, config);
+                }
+            }
+            _ => others.push(output),
+        }
+    }
+    others
+}
+
+fn setup(config: ArenaConfig) -> (Shard, Arc<Recorded>, Instant) {
+    let map = Arc::new(BuiltinMap::Courtyard.load().unwrap());
+    let sink = Arc::new(Recorded::default());
+    let factory = ArenaRoomFactory::new(map, config, 5)
+        .unwrap()
+        .with_stat_sink(sink.clone());
+    let mut shard = Shard::new(ShardConfig::default());
+    let start = Instant::now();
+    shard
+        .create_room(start, RoomId(1), "arena", Box::new(factory.create()), 16)
+        .unwrap();
+    (shard, sink, start)
+}
+
+#[test]
+fn two_players_join_fight_and_leave() {
+    let config = ArenaConfig {
+        world: tickwire_arena::WorldConfig {
+            bullet_damage: 50,
+            ..Default::default()
+        },
+        ..ArenaConfig::default()
+    };
+    let (mut shard, sink, start) = setup(config.clone());
+    let mut clients = vec![Client::new(1), Client::new(2)];
+    for client in &clients {
+        shard
+            .join(start, RoomId(1), client.id, format!("p{}", client.id.0))
+            .unwrap();
+    }
+    route(&mut shard, &mut clients, &config);
+    assert!(
+        clients.iter().all(|c| c.decoder.is_some()),
+        "every player is welcomed on join"
+    );
+    let (you1, you2) = (clients[0].you, clients[1].you);
+    assert_ne!(you1, you2);
+
+    let step = Duration::from_secs(1) / 60;
+    let mut now = start;
+    let mut kills = 0;
+    for _ in 0..60 * 60 {
+        now += step;
+        shard.run(now);
+        route(&mut shard, &mut clients, &config);
+        if clients[0].snapshots == 0 {
+            continue;
+        }
+        let target1 = clients[0].sees(you2);
+        let target2 = clients[1].sees(you1);
+        let input1 = clients[0].input(target1);
+        let input2 = clients[1].input(target2);
+        shard.message(now, clients[0].id, 1, input1);
+        shard.message(now, clients[1].id, 1, input2);
+        kills = clients[0]
+            .events
+            .iter()
+            .filter(|e| matches!(e, ServerMessage::Kill { .. }))
+            .count();
+        if kills > 0 {
+            break;
+        }
+    }
+    assert!(
+        kills > 0,
+        "no kill in a minute of two players shooting at each other"
+    );
+    for client in &clients {
+        assert!(
+            client
+                .events
+                .iter()
+                .any(|e| matches!(e, ServerMessage::Hit { .. })),
+            "player {} was told of no hit",
+            client.id.0
+        );
+    }
+    // A tick later, each player's snapshot acknowledges an input of theirs.
+    now += step;
+    shard.run(now);
+    route(&mut shard, &mut clients, &config);
+    for client in &clients {
+        let last = client.decoder.as_ref().unwrap().current().last_input;
+        assert!(
+            last.is_some_and(|s| client.sequence.wrapping_sub(s) < 4),
+            "snapshot reports input {last:?}, the client sent up to {}",
+            client.sequence
+        );
+    }
+    assert!(
+        sink.0
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|e| matches!(e, StatEvent::Kill { .. })),
+        "the stat sink heard the kill"
+    );
+
+    // Chat, ping and announcements on channel 0.
+    let chat = encode_to_vec(&ClientMessage::Chat { text: "gg".into() }).unwrap();
+    shard.message(now, clients[0].id, 0, Bytes::from(chat));
+    let ping = encode_to_vec(&ClientMessage::Ping { nonce: 77 }).unwrap();
+    shard.message(now, clients[1].id, 0, Bytes::from(ping));
+    shard.announce(now, "round over");
+    route(&mut shard, &mut clients, &config);
+    assert!(
+        clients[1].events.iter().any(
+            |e| matches!(e, ServerMessage::Chat { from, text } if *from == you1 && text == "gg")
+        )
+    );
+    assert!(
+        clients[1]
+            .events
+            .iter()
+            .any(|e| matches!(e, ServerMessage::Pong { nonce: 77, .. }))
+    );
+    assert!(clients.iter().all(|c| {
+        c.events
+            .iter()
+            .any(|e| matches!(e, ServerMessage::Announcement { text } if text == "round over"))
+    }));
+
+    // Player 2 leaves: their session is recorded and they vanish from player 1's view.
+    shard.leave(now, clients[1].id, LeaveReason::Left);
+    for _ in 0..3 {
+        now += step;
+        shard.run(now);
+        route(&mut shard, &mut clients, &config);
+        let input = clients[0].input(None);
+        shard.message(now, clients[0].id, 1, input);
+    }
+    assert!(
+        clients[0].sees(you2).is_none(),
+        "a departed player is still in view"
+    );
+    let events = sink.0.lock().unwrap();
+    let ended = events
+        .iter()
+        .find_map(|e| match e {
+            StatEvent::SessionEnded {
+                player,
+                kills,
+                deaths,
+                duration,
+                ..
+            } if *player == PlayerId(2) => Some((*kills, *deaths, *duration)),
+            _ => None,
+        })
+        .expect("the stat sink heard player 2's session end");
+    assert!(ended.2 > Duration::ZERO);
+    assert!(
+        ended.0 + ended.1 > 0,
+        "player 2's session had a kill or a death"
+    );
+}
+
+#[test]
+fn a_hostile_sender_is_counted_then_kicked() {
+    let config = ArenaConfig {
+        max_violations: 5,
+        ..ArenaConfig::default()
+    };
+    let (mut shard, _sink, start) = setup(config.clone());
+    let mut clients = vec![Client::new(1)];
+    shard
+        .join(start, RoomId(1), PlayerId(1), "p".into())
+        .unwrap();
+    route(&mut shard, &mut clients, &config);
+    let garbage = [
+        (1, vec![0xff; 40]),
+        (0, vec![0xff, 0xff, 0xff]),
+        (7, vec![1, 2, 3]),
+        (1, vec![]),
+        (0, vec![]),
+        (1, vec![0x01, 0, 0, 0, 0x10]), // an ack of a tick never sent
+    ];
+    let mut kicked = false;
+    for (channel, bytes) in garbage {
+        shard.message(start, PlayerId(1), channel, Bytes::from(bytes));
+        kicked |= route(&mut shard, &mut clients, &config)
+            .iter()
+            .any(|o| matches!(o, ShardOutput::Disconnect { player, .. } if *player == PlayerId(1)));
+    }
+    assert!(
+        kicked,
+        "six violations with a limit of five did not kick the sender"
+    );
+}

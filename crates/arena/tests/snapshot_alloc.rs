@@ -1,0 +1,117 @@
+//! Steady-state snapshot encoding allocates nothing: 1,000 players wandering and shooting
+//! on the large map, a frame captured and a snapshot encoded for every one of them each
+//! tick, each acknowledged (deltas, creates, destroys and the priority path included).
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::sync::Arc;
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use tickwire_arena::snapshot::{EntityIds, SnapshotConfig, SnapshotEncoder, SnapshotSchema};
+use tickwire_arena::{BuiltinMap, InputCommand, PlayerKey, World, WorldConfig};
+
+/// Counts allocations made by the thread that switched counting on.
+struct Counting;
+
+thread_local! {
+    static COUNTING: Cell<bool> = const { Cell::new(false) };
+    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+}
+
+// SAFETY: forwards to the system allocator unchanged; the thread-locals are const-initialized
+// `Cell`s, which never allocate.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if COUNTING.with(Cell::get) {
+            ALLOCATIONS.with(|a| a.set(a.get() + 1));
+        }
+        // SAFETY: same contract as ours.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if COUNTING.with(Cell::get) {
+            ALLOCATIONS.with(|a| a.set(a.get() + 1));
+        }
+        // SAFETY: same contract as ours.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: same contract as ours.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+#[test]
+fn steady_state_encoding_allocates_nothing() {
+    const PLAYERS: u64 = 1000;
+    let map = Arc::new(BuiltinMap::Metropolis.load().unwrap());
+    let config = WorldConfig::default();
+    let schema = SnapshotSchema::new(map.size(), config.max_health).unwrap();
+    let size = map.size();
+    let mut world = World::new(map, config, 3).unwrap();
+    let mut ids = EntityIds::new();
+    for key in 0..PLAYERS {
+        world.join(PlayerKey(key)).unwrap();
+        ids.insert(PlayerKey(key)).unwrap();
+    }
+    // A tight budget too, so that the priority path runs.
+    let snapshot_config = SnapshotConfig {
+        bandwidth_bytes_per_sec: 12_000,
+        ..SnapshotConfig::default()
+    };
+    let mut encoder = SnapshotEncoder::new(schema, size, snapshot_config, 60).unwrap();
+    let mut clients: Vec<_> = (0..PLAYERS)
+        .map(|key| (ids.get(PlayerKey(key)).unwrap(), encoder.new_client()))
+        .collect();
+    let mut rng = ChaCha8Rng::seed_from_u64(4);
+    let mut inputs: Vec<(PlayerKey, InputCommand)> = (0..PLAYERS)
+        .map(|key| (PlayerKey(key), InputCommand::default()))
+        .collect();
+    let mut buf = vec![0u8; 1100];
+    let mut bytes = 0usize;
+    let mut tick = |sequence: u16, bytes: &mut usize| {
+        for (i, (_, input)) in inputs.iter_mut().enumerate() {
+            if rng.random_range(0..60) == 0 {
+                input.move_x = f32::from(rng.random_range(-64i8..=64)) / 64.0;
+                input.move_y = f32::from(rng.random_range(-64i8..=64)) / 64.0;
+                input.aim = rng.random_range(-3.0f32..3.0);
+            }
+            input.sequence = sequence;
+            input.buttons = u8::from((usize::from(sequence) + i) % 3 == 0);
+        }
+        world.step(&inputs);
+        while world.poll_event().is_some() {}
+        encoder.capture(&world, &ids);
+        for (i, (id, client)) in clients.iter_mut().enumerate() {
+            *bytes += encoder.encode(client, *id, &mut buf).unwrap();
+            // Some clients ack only now and then: old baselines and full snapshots too.
+            if (i + usize::from(sequence)) % (1 + i % 7) == 0 {
+                client.handle_ack(client.last_sent().unwrap()).unwrap();
+            }
+        }
+    };
+    for sequence in 0..300 {
+        tick(sequence, &mut bytes);
+    }
+    bytes = 0;
+    COUNTING.with(|c| c.set(true));
+    for sequence in 300..600 {
+        tick(sequence, &mut bytes);
+    }
+    COUNTING.with(|c| c.set(false));
+    let allocations = ALLOCATIONS.with(Cell::get);
+    assert_eq!(
+        allocations, 0,
+        "300 ticks of 1,000 snapshots allocated {allocations} times"
+    );
+    assert!(
+        bytes > 300 * 1000 * 20,
+        "the counted ticks sent almost nothing: {bytes} bytes"
+    );
+}

@@ -1,0 +1,168 @@
+//! Delta snapshots: whatever the link loses, applying a snapshot to the baseline it names
+//! reproduces exactly the view the server recorded for it, with players joining, leaving,
+//! dying and moving in between.
+
+use std::sync::Arc;
+
+use proptest::prelude::*;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use tickwire_arena::snapshot::{
+    EntityIds, EntityView, SnapshotConfig, SnapshotDecoder, SnapshotEncoder, SnapshotSchema,
+};
+use tickwire_arena::{BuiltinMap, InputCommand, PlayerKey, World, WorldConfig};
+
+struct Scene {
+    world: World,
+    ids: EntityIds,
+    encoder: SnapshotEncoder,
+    next_key: u64,
+}
+
+fn scene(seed: u64, players: u64, config: SnapshotConfig) -> Scene {
+    let map = Arc::new(BuiltinMap::Courtyard.load().unwrap());
+    let world_config = WorldConfig::default();
+    let schema = SnapshotSchema::new(map.size(), world_config.max_health).unwrap();
+    let size = map.size();
+    let mut world = World::new(map, world_config, seed).unwrap();
+    let mut ids = EntityIds::new();
+    for key in 0..players {
+        world.join(PlayerKey(key)).unwrap();
+        ids.insert(PlayerKey(key)).unwrap();
+    }
+    let encoder = SnapshotEncoder::new(schema, size, config, 60).unwrap();
+    Scene {
+        world,
+        ids,
+        encoder,
+        next_key: players,
+    }
+}
+
+/// Runs a scene and returns how many snapshots were deltas, and the creates and destroys.
+fn run(seed: u64, loss_percent: u32, ack_loss_percent: u32, ticks: u32) -> (u32, usize, usize) {
+    let mut scene = scene(seed, 12, SnapshotConfig::default());
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let me = PlayerKey(0);
+    let my_id = scene.ids.get(me).unwrap();
+    let mut client = scene.encoder.new_client();
+    let mut decoder = SnapshotDecoder::new(*scene.encoder.schema(), scene.encoder.config());
+    let mut buf = vec![0u8; 2048];
+    let mut inputs: Vec<(PlayerKey, InputCommand)> = Vec::new();
+    let (mut deltas, mut creates, mut destroys) = (0, 0, 0);
+    for tick in 0..ticks {
+        // Churn: someone joins or leaves now and then (never the recipient).
+        if rng.random_range(0..20) == 0 {
+            let key = PlayerKey(scene.next_key);
+            scene.next_key += 1;
+            scene.world.join(key).unwrap();
+            scene.ids.insert(key).unwrap();
+        }
+        if rng.random_range(0..8) == 0 && scene.world.players().len() > 2 {
+            let players = scene.world.players();
+            let key = players[rng.random_range(0..players.len())].key();
+            if key != me {
+                scene.world.leave(key);
+                scene.ids.remove(key);
+            }
+        }
+        inputs.clear();
+        for player in scene.world.players() {
+            inputs.push((
+                player.key(),
+                InputCommand {
+                    sequence: tick as u16,
+                    move_x: f32::from(rng.random_range(-64i8..=64)) / 64.0,
+                    move_y: f32::from(rng.random_range(-64i8..=64)) / 64.0,
+                    aim: rng.random_range(-3.0f32..3.0),
+                    buttons: u8::from(rng.random_range(0..4) == 0),
+                },
+            ));
+        }
+        scene.world.step(&inputs);
+        while scene.world.poll_event().is_some() {}
+        scene.encoder.capture(&scene.world, &scene.ids);
+        let len = scene.encoder.encode(&mut client, my_id, &mut buf).unwrap();
+        assert!(len > 0 && len <= 1100, "snapshot of {len} bytes");
+        let sent_tick = client.last_sent().unwrap();
+        if rng.random_range(0..100) < loss_percent {
+            continue;
+        }
+        let decoded = decoder
+            .decode(&buf[..len])
+            .unwrap_or_else(|error| panic!("tick {sent_tick}: {error}"));
+        if decoded.baseline.is_some() {
+            deltas += 1;
+        }
+        creates += decoded.created.len();
+        destroys += decoded.destroyed.len();
+        let server_view: Vec<EntityView> = client.view(sent_tick).unwrap().collect();
+        assert_eq!(
+            decoded.entities, server_view,
+            "tick {sent_tick}: the client's view differs from what the server recorded"
+        );
+        let frame = scene.encoder.frame();
+        for id in decoded.created.iter().chain(&decoded.updated) {
+            let entity = decoded.entities.iter().find(|e| e.id == *id).unwrap();
+            assert_eq!(
+                Some(entity.state),
+                frame.state(*id),
+                "entity {id} sent stale"
+            );
+        }
+        for entity in &decoded.entities {
+            assert!(
+                frame.state(entity.id).is_some(),
+                "entity {} left the world but is still in view",
+                entity.id
+            );
+        }
+        let mine = scene.world.player(me).unwrap();
+        assert_eq!(
+            decoded.me.position,
+            mine.position(),
+            "own position is exact"
+        );
+        assert_eq!(decoded.last_input, mine.last_input_sequence());
+        if rng.random_range(0..100) >= ack_loss_percent {
+            client.handle_ack(decoder.newest().unwrap()).unwrap();
+        }
+    }
+    (deltas, creates, destroys)
+}
+
+#[test]
+fn a_lossless_link_reproduces_every_view() {
+    let (deltas, creates, destroys) = run(1, 0, 0, 600);
+    assert!(deltas > 500, "only {deltas} deltas on a lossless link");
+    assert!(
+        creates > 0 && destroys > 0,
+        "creates {creates}, destroys {destroys}"
+    );
+}
+
+#[test]
+fn heavy_loss_of_snapshots_and_acks_falls_back_cleanly() {
+    let (deltas, creates, destroys) = run(2, 50, 50, 600);
+    assert!(deltas > 0, "no delta snapshot was exercised");
+    assert!(
+        creates > 0 && destroys > 0,
+        "creates {creates}, destroys {destroys}"
+    );
+    // Acks all lost: every snapshot is a full one.
+    let (deltas, _, _) = run(3, 0, 100, 200);
+    assert_eq!(deltas, 0, "a delta against a baseline never acknowledged");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    #[test]
+    fn any_loss_pattern_reproduces_the_acked_view(
+        seed in any::<u64>(),
+        loss in 0u32..70,
+        ack_loss in 0u32..70,
+    ) {
+        run(seed, loss, ack_loss, 300);
+    }
+}
