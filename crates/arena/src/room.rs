@@ -4,7 +4,8 @@
 //! # Lifecycle
 //!
 //! - **join**: the player enters the world at a spawn point, gets an entity id and a
-//!   [`ServerMessage::Welcome`] on channel 0; snapshots follow from the next tick.
+//!   [`ServerMessage::Welcome`] on channel 0; snapshots follow from the next tick. The
+//!   [`StatSink`] hears [`StatEvent::Joined`] with the player's name.
 //! - **message**: inputs (channel 1) go straight into the world, which merges every input
 //!   of a tick (newest sequence wins, a fire press anywhere counts, stale ones ignored) and
 //!   clamps them; the ack moves the player's delta baseline. Chat and pings come on channel
@@ -30,6 +31,7 @@ use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use tickwire_server::room::{JoinRefused, LeaveReason, Member, PlayerId, Room, RoomContext};
+use tickwire_server::shard::RoomId;
 use tickwire_wire::{decode_exact, encode_to_slice};
 
 use crate::config::{ConfigError, WorldConfig};
@@ -90,8 +92,17 @@ pub enum ArenaConfigError {
 }
 
 /// What the persistence layer stores.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StatEvent {
+    /// A player took a seat (or came back to it after leaving): who they are.
+    Joined {
+        /// The room.
+        room: RoomId,
+        /// Who.
+        player: PlayerId,
+        /// Their display name.
+        name: String,
+    },
     /// A kill (there is one weapon, so none is named).
     Kill {
         /// Who fired the last bullet.
@@ -101,6 +112,8 @@ pub enum StatEvent {
     },
     /// A player left the room: their session's totals.
     SessionEnded {
+        /// The room.
+        room: RoomId,
         /// Who.
         player: PlayerId,
         /// Kills in the session.
@@ -543,6 +556,11 @@ impl Room for ArenaRoom {
             },
         );
         self.order.push(member.id);
+        self.sink.record(StatEvent::Joined {
+            room: ctx.room(),
+            player: member.id,
+            name: member.name.clone(),
+        });
         self.welcome(ctx, member.id);
         Ok(())
     }
@@ -569,6 +587,7 @@ impl Room for ArenaRoom {
         if let Some(avatar) = self.world.player(occupant.key) {
             let stats = avatar.stats();
             self.sink.record(StatEvent::SessionEnded {
+                room: ctx.room(),
                 player,
                 kills: stats.kills,
                 deaths: stats.deaths,

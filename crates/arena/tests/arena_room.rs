@@ -262,10 +262,19 @@ fn two_players_join_fight_and_leave() {
         "a departed player is still in view"
     );
     let events = sink.0.lock().unwrap();
+    assert!(
+        events.contains(&StatEvent::Joined {
+            room: RoomId(1),
+            player: PlayerId(2),
+            name: "p2".into()
+        }),
+        "the stat sink heard who joined: {events:?}"
+    );
     let ended = events
         .iter()
         .find_map(|e| match e {
             StatEvent::SessionEnded {
+                room: RoomId(1),
                 player,
                 kills,
                 deaths,
@@ -274,7 +283,7 @@ fn two_players_join_fight_and_leave() {
             } if *player == PlayerId(2) => Some((*kills, *deaths, *duration)),
             _ => None,
         })
-        .expect("the stat sink heard player 2's session end");
+        .expect("the stat sink heard player 2's session end in room 1");
     assert!(ended.2 > Duration::ZERO);
     assert!(
         ended.0 + ended.1 > 0,

@@ -6,6 +6,7 @@ use std::time::Instant;
 use bytes::Bytes;
 
 use crate::room::{Command, JoinRefused, LeaveReason, Member, PlayerId, Room, RoomContext, Seat};
+use crate::shard::RoomId;
 use crate::timestep::{Due, FixedTimestep, TickRateError};
 
 /// Counters of one room's life.
@@ -23,6 +24,7 @@ pub struct RoomStats {
 
 /// One room and everything the runtime keeps about it.
 pub struct RoomHost {
+    id: RoomId,
     room: Box<dyn Room>,
     members: Vec<Member>,
     capacity: u16,
@@ -33,9 +35,15 @@ pub struct RoomHost {
 
 impl RoomHost {
     /// Hosts `room` with `capacity` seats, ticking from `now` at the room's rate.
-    pub fn new(room: Box<dyn Room>, now: Instant, capacity: u16) -> Result<Self, TickRateError> {
+    pub fn new(
+        id: RoomId,
+        room: Box<dyn Room>,
+        now: Instant,
+        capacity: u16,
+    ) -> Result<Self, TickRateError> {
         let timestep = FixedTimestep::new(now, room.tick_rate_hz())?;
         Ok(Self {
+            id,
             room,
             members: Vec::new(),
             capacity,
@@ -49,6 +57,7 @@ impl RoomHost {
     fn call(&mut self, now: Instant, f: impl FnOnce(&mut dyn Room, &mut RoomContext<'_>)) {
         let issued_from = self.commands.len();
         let mut ctx = RoomContext::new(
+            self.id,
             now,
             self.timestep.next_tick(),
             self.timestep.step(),
@@ -74,6 +83,7 @@ impl RoomHost {
                 continue;
             };
             let mut ctx = RoomContext::new(
+                self.id,
                 now,
                 self.timestep.next_tick(),
                 self.timestep.step(),
@@ -176,6 +186,7 @@ impl RoomHost {
             let due_at = self.timestep.due_at(tick);
             let issued_from = self.commands.len();
             let mut ctx = RoomContext::new(
+                self.id,
                 due_at,
                 tick,
                 self.timestep.step(),
@@ -282,7 +293,10 @@ mod tests {
 
     fn host(probe: Probe, capacity: u16) -> (RoomHost, Instant) {
         let now = Instant::now();
-        (RoomHost::new(Box::new(probe), now, capacity).unwrap(), now)
+        (
+            RoomHost::new(RoomId(1), Box::new(probe), now, capacity).unwrap(),
+            now,
+        )
     }
 
     #[test]

@@ -6,6 +6,8 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
+use crate::shard::RoomId;
+
 /// A player's identity on this server (from the connect token's client id).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct PlayerId(pub u64);
@@ -90,6 +92,7 @@ pub enum Command {
 /// A room's view of the world during one call: the time, its members, and the commands it
 /// issues.
 pub struct RoomContext<'a> {
+    room: RoomId,
     now: Instant,
     tick: u64,
     step: Duration,
@@ -99,6 +102,7 @@ pub struct RoomContext<'a> {
 
 impl<'a> RoomContext<'a> {
     pub(crate) fn new(
+        room: RoomId,
         now: Instant,
         tick: u64,
         step: Duration,
@@ -106,12 +110,18 @@ impl<'a> RoomContext<'a> {
         commands: &'a mut Vec<Command>,
     ) -> Self {
         Self {
+            room,
             now,
             tick,
             step,
             members,
             commands,
         }
+    }
+
+    /// Which room this is (the id matchmaking and the admin API use).
+    pub fn room(&self) -> RoomId {
+        self.room
     }
 
     /// The time of this call (for a tick: when the tick was due, not when it ran).

@@ -252,7 +252,7 @@ impl Shard {
         room: Box<dyn Room>,
         capacity: u16,
     ) -> Result<(), TickRateError> {
-        let host = RoomHost::new(room, now, capacity)?;
+        let host = RoomHost::new(id, room, now, capacity)?;
         self.rooms.insert(
             id,
             HostedRoom {

@@ -161,6 +161,7 @@ mod tests {
     use super::*;
     use crate::host::RoomHost;
     use crate::room::Command;
+    use crate::shard::RoomId;
 
     fn broadcasts(host: &mut RoomHost) -> Vec<(ChatEvent, Option<PlayerId>)> {
         host.take_commands()
@@ -181,7 +182,7 @@ mod tests {
     #[test]
     fn lines_reach_everyone_with_the_speakers_seat_and_name() {
         let now = Instant::now();
-        let mut host = RoomHost::new(Box::new(ChatRoom::default()), now, 8).unwrap();
+        let mut host = RoomHost::new(RoomId(1), Box::new(ChatRoom::default()), now, 8).unwrap();
         host.join(now, PlayerId(1), "ada".into()).unwrap();
         host.join(now, PlayerId(2), "grace".into()).unwrap();
         assert_eq!(
@@ -235,7 +236,7 @@ mod tests {
     #[test]
     fn invalid_lines_are_refused_and_repeat_offenders_kicked() {
         let now = Instant::now();
-        let mut host = RoomHost::new(Box::new(ChatRoom::default()), now, 8).unwrap();
+        let mut host = RoomHost::new(RoomId(1), Box::new(ChatRoom::default()), now, 8).unwrap();
         host.join(now, PlayerId(1), "mallory".into()).unwrap();
         host.take_commands().for_each(drop);
         let too_long = Bytes::from(vec![b'a'; MAX_LINE_BYTES + 1]);

@@ -40,11 +40,12 @@ mod tests {
     use super::*;
     use crate::host::RoomHost;
     use crate::room::Command;
+    use crate::shard::RoomId;
 
     #[test]
     fn a_message_goes_to_every_other_member_on_its_channel() {
         let now = Instant::now();
-        let mut host = RoomHost::new(Box::new(RelayRoom::default()), now, 16).unwrap();
+        let mut host = RoomHost::new(RoomId(1), Box::new(RelayRoom::default()), now, 16).unwrap();
         for id in 1..=4 {
             host.join(now, PlayerId(id), format!("p{id}")).unwrap();
         }
