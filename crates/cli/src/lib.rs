@@ -11,6 +11,7 @@
 //! | [`alloc_count`] | allocation counting for benchmarks |
 
 pub mod alloc_count;
+pub mod arena;
 pub mod bench;
 pub mod bots;
 pub mod serve;

@@ -16,6 +16,8 @@ use tickwire_server::rooms::relay::RelayRoom;
 use tickwire_server::runtime::{Extras, RoomKinds, Runtime};
 use tickwire_store::{StatWriter, Store, StoreConfig};
 
+use crate::arena::ArenaSettings;
+
 /// The configuration file read when `--config` is not given, if it exists.
 pub const DEFAULT_CONFIG_FILE: &str = "tickwire.toml";
 /// The environment variable prefix; `__` separates nesting (`TICKWIRE_HTTP__LISTEN`).
@@ -23,8 +25,9 @@ pub const ENV_PREFIX: &str = "TICKWIRE_";
 
 /// The configuration's top-level keys: other `TICKWIRE_*` variables (a test's
 /// `TICKWIRE_BLESS`) are not configuration.
-const TOP_LEVEL_KEYS: [&str; 13] = [
+const TOP_LEVEL_KEYS: [&str; 14] = [
     "store",
+    "arena",
     "shards",
     "public_ip",
     "http",
@@ -124,19 +127,24 @@ impl ServeArgs {
 }
 
 /// Everything `tickwire.toml` holds: the runtime's settings at the top level, and the
-/// sections the binary adds (`[store]`).
+/// sections the binary adds (`[store]`, `[arena]`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Config {
     /// The runtime: listeners, shards, rooms, limits, drain.
     pub serve: ServeConfig,
     /// Persistence: players, stats, leaderboards (`url = ""` turns it off).
     pub store: StoreConfig,
+    /// The arena game: its map and seed.
+    pub arena: ArenaSettings,
 }
 
 /// The effective configuration: defaults, the file, `TICKWIRE_*` variables, the flags.
 pub fn load_config(args: &ServeArgs) -> anyhow::Result<Config> {
     let mut figment = Figment::from(Serialized::defaults(ServeConfig::default())).merge(
-        Serialized::defaults(json!({ "store": StoreConfig::default() })),
+        Serialized::defaults(json!({
+            "store": StoreConfig::default(),
+            "arena": ArenaSettings::default(),
+        })),
     );
     match &args.config {
         Some(path) => {
@@ -163,21 +171,28 @@ pub fn load_config(args: &ServeArgs) -> anyhow::Result<Config> {
         .merge(Serialized::defaults(args.overrides()));
     let invalid = |error: figment::Error| anyhow::anyhow!("invalid configuration: {error}");
     let store: StoreConfig = figment.extract_inner("store").map_err(invalid)?;
+    let arena: ArenaSettings = figment.extract_inner("arena").map_err(invalid)?;
     // The runtime's settings are the rest: taken apart so `ServeConfig` keeps refusing
     // unknown keys by name.
     let mut rest: figment::value::Dict = figment.extract().map_err(invalid)?;
     rest.remove("store");
+    rest.remove("arena");
     let serve: ServeConfig = Figment::from(Serialized::defaults(rest))
         .extract()
         .map_err(invalid)?;
     serve.validate()?;
-    Ok(Config { serve, store })
+    Ok(Config {
+        serve,
+        store,
+        arena,
+    })
 }
 
 /// The configuration as TOML, for `--print-config`.
 pub fn render_config(config: &Config) -> anyhow::Result<String> {
     let mut table = toml::Table::try_from(&config.serve)?;
     table.insert("store".into(), toml::Value::try_from(&config.store)?);
+    table.insert("arena".into(), toml::Value::try_from(&config.arena)?);
     Ok(toml::to_string_pretty(&table)?)
 }
 
@@ -209,13 +224,16 @@ async fn open_store(config: &StoreConfig) -> anyhow::Result<Option<(Store, StatW
     Ok(Some((store, writer)))
 }
 
-/// The room kinds the binary hosts.
-pub fn room_kinds() -> RoomKinds {
+/// The room kinds the binary hosts: the arena game (32 seats), `relay` (16) and `chat`
+/// (100); `rooms.kinds.<kind>.capacity` changes a capacity.
+pub fn room_kinds(arena: &ArenaSettings, stats: Option<StatWriter>) -> anyhow::Result<RoomKinds> {
+    let arena = arena.factory(stats)?;
     let mut kinds = RoomKinds::new();
     kinds
+        .register("arena", 32, arena.into_factory())
         .register("relay", 16, || Box::new(RelayRoom::default()))
         .register("chat", 100, || Box::new(ChatRoom::default()));
-    kinds
+    Ok(kinds)
 }
 
 /// Runs the server until it has shut down; `Ok` is a clean exit.
@@ -234,7 +252,11 @@ pub fn run(config: Config) -> anyhow::Result<()> {
                 .metrics(move |text| writer.stats().write_prometheus(text));
         }
         let grace = std::time::Duration::from_secs(config.serve.drain.grace_secs);
-        let server = Runtime::start_with(config.serve, room_kinds(), extras)
+        let kinds = room_kinds(
+            &config.arena,
+            store.as_ref().map(|(_, writer)| writer.clone()),
+        )?;
+        let server = Runtime::start_with(config.serve, kinds, extras)
             .await
             .context("cannot start the server")?;
         let addresses = server.addresses().clone();
