@@ -12,7 +12,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use tickwire_arena::geom::Vec2;
 use tickwire_arena::snapshot::{
-    ClientSnapshots, EntityIds, SnapshotConfig, SnapshotEncoder, SnapshotSchema,
+    ClientSnapshots, EntityIds, SnapshotConfig, SnapshotDecoder, SnapshotEncoder, SnapshotSchema,
 };
 use tickwire_arena::{BuiltinMap, InputCommand, PlayerKey, World, WorldConfig};
 
@@ -34,6 +34,18 @@ struct Scene {
     moving: bool,
     sequence: u16,
     bytes: u64,
+    /// Whether clients acknowledge snapshots (a healthy link); without acks every snapshot
+    /// is a full one.
+    acks: bool,
+    /// Decodes the first client's snapshots, counting what it sees.
+    observer: Option<Observer>,
+}
+
+/// The first client's view: its snapshot bytes and the entities they carried.
+struct Observer {
+    decoder: SnapshotDecoder,
+    bytes: u64,
+    entities: u64,
 }
 
 impl Scene {
@@ -85,6 +97,8 @@ impl Scene {
             moving,
             sequence: 0,
             bytes: 0,
+            acks: true,
+            observer: None,
         };
         for _ in 0..60 {
             scene.tick();
@@ -109,10 +123,15 @@ impl Scene {
         self.world.step(&self.inputs);
         while self.world.poll_event().is_some() {}
         self.encoder.capture(&self.world, &self.ids);
-        for (_, id, client) in &mut self.clients {
+        for (index, (_, id, client)) in self.clients.iter_mut().enumerate() {
             let len = self.encoder.encode(client, *id, &mut self.buf).unwrap();
             self.bytes += len as u64;
-            if let Some(tick) = client.last_sent() {
+            if let (0, Some(observer)) = (index, &mut self.observer) {
+                let decoded = observer.decoder.decode(&self.buf[..len]).unwrap();
+                observer.bytes += len as u64;
+                observer.entities += decoded.entities.len() as u64;
+            }
+            if let (true, Some(tick)) = (self.acks, client.last_sent()) {
                 let _ = client.handle_ack(tick);
             }
         }
@@ -136,6 +155,33 @@ fn main() {
         }
         let per = scene.bytes as f64 / (60.0 * players as f64);
         println!("  {name:<15} {players:>5} players: {per:>7.1} bytes");
+    }
+    println!("bytes per entity in view, one player's snapshots (crowd of 1,000, 60 ticks):");
+    for (name, moving, acks) in [
+        ("idle, acked deltas", false, true),
+        ("idle, full (no acks)", false, false),
+        ("moving, acked deltas", true, true),
+        ("moving, full (no acks)", true, false),
+    ] {
+        let mut scene = Scene::new(1000, Layout::Crowd, moving);
+        scene.acks = acks;
+        scene.observer = Some(Observer {
+            decoder: SnapshotDecoder::new(*scene.encoder.schema(), scene.encoder.config()),
+            bytes: 0,
+            entities: 0,
+        });
+        // A decoder that joins now has no baseline: start the observed client afresh.
+        scene.clients[0].2.reset();
+        for _ in 0..60 {
+            scene.tick();
+        }
+        let observer = scene.observer.as_ref().unwrap();
+        println!(
+            "  {name:<28} {:>6.2} bytes/entity ({:.0} bytes, {:.1} entities per snapshot)",
+            observer.bytes as f64 / observer.entities.max(1) as f64,
+            observer.bytes as f64 / 60.0,
+            observer.entities as f64 / 60.0,
+        );
     }
     divan::main();
 }
