@@ -76,6 +76,12 @@ pub struct HttpConfig {
     /// WebSocket endpoint under it (`wss://game.example.com/ws` for an `https` URL, `ws://`
     /// for `http`). Unset: the host the request named, with this server's own ports.
     pub public_url: Option<String>,
+    /// The kernel send buffer of each HTTP and WebSocket connection, in bytes; 0 leaves the
+    /// kernel's autotuning, which grows it to megabytes. A bounded buffer makes a client that
+    /// reads slowly back up into the WebSocket outbox, where unreliable data is shed and a
+    /// reliable backlog closes the connection, instead of queueing seconds of stale
+    /// messages in the kernel. Default 64 KiB (Linux doubles it for bookkeeping).
+    pub tcp_send_buffer_bytes: usize,
 }
 
 impl Default for HttpConfig {
@@ -83,6 +89,7 @@ impl Default for HttpConfig {
         Self {
             listen: SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 8080),
             public_url: None,
+            tcp_send_buffer_bytes: 64 << 10,
         }
     }
 }
@@ -356,6 +363,15 @@ impl ServeConfig {
                 why,
             ));
         }
+        if self.http.tcp_send_buffer_bytes != 0
+            && !(4096..=(64 << 20)).contains(&self.http.tcp_send_buffer_bytes)
+        {
+            return Err(invalid(
+                "http.tcp_send_buffer_bytes",
+                self.http.tcp_send_buffer_bytes,
+                "must be 0 (the kernel's autotuning) or 4096 to 67108864",
+            ));
+        }
         if self.udp.token_validity_secs == 0 || self.udp.token_validity_secs > 3600 {
             return Err(invalid(
                 "udp.token_validity_secs",
@@ -530,6 +546,13 @@ mod tests {
         config.tls.listen = Some("127.0.0.1:8443".parse().unwrap());
         let error = config.validate().unwrap_err().to_string();
         assert!(error.contains("tls.cert"), "{error}");
+
+        let mut config = ServeConfig::default();
+        config.http.tcp_send_buffer_bytes = 100;
+        let error = config.validate().unwrap_err().to_string();
+        assert!(error.starts_with("http.tcp_send_buffer_bytes = 100"), "{error}");
+        config.http.tcp_send_buffer_bytes = 0;
+        config.validate().unwrap();
     }
 
     #[test]

@@ -412,7 +412,10 @@ impl Runtime {
         let router = api::router(app.clone())
             .merge(ws.router())
             .merge(extras.routes);
-        let listen = ListenConfig::default();
+        let listen = ListenConfig {
+            tcp_send_buffer: Some(app.config.http.tcp_send_buffer_bytes).filter(|bytes| *bytes > 0),
+            ..ListenConfig::default()
+        };
         tasks.spawn(serve(
             HttpListener::from_listener(http, None, listen),
             router.clone(),
