@@ -550,7 +550,10 @@ mod tests {
         let mut config = ServeConfig::default();
         config.http.tcp_send_buffer_bytes = 100;
         let error = config.validate().unwrap_err().to_string();
-        assert!(error.starts_with("http.tcp_send_buffer_bytes = 100"), "{error}");
+        assert!(
+            error.starts_with("http.tcp_send_buffer_bytes = 100"),
+            "{error}"
+        );
         config.http.tcp_send_buffer_bytes = 0;
         config.validate().unwrap();
     }
