@@ -3,7 +3,7 @@
 //! | channel | kind | direction | message |
 //! |---|---|---|---|
 //! | 0 | reliable | client → server | [`ClientMessage`] (chat, ping) |
-//! | 0 | reliable | server → client | [`ServerMessage`] (welcome, events, chat, announcements) |
+//! | 0 | reliable | server → client | [`ServerMessage`] (welcome, events, chat, announcements, roster, scores) |
 //! | 1 | unreliable | client → server | [`ClientInput`] (snapshot ack + up to 4 recent inputs) |
 //! | 2 | unreliable-sequenced | server → client | a snapshot ([`crate::snapshot`]) |
 //!
@@ -22,8 +22,9 @@ pub const INPUT: u8 = 1;
 /// Channel of snapshots.
 pub const SNAPSHOT: u8 = 2;
 
-/// Version of this message set, sent in the welcome.
-pub const PROTOCOL_VERSION: u8 = 1;
+/// Version of this message set, sent in the welcome. 2 added the roster
+/// ([`ServerMessage::Player`], [`ServerMessage::Left`]) and [`ServerMessage::Scores`].
+pub const PROTOCOL_VERSION: u8 = 2;
 /// Most inputs one [`ClientInput`] carries.
 pub const MAX_INPUTS: usize = 4;
 /// Longest chat line, bytes.
@@ -34,6 +35,10 @@ pub const MAX_ANNOUNCEMENT_BYTES: usize = 512;
 pub const MAX_MAP_NAME_BYTES: usize = 64;
 /// Entity id meaning "nobody" (a killer who has left).
 pub const NO_ENTITY: EntityId = u16::MAX;
+/// Longest player name, bytes (the server's seat tickets hold at most 32).
+pub const MAX_NAME_BYTES: usize = 32;
+/// Most lines in one [`ServerMessage::Scores`]: the top of the table.
+pub const MAX_SCORES: usize = 32;
 
 /// Sent every tick on channel 1: the newest snapshot received (the server's delta
 /// baseline) and the newest inputs, newest first; older ones repeat what earlier packets
@@ -117,6 +122,22 @@ pub enum ClientMessage {
         /// Echoed back.
         nonce: u32,
     },
+}
+
+/// One line of the scoreboard ([`ServerMessage::Scores`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Encode, Decode)]
+pub struct Score {
+    /// The player's entity id.
+    pub id: u16,
+    /// Kills this session.
+    #[wire(varint)]
+    pub kills: u32,
+    /// Deaths this session.
+    #[wire(varint)]
+    pub deaths: u32,
+    /// Points this session.
+    #[wire(varint)]
+    pub score: u32,
 }
 
 /// What the server sends on channel 0.
@@ -203,6 +224,29 @@ pub enum ServerMessage {
         nonce: u32,
         /// The server tick (low 32 bits) when answered.
         tick: u32,
+    },
+    /// A player in the room: who an entity id is. Everyone hears it when a player joins;
+    /// a player who joins or reconnects hears it for every player in the room (themself
+    /// included).
+    Player {
+        /// Entity id.
+        id: u16,
+        /// Display name, at most 32 bytes.
+        #[wire(max_len = MAX_NAME_BYTES)]
+        name: String,
+    },
+    /// A player left the room for good (their id may be reused later).
+    Left {
+        /// Entity id.
+        id: u16,
+    },
+    /// The scoreboard: the top [`MAX_SCORES`] players by score (then kills, then id),
+    /// sent to everyone when it changed, at most every `scoreboard_interval_ticks`, and
+    /// to a player who joins or reconnects.
+    Scores {
+        /// Best first.
+        #[wire(max_len = MAX_SCORES)]
+        scores: Vec<Score>,
     },
 }
 

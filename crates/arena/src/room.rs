@@ -4,8 +4,10 @@
 //! # Lifecycle
 //!
 //! - **join**: the player enters the world at a spawn point, gets an entity id and a
-//!   [`ServerMessage::Welcome`] on channel 0; snapshots follow from the next tick. The
-//!   [`StatSink`] hears [`StatEvent::Joined`] with the player's name.
+//!   [`ServerMessage::Welcome`] on channel 0, then the roster (a [`ServerMessage::Player`]
+//!   per player in the room) and the scoreboard; everyone else hears the newcomer's
+//!   `Player`. Snapshots follow from the next tick. The [`StatSink`] hears
+//!   [`StatEvent::Joined`] with the player's name.
 //! - **message**: inputs (channel 1) go straight into the world, which merges every input
 //!   of a tick (newest sequence wins, a fire press anywhere counts, stale ones ignored) and
 //!   clamps them; the ack moves the player's delta baseline. Chat and pings come on channel
@@ -13,15 +15,19 @@
 //!   unknown channels are counted ([`ArenaStats`]); past
 //!   [`ArenaConfig::max_violations`] the sender is kicked.
 //! - **tick**: one world step; kills are broadcast, hits go to the two players involved,
-//!   respawns and teleports to the player; the [`StatSink`] hears kills; then one frame is
-//!   captured and each connected player gets a snapshot on channel 2.
+//!   respawns and teleports to the player; the [`StatSink`] hears kills; the scoreboard
+//!   ([`ServerMessage::Scores`]) goes to everyone when it changed, at most every
+//!   [`ArenaConfig::scoreboard_interval_ticks`]; then one frame is captured and each
+//!   connected player gets a snapshot on channel 2.
 //! - **disconnected**: the avatar stays in the world for the reconnect grace period, where
 //!   it can be shot; with no inputs it stops after
 //!   [`WorldConfig::idle_stop_ticks`](crate::WorldConfig::idle_stop_ticks). No snapshots
 //!   are sent meanwhile.
-//! - **reconnected**: a new welcome, and every baseline is forgotten (the next snapshot is
-//!   a full one: the acks of the old connection mean nothing for the new one).
-//! - **leave**: the avatar is removed, its id released, and the [`StatSink`] gets a
+//! - **reconnected**: a new welcome, roster and scoreboard, and every baseline is
+//!   forgotten (the next snapshot is a full one: the acks of the old connection mean
+//!   nothing for the new one).
+//! - **leave**: everyone hears [`ServerMessage::Left`]; the avatar is removed, its id
+//!   released, and the [`StatSink`] gets a
 //!   [`StatEvent::SessionEnded`] with the session's kills, deaths, score and duration.
 
 use std::collections::HashMap;
@@ -38,8 +44,8 @@ use crate::config::{ConfigError, WorldConfig};
 use crate::event::GameEvent;
 use crate::map::ArenaMap;
 use crate::messages::{
-    ClientInput, ClientMessage, INPUT, MAX_ANNOUNCEMENT_BYTES, NO_ENTITY, PROTOCOL_VERSION,
-    RELIABLE, SNAPSHOT, ServerMessage, truncate_utf8,
+    ClientInput, ClientMessage, INPUT, MAX_ANNOUNCEMENT_BYTES, MAX_NAME_BYTES, MAX_SCORES,
+    NO_ENTITY, PROTOCOL_VERSION, RELIABLE, SNAPSHOT, Score, ServerMessage, truncate_utf8,
 };
 use crate::player::PlayerKey;
 use crate::snapshot::{
@@ -61,6 +67,9 @@ pub struct ArenaConfig {
     /// Ticks between two chat lines of one player; faster lines are dropped and counted.
     /// Default 30 (two lines a second at 60 Hz).
     pub chat_interval_ticks: u32,
+    /// Ticks between two scoreboards; one goes out only when a score, a join or a leave
+    /// changed it. Default 30 (at most two a second at 60 Hz).
+    pub scoreboard_interval_ticks: u32,
 }
 
 impl Default for ArenaConfig {
@@ -70,6 +79,7 @@ impl Default for ArenaConfig {
             snapshot: SnapshotConfig::default(),
             max_violations: 50,
             chat_interval_ticks: 30,
+            scoreboard_interval_ticks: 30,
         }
     }
 }
@@ -248,6 +258,7 @@ impl ArenaRoomFactory {
 struct Occupant {
     key: PlayerKey,
     entity: EntityId,
+    name: String,
     snapshots: ClientSnapshots,
     connected: bool,
     violations: u32,
@@ -267,6 +278,8 @@ pub struct ArenaRoom {
     order: Vec<PlayerId>,
     sink: Arc<dyn StatSink>,
     stats: ArenaStats,
+    /// A score, a join or a leave changed the scoreboard since it was last sent.
+    scores_changed: bool,
     packet: Vec<u8>,
     message: Vec<u8>,
     /// Snapshots are cut from here; once the transports drop last tick's, its space is
@@ -318,6 +331,7 @@ impl ArenaRoom {
             order: Vec::new(),
             sink,
             stats: ArenaStats::default(),
+            scores_changed: false,
             arena: BytesMut::new(),
         }
     }
@@ -367,6 +381,46 @@ impl ArenaRoom {
         }
     }
 
+    /// Tells `player` who every player in the room is (themself included).
+    fn roster(&mut self, ctx: &mut RoomContext<'_>, player: PlayerId) {
+        for index in 0..self.order.len() {
+            let Some(occupant) = self.occupants.get(&self.order[index]) else {
+                continue;
+            };
+            let message = ServerMessage::Player {
+                id: occupant.entity,
+                name: occupant.name.clone(),
+            };
+            if let Some(bytes) = self.encode_message(&message) {
+                ctx.send(player, RELIABLE, bytes);
+            }
+        }
+    }
+
+    /// The scoreboard: the best [`MAX_SCORES`] by score, then kills, then id.
+    fn scoreboard(&self) -> ServerMessage {
+        let mut scores: Vec<Score> = self
+            .occupants
+            .values()
+            .filter_map(|occupant| {
+                let stats = self.world.player(occupant.key)?.stats();
+                Some(Score {
+                    id: occupant.entity,
+                    kills: stats.kills,
+                    deaths: stats.deaths,
+                    score: stats.score,
+                })
+            })
+            .collect();
+        scores.sort_unstable_by(|a, b| {
+            (b.score, b.kills)
+                .cmp(&(a.score, a.kills))
+                .then(a.id.cmp(&b.id))
+        });
+        scores.truncate(MAX_SCORES);
+        ServerMessage::Scores { scores }
+    }
+
     fn violation(&mut self, ctx: &mut RoomContext<'_>, player: PlayerId) {
         let max = self.config.max_violations;
         let Some(occupant) = self.occupants.get_mut(&player) else {
@@ -390,6 +444,7 @@ impl ArenaRoom {
     fn handle_event(&mut self, ctx: &mut RoomContext<'_>, event: GameEvent) {
         let message = match event {
             GameEvent::Kill { killer, victim } => {
+                self.scores_changed = true;
                 self.sink.record(StatEvent::Kill {
                     killer: PlayerId(killer.0),
                     victim: PlayerId(victim.0),
@@ -409,6 +464,7 @@ impl ArenaRoom {
                 damage,
                 health,
             } => {
+                self.scores_changed = true;
                 let message = ServerMessage::Hit {
                     attacker: self.entity_or_none(attacker),
                     victim: self.entity_or_none(victim),
@@ -553,6 +609,7 @@ impl Room for ArenaRoom {
                 kicked: false,
                 joined_at: ctx.now(),
                 next_chat_tick: 0,
+                name: truncate_utf8(&member.name, MAX_NAME_BYTES).to_owned(),
             },
         );
         self.order.push(member.id);
@@ -562,6 +619,19 @@ impl Room for ArenaRoom {
             name: member.name.clone(),
         });
         self.welcome(ctx, member.id);
+        self.roster(ctx, member.id);
+        let newcomer = ServerMessage::Player {
+            id: entity,
+            name: truncate_utf8(&member.name, MAX_NAME_BYTES).to_owned(),
+        };
+        if let Some(bytes) = self.encode_message(&newcomer) {
+            ctx.broadcast_except(member.id, RELIABLE, bytes);
+        }
+        let scores = self.scoreboard();
+        if let Some(bytes) = self.encode_message(&scores) {
+            ctx.send(member.id, RELIABLE, bytes);
+        }
+        self.scores_changed = true;
         Ok(())
     }
 
@@ -577,6 +647,11 @@ impl Room for ArenaRoom {
             occupant.snapshots.reset();
         }
         self.welcome(ctx, player);
+        self.roster(ctx, player);
+        let scores = self.scoreboard();
+        if let Some(bytes) = self.encode_message(&scores) {
+            ctx.send(player, RELIABLE, bytes);
+        }
     }
 
     fn leave(&mut self, ctx: &mut RoomContext<'_>, player: PlayerId, _reason: LeaveReason) {
@@ -597,6 +672,13 @@ impl Room for ArenaRoom {
         }
         self.world.leave(occupant.key);
         self.ids.remove(occupant.key);
+        self.scores_changed = true;
+        let left = ServerMessage::Left {
+            id: occupant.entity,
+        };
+        if let Some(bytes) = self.encode_message(&left) {
+            ctx.broadcast_except(player, RELIABLE, bytes);
+        }
     }
 
     fn message(&mut self, ctx: &mut RoomContext<'_>, from: PlayerId, channel: u8, message: Bytes) {
@@ -617,6 +699,14 @@ impl Room for ArenaRoom {
         self.world.step(&[]);
         while let Some(event) = self.world.poll_event() {
             self.handle_event(ctx, event);
+        }
+        let interval = u64::from(self.config.scoreboard_interval_ticks.max(1));
+        if self.scores_changed && self.world.tick() % interval == 0 {
+            self.scores_changed = false;
+            let scores = self.scoreboard();
+            if let Some(bytes) = self.encode_message(&scores) {
+                ctx.broadcast(RELIABLE, bytes);
+            }
         }
         self.encoder.capture(&self.world, &self.ids);
         let budget = self.config.snapshot.packet_budget;

@@ -163,6 +163,17 @@ fn two_players_join_fight_and_leave() {
     );
     let (you1, you2) = (clients[0].you, clients[1].you);
     assert_ne!(you1, you2);
+    for client in &clients {
+        for (id, name) in [(you1, "p1"), (you2, "p2")] {
+            assert!(
+                client.events.iter().any(
+                    |e| matches!(e, ServerMessage::Player { id: i, name: n } if *i == id && n == name)
+                ),
+                "player {} was not told that entity {id} is {name}",
+                client.id.0
+            );
+        }
+    }
 
     let step = Duration::from_secs(1) / 60;
     let mut now = start;
@@ -203,6 +214,22 @@ fn two_players_join_fight_and_leave() {
             client.id.0
         );
     }
+    // The scoreboard follows within its interval, the killer's score on it.
+    for _ in 0..config.scoreboard_interval_ticks {
+        now += step;
+        shard.run(now);
+        route(&mut shard, &mut clients, &config);
+    }
+    let scored = clients[1].events.iter().rev().find_map(|e| match e {
+        ServerMessage::Scores { scores } => Some(scores.clone()),
+        _ => None,
+    });
+    let scores = scored.expect("a scoreboard after the kill");
+    assert_eq!(scores.len(), 2, "both players are on the scoreboard");
+    assert!(
+        scores.iter().any(|s| s.kills > 0) && scores[0].score >= scores[1].score,
+        "the scoreboard counts the kill, best first: {scores:?}"
+    );
     // A tick later, each player's snapshot acknowledges an input of theirs.
     now += step;
     shard.run(now);
@@ -260,6 +287,13 @@ fn two_players_join_fight_and_leave() {
     assert!(
         clients[0].sees(you2).is_none(),
         "a departed player is still in view"
+    );
+    assert!(
+        clients[0]
+            .events
+            .iter()
+            .any(|e| matches!(e, ServerMessage::Left { id } if *id == you2)),
+        "the remaining player was not told that player 2 left"
     );
     let events = sink.0.lock().unwrap();
     assert!(
