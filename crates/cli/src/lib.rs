@@ -8,6 +8,7 @@
 //! | [`bots`] | `tickwire bots` |
 //! | [`bench::udp`] | `tickwire bench udp` |
 //! | [`serve`] | `tickwire serve` |
+//! | [`web`] | `tickwire serve`'s browser client at `/` and the map it draws |
 //! | [`alloc_count`] | allocation counting for benchmarks |
 
 pub mod alloc_count;
@@ -15,3 +16,4 @@ pub mod arena;
 pub mod bench;
 pub mod bots;
 pub mod serve;
+pub mod web;

@@ -17,6 +17,7 @@ use tickwire_server::runtime::{Extras, RoomKinds, Runtime};
 use tickwire_store::{StatWriter, Store, StoreConfig};
 
 use crate::arena::ArenaSettings;
+use crate::web::WebSettings;
 
 /// The configuration file read when `--config` is not given, if it exists.
 pub const DEFAULT_CONFIG_FILE: &str = "tickwire.toml";
@@ -25,9 +26,10 @@ pub const ENV_PREFIX: &str = "TICKWIRE_";
 
 /// The configuration's top-level keys: other `TICKWIRE_*` variables (a test's
 /// `TICKWIRE_BLESS`) are not configuration.
-const TOP_LEVEL_KEYS: [&str; 14] = [
+const TOP_LEVEL_KEYS: [&str; 15] = [
     "store",
     "arena",
+    "web",
     "shards",
     "public_ip",
     "http",
@@ -127,7 +129,7 @@ impl ServeArgs {
 }
 
 /// Everything `tickwire.toml` holds: the runtime's settings at the top level, and the
-/// sections the binary adds (`[store]`, `[arena]`).
+/// sections the binary adds (`[store]`, `[arena]`, `[web]`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Config {
     /// The runtime: listeners, shards, rooms, limits, drain.
@@ -136,6 +138,8 @@ pub struct Config {
     pub store: StoreConfig,
     /// The arena game: its map and seed.
     pub arena: ArenaSettings,
+    /// The browser client served at `/`.
+    pub web: WebSettings,
 }
 
 /// The effective configuration: defaults, the file, `TICKWIRE_*` variables, the flags.
@@ -144,6 +148,7 @@ pub fn load_config(args: &ServeArgs) -> anyhow::Result<Config> {
         Serialized::defaults(json!({
             "store": StoreConfig::default(),
             "arena": ArenaSettings::default(),
+            "web": WebSettings::default(),
         })),
     );
     match &args.config {
@@ -172,11 +177,13 @@ pub fn load_config(args: &ServeArgs) -> anyhow::Result<Config> {
     let invalid = |error: figment::Error| anyhow::anyhow!("invalid configuration: {error}");
     let store: StoreConfig = figment.extract_inner("store").map_err(invalid)?;
     let arena: ArenaSettings = figment.extract_inner("arena").map_err(invalid)?;
+    let web: WebSettings = figment.extract_inner("web").map_err(invalid)?;
     // The runtime's settings are the rest: taken apart so `ServeConfig` keeps refusing
     // unknown keys by name.
     let mut rest: figment::value::Dict = figment.extract().map_err(invalid)?;
     rest.remove("store");
     rest.remove("arena");
+    rest.remove("web");
     let serve: ServeConfig = Figment::from(Serialized::defaults(rest))
         .extract()
         .map_err(invalid)?;
@@ -185,6 +192,7 @@ pub fn load_config(args: &ServeArgs) -> anyhow::Result<Config> {
         serve,
         store,
         arena,
+        web,
     })
 }
 
@@ -193,6 +201,7 @@ pub fn render_config(config: &Config) -> anyhow::Result<String> {
     let mut table = toml::Table::try_from(&config.serve)?;
     table.insert("store".into(), toml::Value::try_from(&config.store)?);
     table.insert("arena".into(), toml::Value::try_from(&config.arena)?);
+    table.insert("web".into(), toml::Value::try_from(&config.web)?);
     Ok(toml::to_string_pretty(&table)?)
 }
 
@@ -251,6 +260,10 @@ pub fn run(config: Config) -> anyhow::Result<()> {
                 .routes(tickwire_store::http::router(store.clone()))
                 .metrics(move |text| writer.stats().write_prometheus(text));
         }
+        // The browser client and the map it draws (a second parse of the map: it is small,
+        // and the rooms keep their own).
+        let map = config.arena.load_map()?;
+        extras = extras.routes(crate::web::routes(&config.web.locate(), &map));
         let grace = std::time::Duration::from_secs(config.serve.drain.grace_secs);
         let kinds = room_kinds(
             &config.arena,
