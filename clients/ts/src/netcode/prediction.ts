@@ -148,11 +148,23 @@ export class Prediction {
     return { x: this.predicted.x + this.error.x * remaining, y: this.predicted.y + this.error.y * remaining };
   }
 
-  /** Starts again from `position` (a respawn, a teleport, a reconnection): no pending inputs. */
-  reset(position: Vec2): void {
+  /**
+   * Starts again from `position` (a respawn, a teleport, a reconnection): no pending inputs.
+   * `nextSequence` continues the sequence from there (after a reconnection, one past the
+   * server's `last_input`, which it would otherwise ignore as stale); by default it goes on.
+   */
+  reset(position: Vec2, nextSequence?: number): void {
     this.pending = [];
     this.predicted = { ...position };
     this.error = { x: 0, y: 0 };
+    if (nextSequence !== undefined) {
+      this.sequence = nextSequence & 0xffff;
+    }
+  }
+
+  /** The sequence the next input will carry. */
+  get nextSequence(): number {
+    return this.sequence;
   }
 
   private step(position: Vec2, command: InputCommand): Vec2 {
