@@ -268,3 +268,46 @@ describe("ArenaClient", () => {
     expect(arena.status).toMatchObject({ state: "ended", reason: "unavailable" });
   });
 });
+
+describe("ArenaClient input pacing", () => {
+  it("sends one input per tick, catches up a few after a slow frame, and skips the rest", async () => {
+    const clock = new VirtualClock();
+    const fetch = (async () => new Response(JSON.stringify(answer(1)), { status: 200 })) as typeof globalThis.fetch;
+    const arena = new ArenaClient({
+      name: "Ada",
+      map,
+      baseUrl: "http://game.test:8080",
+      fetch,
+      WebSocket: FakeWebSocket,
+      clock,
+      silenceTimeoutMs: null,
+    });
+    arena.start();
+    await settle();
+    const socket = FakeWebSocket.last();
+    socket.open();
+    socket.receive(DEFAULT_ACCEPTED);
+    socket.receive(frame(0, encodeServerMessage(welcome)));
+    socket.receive(frame(2, fullSnapshot(1, null, 20, 15, [])));
+    const input = { moveX: 0, moveY: 0, aim: 0, buttons: 0 };
+    const count = (): number => sent(socket, 1).length;
+    // 60 frames at 60 Hz: 60 inputs.
+    for (let i = 0; i < 60; i++) {
+      arena.update(clock.now(), input);
+      clock.advance(1000 / 60);
+    }
+    expect(count()).toBe(60);
+    // A 50 ms frame: three ticks came due, three inputs.
+    clock.advance(50 - 1000 / 60);
+    arena.update(clock.now(), input);
+    expect(count()).toBe(63);
+    // A 2 s stall: only the catch-up allowance (4) goes out, not 120 inputs.
+    clock.advance(2000);
+    arena.update(clock.now(), input);
+    expect(count()).toBe(67);
+    // And the pace is back to one per tick.
+    clock.advance(1000 / 60);
+    arena.update(clock.now(), input);
+    expect(count()).toBe(68);
+  });
+});

@@ -347,8 +347,10 @@ export class ArenaClient {
     }
     this.lastAim = input.aim;
     const tickMs = 1000 / welcome.tickRateHz;
-    if (this.nextTickAt === null || now - this.nextTickAt > tickMs * MAX_CATCH_UP) {
-      this.nextTickAt = now;
+    // Ticks overdue past the catch-up allowance (a stall, a slow frame) are skipped.
+    const earliest = now - tickMs * (MAX_CATCH_UP - 1);
+    if (this.nextTickAt === null || this.nextTickAt < earliest) {
+      this.nextTickAt = this.nextTickAt === null ? now : earliest;
     }
     // A dead player's movement would be predicted into a wall of corrections.
     const alive = this.latest?.me.alive ?? true;

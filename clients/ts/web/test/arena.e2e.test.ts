@@ -1,0 +1,212 @@
+// The arena in a real browser: `tickwire serve` on free ports serving the built demo, two
+// bots over WebSocket (the SDK in Node), and Debian's chromium driven by playwright-core.
+// The page joins with a name; the test checks that the bots are drawn and move, that keys
+// move the local player *on the server* (the snapshot's exact own position), that a chat
+// line comes back, and saves a screenshot to target/e2e/. Every wait polls a condition
+// under a deadline.
+//
+// Needs: the demo built (`npm run build`), the binary built (`cargo build -p tickwire`, or
+// TICKWIRE_BIN), /usr/bin/chromium (or CHROMIUM). `make test-e2e` does all of it.
+import { type ChildProcess, spawn } from "node:child_process";
+import { createWriteStream, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+
+import { type ArenaMapInfo, fetchArenaMap } from "@tickwire/client";
+import { type BrowserContext, type Page, chromium } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+import type { DebugView } from "../src/main.js";
+import { type Bot, startBot } from "./bots.js";
+
+const repo = fileURLToPath(new URL("../../../../", import.meta.url));
+const dist = fileURLToPath(new URL("../dist/", import.meta.url));
+const artifacts = join(repo, "target", "e2e");
+const binary = process.env.TICKWIRE_BIN ?? join(repo, "target", "debug", "tickwire");
+const chromiumPath = process.env.CHROMIUM ?? "/usr/bin/chromium";
+
+/** Polls `check` every 50 ms until it returns a value that is not `undefined`/`false`, or fails naming `what`. */
+async function waitFor<T>(what: string, check: () => T | undefined | false | Promise<T | undefined | false>, ms = 20_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await check();
+      if (value !== undefined && value !== false) {
+        return value;
+      }
+    } catch (error) {
+      last = error;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`timed out after ${ms} ms waiting for ${what}${last === undefined ? "" : `: ${String(last)}`}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** Starts `tickwire serve` on free loopback ports; resolves with its HTTP base URL. */
+async function startServer(dir: string): Promise<{ server: ChildProcess; baseUrl: string }> {
+  const log = createWriteStream(join(artifacts, "server.log"));
+  const server = spawn(
+    binary,
+    ["serve", "--http", "127.0.0.1:0", "--udp", "127.0.0.1:0", "--console", "127.0.0.1:0", "--shards", "1"],
+    {
+      cwd: dir,
+      env: { ...process.env, TICKWIRE_WEB__DIR: dist, RUST_LOG: "info" },
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
+  server.stderr!.pipe(log);
+  const lines = createInterface({ input: server.stdout! });
+  const baseUrl = await new Promise<string>((resolve, reject) => {
+    server.once("exit", (code) => reject(new Error(`tickwire serve exited with ${code}; see target/e2e/server.log`)));
+    server.once("error", reject);
+    lines.on("line", (line) => {
+      const http = /listening http=(\S+)/.exec(line)?.[1];
+      if (http !== undefined) {
+        resolve(`http://${http}`);
+      }
+    });
+  });
+  return { server, baseUrl };
+}
+
+async function debugView(page: Page): Promise<DebugView> {
+  return page.evaluate(() => structuredClone(window.__tickwire));
+}
+
+describe("the arena in chromium", () => {
+  let scratch: string;
+  let server: ChildProcess | undefined;
+  let baseUrl: string;
+  let map: ArenaMapInfo;
+  const bots: Bot[] = [];
+  let context: BrowserContext | undefined;
+  let page: Page;
+  const consoleErrors: string[] = [];
+
+  beforeAll(async () => {
+    mkdirSync(artifacts, { recursive: true });
+    expect(existsSync(join(dist, "index.html")), "the demo is built (npm run build in clients/ts/web)").toBe(true);
+    expect(existsSync(binary), `the server binary ${binary} exists (cargo build -p tickwire)`).toBe(true);
+    expect(existsSync(chromiumPath), `${chromiumPath} exists (apt-get install chromium)`).toBe(true);
+    scratch = mkdtempSync(join(tmpdir(), "tickwire-e2e-"));
+    ({ server, baseUrl } = await startServer(scratch));
+    map = await fetchArenaMap({ baseUrl });
+    for (let i = 1; i <= 2; i++) {
+      bots.push(startBot({ baseUrl, map, name: `bot-${i}`, seed: i }));
+    }
+    await waitFor("the bots to play", () => bots.every((bot) => bot.arena.status.state === "playing"));
+    context = await chromium.launchPersistentContext(join(scratch, "chromium-profile"), {
+      executablePath: chromiumPath,
+      headless: true,
+      viewport: { width: 1280, height: 800 },
+      args: [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        // WebGL without a GPU: chromium's software renderer.
+        "--enable-unsafe-swiftshader",
+      ],
+    });
+    page = context.pages()[0] ?? (await context.newPage());
+    page.on("console", (message) => {
+      if (message.type() === "error") consoleErrors.push(message.text());
+    });
+    page.on("pageerror", (error) => consoleErrors.push(String(error)));
+  });
+
+  afterAll(async () => {
+    await context?.close();
+    for (const bot of bots) bot.stop();
+    if (server !== undefined && server.exitCode === null) {
+      const exited = new Promise((resolve) => server!.once("exit", resolve));
+      server.kill("SIGTERM");
+      await exited;
+    }
+    if (scratch !== undefined) rmSync(scratch, { recursive: true, force: true });
+  });
+
+  it("joins, draws the others moving, moves on the server, chats, and looks like a game", async () => {
+    try {
+      await play();
+    } catch (error) {
+      // What the page showed and knew, for whoever reads the failure.
+      await page.screenshot({ path: join(artifacts, "failure.png") }).catch(() => {});
+      const view = await debugView(page).catch(() => null);
+      writeFileSync(join(artifacts, "failure.json"), JSON.stringify({ view, consoleErrors }, null, 2));
+      throw error;
+    }
+  });
+
+  async function play(): Promise<void> {
+    await page.goto(baseUrl);
+    await page.fill("#name", "e2e-player");
+    await page.click("#play");
+    await page.waitForFunction(() => window.__tickwire.state === "playing", null, { timeout: 20_000 });
+
+    // The bots come over (players see each other within 20 m), are drawn by name, and move.
+    const here = await waitFor("the local player", async () => (await debugView(page)).me ?? undefined);
+    for (const bot of bots) bot.target = { x: here.serverX, y: here.serverY };
+    const first = await waitFor("both bots drawn", async () => {
+      const view = await debugView(page);
+      const drawn = view.players.filter((p) => p.name.startsWith("bot-"));
+      return drawn.length === 2 ? drawn : undefined;
+    });
+    await waitFor("a bot to move on screen", async () => {
+      const view = await debugView(page);
+      return view.players.some((p) => {
+        const before = first.find((b) => b.id === p.id);
+        return before !== undefined && Math.hypot(p.x - before.x, p.y - before.y) > 0.5;
+      });
+    });
+
+    // Keys move the player, and the server says so: its exact position in the snapshots.
+    await page.click("#game canvas", { position: { x: 640, y: 400 } });
+    const start = await waitFor("the local player", async () => (await debugView(page)).me ?? undefined);
+    const key = start.serverX < map.width / 2 ? "KeyD" : "KeyA";
+    const sign = key === "KeyD" ? 1 : -1;
+    await page.keyboard.down(key);
+    const moved = await waitFor(`the server to move the player with ${key}`, async () => {
+      const me = (await debugView(page)).me;
+      return me !== null && (me.serverX - start.serverX) * sign > 1.5 ? me : undefined;
+    });
+    await page.keyboard.up(key);
+    expect(moved.alive).toBe(true);
+    // Once the keys are up, the prediction settles on the server's position, bit for bit
+    // (the same movement step on both sides) unless a bot is pushing.
+    await waitFor("the prediction to settle on the server's position", async () => {
+      const me = (await debugView(page)).me;
+      return me !== null && Math.hypot(me.x - me.serverX, me.y - me.serverY) < 0.01;
+    });
+
+    // A chat line goes to the server and comes back, to the page and to a bot.
+    await page.keyboard.press("Enter");
+    await page.keyboard.type("hello from chromium");
+    await page.keyboard.press("Enter");
+    await waitFor("the chat line back from the server", async () =>
+      (await debugView(page)).chat.some((line) => line.mine && line.text === "hello from chromium" && line.name === "e2e-player"),
+    );
+    await waitFor("a bot to hear the chat line", () =>
+      bots[0]!.arena.chat.some((line) => line.text === "hello from chromium" && line.name === "e2e-player"),
+    );
+
+    // Let the bots walk a little for the picture, then save it.
+    const frames = (await debugView(page)).frames;
+    await waitFor("a few more frames", async () => (await debugView(page)).frames > frames + 30);
+    await page.screenshot({ path: join(artifacts, "arena.png") });
+
+    const view = await debugView(page);
+    expect(view.problems, "nothing the server sent was refused").toBe(0);
+    expect(view.snapshotBytes).toBeGreaterThan(0);
+    expect(consoleErrors, "no errors in the page's console").toEqual([]);
+  }
+});
