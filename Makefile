@@ -3,15 +3,22 @@
 
 CARGO ?= cargo
 
-.PHONY: run test test-ts lint fmt bench-wire bench-udp bench-relay bench fuzz-smoke
+.PHONY: run web test test-ts test-e2e lint fmt bench-wire bench-udp bench-relay bench fuzz-smoke
 
-## Build and start the server: HTTP, matchmaking and ws on :8080, UDP on :7777, the admin
-## console on 127.0.0.1:7000. Ctrl-C shuts it down gracefully.
-run:
+## Build the browser client and start the server: open http://localhost:8080 and play.
+## HTTP, matchmaking and ws on :8080, UDP on :7777, the admin console on 127.0.0.1:7000.
+## Ctrl-C shuts it down gracefully.
+run: web
 	$(CARGO) run --release --locked -p tickwire -- serve
 
-## Every test: unit, integration, property, golden vectors and doc tests.
-test: test-ts
+## The browser client (clients/ts/web, pixi.js + vite) into clients/ts/web/dist, which
+## `tickwire serve` serves at / ([web] dir). Needs Node 20.19+.
+web:
+	cd clients/ts/web && npm ci --no-audit --no-fund --loglevel=error && npm run build --silent
+
+## Every test: unit, integration, property, golden vectors and doc tests, the TypeScript
+## SDK's and the browser end-to-end test.
+test: test-ts test-e2e
 	$(CARGO) test --workspace --locked --all-targets
 	$(CARGO) test --workspace --locked --doc
 
@@ -19,6 +26,13 @@ test: test-ts
 ## typecheck and the vitest suite (golden wire and movement vectors included).
 test-ts:
 	cd clients/ts && npm ci --no-audit --no-fund --loglevel=error && npm test --silent
+
+## The browser end to end: the built client served by a debug `tickwire serve` on free
+## ports, two SDK bots over WebSocket, Debian's chromium (/usr/bin/chromium, never a
+## downloaded browser) driven by playwright-core. Screenshot and logs in target/e2e/.
+test-e2e: web
+	$(CARGO) build --locked -p tickwire
+	cd clients/ts/web && npm run test:e2e --silent
 
 ## What CI checks besides the tests.
 lint:

@@ -29,6 +29,9 @@ export interface DebugView {
   chat: { name: string; text: string; mine: boolean }[];
   snapshots: number;
   snapshotBytes: number;
+  /** Kills and hits the page was told of (kills go to everyone, hits to the two involved). */
+  kills: number;
+  hits: number;
   rttMs: number | null;
   frames: number;
   problems: number;
@@ -49,6 +52,8 @@ window.__tickwire = {
   chat: [],
   snapshots: 0,
   snapshotBytes: 0,
+  kills: 0,
+  hits: 0,
   rttMs: null,
   frames: 0,
   problems: 0,
@@ -177,6 +182,7 @@ function play(name: string, map: ArenaMapInfo, scene: Scene): void {
   });
   arena.on("chat", (line) => hud.chat(line));
   arena.on("kill", (kill) => {
+    debug.kills += 1;
     const now = performance.now();
     const you = arena.you;
     hud.kill(kill.killerName, kill.victimName, kill.killer === you || kill.victim === you);
@@ -185,7 +191,10 @@ function play(name: string, map: ArenaMapInfo, scene: Scene): void {
       killedBy = kill.killer === you ? "yourself" : kill.killerName;
     }
   });
-  arena.on("hit", (hit) => scene.hit(hit.victim, hit.damage, performance.now()));
+  arena.on("hit", (hit) => {
+    debug.hits += 1;
+    scene.hit(hit.victim, hit.damage, performance.now());
+  });
   arena.on("announcement", (text) => {
     hud.toast(`📢 ${text}`);
     hud.system(`server: ${text}`);

@@ -24,6 +24,19 @@ export function cssColor(color: number): string {
   return `#${color.toString(16).padStart(6, "0")}`;
 }
 
+/** Whether WebGL runs on the CPU (SwiftShader, llvmpipe): a GPU-less machine or a headless browser. */
+function softwareRenderer(): boolean {
+  const canvas = document.createElement("canvas");
+  const gl = canvas.getContext("webgl2") ?? canvas.getContext("webgl");
+  if (gl === null) {
+    return false;
+  }
+  const info = gl.getExtension("WEBGL_debug_renderer_info");
+  const renderer = String(gl.getParameter(info === null ? gl.RENDERER : info.UNMASKED_RENDERER_WEBGL));
+  gl.getExtension("WEBGL_lose_context")?.loseContext();
+  return /swiftshader|llvmpipe|softpipe|software/i.test(renderer);
+}
+
 interface Sprite {
   root: Container;
   body: Graphics;
@@ -66,7 +79,8 @@ export class Scene {
 
   static async create(host: HTMLElement): Promise<Scene> {
     const app = new Application();
-    await app.init({ resizeTo: window, background: "#171a21", antialias: true, preference: "webgl" });
+    // Multisampling doubles the cost of a frame on a software renderer (no GPU): skip it there.
+    await app.init({ resizeTo: window, background: "#171a21", antialias: !softwareRenderer(), preference: "webgl" });
     host.appendChild(app.canvas);
     return new Scene(app);
   }

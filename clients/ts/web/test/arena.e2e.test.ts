@@ -113,8 +113,6 @@ describe("the arena in chromium", () => {
         "--disable-background-networking",
         "--disable-component-update",
         "--disable-sync",
-        // WebGL without a GPU: chromium's software renderer.
-        "--enable-unsafe-swiftshader",
       ],
     });
     page = context.pages()[0] ?? (await context.newPage());
@@ -199,9 +197,12 @@ describe("the arena in chromium", () => {
       bots[0]!.arena.chat.some((line) => line.text === "hello from chromium" && line.name === "e2e-player"),
     );
 
-    // Let the bots walk a little for the picture, then save it.
+    // The bots open fire: a kill reaches everyone (hits only the two involved), and the
+    // page draws the fight. Then the picture.
+    for (const bot of bots) bot.fire = true;
+    await waitFor("a kill", async () => (await debugView(page)).kills > 0, 60_000);
     const frames = (await debugView(page)).frames;
-    await waitFor("a few more frames", async () => (await debugView(page)).frames > frames + 30);
+    await waitFor("a few more frames", async () => (await debugView(page)).frames > frames + 3);
     await page.screenshot({ path: join(artifacts, "arena.png") });
 
     const view = await debugView(page);

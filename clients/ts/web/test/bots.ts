@@ -15,6 +15,8 @@ export interface Bot {
   arena: ArenaClientType;
   /** Where to wander around (metres); the map's centre at first. */
   target: { x: number; y: number };
+  /** Shoot at the nearest player. */
+  fire: boolean;
   stop(): void;
 }
 
@@ -56,6 +58,7 @@ export function startBot(options: BotOptions): Bot {
     name: options.name,
     arena,
     target: { x: options.map.width / 2, y: options.map.height / 2 },
+    fire: options.fire ?? false,
     stop() {
       clearInterval(timer);
       arena.close();
@@ -78,7 +81,7 @@ export function startBot(options: BotOptions): Bot {
         heading = Math.atan2(bot.target.y - me.y, bot.target.x - me.x) + (next() - 0.5) * 0.6;
       }
       const target = view.players.filter((p) => p.alive).sort((a, b) => dist(a, me) - dist(b, me))[0];
-      if (target !== undefined && options.fire === true) {
+      if (target !== undefined && bot.fire) {
         aim = Math.atan2(target.y - me.y, target.x - me.x);
         buttons = FIRE;
       }
