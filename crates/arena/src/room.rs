@@ -701,7 +701,7 @@ impl Room for ArenaRoom {
             self.handle_event(ctx, event);
         }
         let interval = u64::from(self.config.scoreboard_interval_ticks.max(1));
-        if self.scores_changed && self.world.tick() % interval == 0 {
+        if self.scores_changed && self.world.tick().is_multiple_of(interval) {
             self.scores_changed = false;
             let scores = self.scoreboard();
             if let Some(bytes) = self.encode_message(&scores) {
