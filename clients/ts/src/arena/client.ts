@@ -59,8 +59,9 @@ export interface ArenaClientOptions extends Omit<TickwireClientOptions, "request
   /** The matchmaking request. Default `{ kind: "arena", name }`. */
   request?: MatchmakeRequest;
   /**
-   * Give up on a connection after this long without a message, ms. Default 3000: the arena
-   * sends a snapshot every tick, so silence means a dead link, and the seat is kept.
+   * Give up on a connection after this long without a message, ms. Default 5000: the arena
+   * sends a snapshot every tick, so silence means a dead link (the server's own limit is
+   * 10 s), and the seat is kept.
    */
   silenceTimeoutMs?: number | null;
   /** How far in the past other players are drawn, ms. Default 100. */
@@ -233,7 +234,7 @@ export class ArenaClient {
     this.client = new TickwireClient({
       ...rest,
       request: request ?? { kind: "arena", ...(name !== undefined ? { name } : {}) },
-      silenceTimeoutMs: silenceTimeoutMs === undefined ? 3000 : silenceTimeoutMs,
+      silenceTimeoutMs: silenceTimeoutMs === undefined ? 5000 : silenceTimeoutMs,
     });
     this.client.on("matched", (answer) => this.setStatus({ state: "connecting", reconnect: answer.reconnect }));
     this.client.on("connected", () => {
@@ -473,6 +474,8 @@ export class ArenaClient {
         return;
       case "Left":
         this.namesById.delete(message.id);
+        // Off the table now, not at the next scoreboard.
+        this.scoresValue = this.scoresValue.filter((score) => score.id !== message.id);
         return;
       case "Scores":
         this.scoresValue = message.scores;

@@ -77,6 +77,8 @@ export type WsConnectionState = "opening" | "handshaking" | "connected" | "close
 const OPEN = 1;
 /** Close code a client uses for a server that broke the protocol (RFC 6455). */
 const PROTOCOL_ERROR = 1002;
+/** A second look before a silence counts (see `heard`), ms. */
+const SILENCE_CONFIRM_MS = 250;
 /** What a client that gave up on a silent server closes with: the server keeps the seat. */
 const CLOSE_TIMED_OUT = 4002;
 
@@ -262,20 +264,30 @@ export class WsConnection {
     }, ms);
   }
 
-  /** Restarts the silence limit: a timer at the limit that re-arms itself for the time left. */
+  /**
+   * Restarts the silence limit: a timer at the limit that re-arms itself for the time left.
+   * Silence is confirmed once more a moment later before giving up: a page whose main
+   * thread was blocked (a long frame, a starved machine) runs this timer before the
+   * messages that arrived meanwhile, and must not take its own stall for the server's.
+   */
   private heard(): void {
     this.lastHeard = this.clock.now();
     if (this.silenceTimeoutMs === null || this.timer !== null) {
       return;
     }
     const limit = this.silenceTimeoutMs;
+    let confirming = false;
     const check = (): void => {
       this.timer = null;
       const quiet = this.clock.now() - this.lastHeard;
-      if (quiet >= limit) {
-        this.closeWith("server_silent", 4000, `nothing from the server for ${limit} ms`, false);
-      } else {
+      if (quiet < limit) {
+        confirming = false;
         this.timer = this.clock.schedule(check, limit - quiet);
+      } else if (!confirming) {
+        confirming = true;
+        this.timer = this.clock.schedule(check, SILENCE_CONFIRM_MS);
+      } else {
+        this.closeWith("server_silent", 4000, `nothing from the server for ${limit} ms`, false);
       }
     };
     this.timer = this.clock.schedule(check, limit);

@@ -58,6 +58,7 @@ export class Hud {
   private readonly bannerText = $("banner-text");
   private readonly bannerAction = $("banner-action") as HTMLButtonElement;
   private readonly toasts = $("toasts");
+  private readonly notice = $("notice");
   private lastScores = "";
 
   show(): void {
@@ -73,7 +74,7 @@ export class Hud {
       `kB/s      ${kb(report.bytesInPerSecond)} in · ${kb(report.bytesOutPerSecond)} out\n` +
       `snapshot  ${snapshotBytes} B\n` +
       `fps       ${fps.toFixed(0)}` +
-      (renderDelayMs === null ? "" : ` · drawn ${renderDelayMs.toFixed(0)} ms back`);
+      (renderDelayMs === null || renderDelayMs < 0 ? "" : ` · drawn ${renderDelayMs.toFixed(0)} ms back`);
   }
 
   scoreboard(scores: readonly Score[], nameOf: (id: number) => string, you: number | null): void {
@@ -169,6 +170,12 @@ export class Hud {
     setTimeout(() => item.remove(), 5000);
   }
 
+  /** A standing notice under the game (`null` hides it): news that does not stop play. */
+  setNotice(text: string | null): void {
+    this.notice.hidden = text === null;
+    this.notice.textContent = text ?? "";
+  }
+
   /** A banner over the game (`null` hides it); an action button when one is given. */
   setBanner(text: string | null, options: { error?: boolean; action?: { label: string; run: () => void } } = {}): void {
     if (text === null) {
@@ -186,8 +193,12 @@ export class Hud {
     }
   }
 
-  /** The banner for a status; `retryAt` is when the next attempt starts (ms, page clock). */
-  status(status: ArenaStatus, retryAt: number | null, now: number, rejoin: () => void): void {
+  /**
+   * The banner for a status; `retryAt` is when the next attempt starts (ms, page clock).
+   * `shutdown`: the server said it was shutting down, so failures to reach it since mean
+   * a restart, not a broken network.
+   */
+  status(status: ArenaStatus, retryAt: number | null, now: number, rejoin: () => void, shutdown = false): void {
     switch (status.state) {
       case "playing":
         this.setBanner(null);
@@ -197,11 +208,12 @@ export class Hud {
         return;
       case "reconnecting": {
         const wait = retryAt === null ? 0 : Math.max(0, (retryAt - now) / 1000);
-        this.setBanner(`${describeReason(status.reason)}. Reconnecting${wait > 0.05 ? ` in ${wait.toFixed(1)} s` : "…"}`);
+        const why = shutdown ? "The server shut down (a restart?)" : describeReason(status.reason);
+        this.setBanner(`${why}. Reconnecting${wait > 0.05 ? ` in ${wait.toFixed(1)} s` : "…"}`);
         return;
       }
       case "ended":
-        this.setBanner(`${describeReason(status.reason)}.`, {
+        this.setBanner(`${shutdown ? "The server shut down" : describeReason(status.reason)}.`, {
           error: status.reason !== "requested",
           action: { label: "Rejoin", run: rejoin },
         });

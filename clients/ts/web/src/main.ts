@@ -155,8 +155,14 @@ function play(name: string, map: ArenaMapInfo, scene: Scene): void {
   const rejoin = (): void => location.reload();
 
   arena.client.on("matched", (answer) => sessionStorage.setItem(SESSION_KEY, `${name}\n${answer.session}`));
+  let shutdownSeen = false;
   arena.on("status", (status) => {
     debug.state = status.state;
+    if (status.state === "playing") {
+      shutdownSeen = false;
+    } else if (status.state === "reconnecting" && status.reason === "server_shutdown") {
+      shutdownSeen = true;
+    }
     retryAt = status.state === "reconnecting" && status.retryInMs !== null ? performance.now() + status.retryInMs : null;
     if (status.state === "reconnecting" || status.state === "ended") {
       wasDisconnected = true;
@@ -168,8 +174,13 @@ function play(name: string, map: ArenaMapInfo, scene: Scene): void {
     }
     if (status.state === "ended" && status.reason !== "requested") {
       controls.release();
+      // A session this server no longer knows (a restart) would fail the Rejoin too.
+      if (["unauthorized", "not_found", "bad_request", "kicked"].includes(status.reason)) {
+        sessionStorage.removeItem(SESSION_KEY);
+      }
     }
-    hud.status(status, retryAt, performance.now(), rejoin);
+    const restart = shutdownSeen && !(status.state === "reconnecting" && status.reason === "server_shutdown");
+    hud.status(status, retryAt, performance.now(), rejoin, restart);
   });
   arena.on("welcome", (welcome) => {
     welcomedAt = performance.now();
@@ -271,7 +282,23 @@ function play(name: string, map: ArenaMapInfo, scene: Scene): void {
       }
     }
   });
-  window.addEventListener("pagehide", () => arena.close());
+  // A draining server keeps its games running but takes no one new: say so while it lasts.
+  // (The page leaves with the browser's own close, 1001, which keeps the seat for a reload.)
+  const checkReady = async (): Promise<void> => {
+    try {
+      const response = await fetch("/readyz", { cache: "no-store" });
+      const text = await response.text();
+      hud.setNotice(
+        response.status === 503 && text.includes("draining")
+          ? "The server is draining for a restart: play on, but no one new can join."
+          : null,
+      );
+    } catch {
+      // Unreachable: the connection's banner says so, and this news is stale.
+      hud.setNotice(null);
+    }
+  };
+  setInterval(() => void checkReady(), 3000);
 
   arena.start();
 
@@ -321,7 +348,7 @@ function play(name: string, map: ArenaMapInfo, scene: Scene): void {
         killedBy = null;
       }
       if (arena.status.state === "reconnecting") {
-        hud.status(arena.status, retryAt, now, rejoin);
+        hud.status(arena.status, retryAt, now, rejoin, shutdownSeen && arena.status.reason !== "server_shutdown");
       }
       debug.rttMs = report.rttMs;
     }

@@ -2,8 +2,8 @@
 // bots over WebSocket (the SDK in Node), and Debian's chromium driven by playwright-core.
 // The page joins with a name; the test checks that the bots are drawn and move, that keys
 // move the local player *on the server* (the snapshot's exact own position), that a chat
-// line comes back, and saves a screenshot to target/e2e/. Every wait polls a condition
-// under a deadline.
+// line comes back, saves a screenshot to target/e2e/, then drains and stops the server and
+// checks the page says so. Every wait polls a condition under a deadline.
 //
 // Needs: the demo built (`npm run build`), the binary built (`cargo build -p tickwire`, or
 // TICKWIRE_BIN), /usr/bin/chromium (or CHROMIUM). `make test-e2e` does all of it.
@@ -26,6 +26,7 @@ const dist = fileURLToPath(new URL("../dist/", import.meta.url));
 const artifacts = join(repo, "target", "e2e");
 const binary = process.env.TICKWIRE_BIN ?? join(repo, "target", "debug", "tickwire");
 const chromiumPath = process.env.CHROMIUM ?? "/usr/bin/chromium";
+const ADMIN_TOKEN = "e2e-admin-token";
 
 /** Polls `check` every 50 ms until it returns a value that is not `undefined`/`false`, or fails naming `what`. */
 async function waitFor<T>(what: string, check: () => T | undefined | false | Promise<T | undefined | false>, ms = 20_000): Promise<T> {
@@ -55,7 +56,7 @@ async function startServer(dir: string): Promise<{ server: ChildProcess; baseUrl
     ["serve", "--http", "127.0.0.1:0", "--udp", "127.0.0.1:0", "--console", "127.0.0.1:0", "--shards", "1"],
     {
       cwd: dir,
-      env: { ...process.env, TICKWIRE_WEB__DIR: dist, RUST_LOG: "info" },
+      env: { ...process.env, TICKWIRE_WEB__DIR: dist, TICKWIRE_ADMIN__TOKEN: ADMIN_TOKEN, RUST_LOG: "info" },
       stdio: ["ignore", "pipe", "pipe"],
     },
   );
@@ -209,5 +210,25 @@ describe("the arena in chromium", () => {
     expect(view.problems, "nothing the server sent was refused").toBe(0);
     expect(view.snapshotBytes).toBeGreaterThan(0);
     expect(consoleErrors, "no errors in the page's console").toEqual([]);
+
+    // A drain: the page says the server takes no one new, and the game goes on.
+    const drained = await fetch(`${baseUrl}/api/admin/drain`, { method: "POST", headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+    expect(drained.status).toBe(200);
+    await page.waitForSelector("#notice:not([hidden])", { timeout: 20_000 });
+    expect(await page.textContent("#notice")).toContain("draining");
+    expect((await debugView(page)).state).toBe("playing");
+
+    // Then the shutdown: the page says so (and keeps drawing) instead of freezing.
+    server!.kill("SIGTERM");
+    await page.waitForFunction(() => /shutting down/.test(document.getElementById("banner-text")?.textContent ?? ""), null, {
+      timeout: 20_000,
+    });
+    // Retries find no server: the page keeps saying why, and when it tries again.
+    await page.waitForFunction(() => /server shut down/.test(document.getElementById("banner-text")?.textContent ?? ""), null, {
+      timeout: 20_000,
+    });
+    const frames2 = (await debugView(page)).frames;
+    await waitFor("frames after the shutdown", async () => (await debugView(page)).frames > frames2 + 2);
+    await page.screenshot({ path: join(artifacts, "shutdown.png") });
   }
 });
