@@ -48,6 +48,10 @@ pub struct WorldConfig {
     pub score_per_kill: u32,
     /// Score for a hit. Default 1.
     pub score_per_hit: u32,
+    /// Ticks between two warps of one player ([`InputCommand::WARP`](crate::InputCommand::WARP):
+    /// through the nearest teleport pad from anywhere). Default 600 (10 s at 60 Hz): a way
+    /// to rejoin the action, not a way to dodge every fight.
+    pub warp_cooldown_ticks: u32,
 }
 
 impl Default for WorldConfig {
@@ -70,6 +74,7 @@ impl Default for WorldConfig {
             idle_stop_ticks: 30,
             score_per_kill: 10,
             score_per_hit: 1,
+            warp_cooldown_ticks: 600,
         }
     }
 }

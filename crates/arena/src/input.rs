@@ -17,8 +17,8 @@
 //! - a sequence not newer than the last one *applied* by a step is a duplicate or arrived too
 //!   late: ignored and counted as stale;
 //! - the newest sequence seen supplies movement and aim (latest intent wins);
-//! - a fire press in *any* non-stale command fires (once, rate permitting), so a press is not
-//!   lost when a newer command without it arrives in the same tick;
+//! - a fire or warp press in *any* non-stale command counts (once, rate permitting), so a
+//!   press is not lost when a newer command without it arrives in the same tick;
 //! - the step records the newest sequence as applied; snapshots carry it so the client can
 //!   drop the inputs the server has seen and replay the rest (reconciliation).
 //!
@@ -72,7 +72,8 @@ pub struct InputCommand {
     /// Where the player aims, radians from `+x` towards `+y`, in `-π..=π`.
     #[wire(quantize(min = -PI, max = PI, resolution = AIM_RESOLUTION))]
     pub aim: f32,
-    /// Buttons held, one bit each ([`InputCommand::FIRE`]); 4 bits on the wire.
+    /// Buttons held, one bit each ([`InputCommand::FIRE`], [`InputCommand::WARP`]); 4 bits
+    /// on the wire.
     #[wire(bits = 4)]
     pub buttons: u8,
 }
@@ -80,8 +81,11 @@ pub struct InputCommand {
 impl InputCommand {
     /// Button bit: fire.
     pub const FIRE: u8 = 1;
+    /// Button bit: warp through the nearest teleport pad, from anywhere, once the warp has
+    /// cooled down ([`WorldConfig::warp_cooldown_ticks`](crate::WorldConfig::warp_cooldown_ticks)).
+    pub const WARP: u8 = 2;
     /// Every defined button bit.
-    pub const BUTTONS: u8 = Self::FIRE;
+    pub const BUTTONS: u8 = Self::FIRE | Self::WARP;
 
     /// The movement intent as a vector.
     pub fn movement(&self) -> Vec2 {
@@ -91,6 +95,11 @@ impl InputCommand {
     /// Whether fire is held.
     pub fn fire(&self) -> bool {
         self.buttons & Self::FIRE != 0
+    }
+
+    /// Whether warp is held.
+    pub fn warp(&self) -> bool {
+        self.buttons & Self::WARP != 0
     }
 
     /// Refuses values no honest client sends (see the module docs).
@@ -202,6 +211,8 @@ pub struct InputStats {
     pub unknown_buttons: u64,
     /// Fire presses ignored because the player's weapon was not ready.
     pub fire_rate_limited: u64,
+    /// Warp presses ignored because the player's warp was cooling down.
+    pub warp_rate_limited: u64,
 }
 
 impl InputStats {
@@ -230,8 +241,8 @@ pub(crate) struct PendingInput {
     applied: Option<u16>,
     /// The newest command since the last step.
     newest: Option<InputCommand>,
-    /// Whether any command since the last step held fire.
-    fire: bool,
+    /// The buttons any command since the last step held.
+    pressed: u8,
 }
 
 /// What a step takes from a player's pending inputs.
@@ -239,8 +250,8 @@ pub(crate) struct PendingInput {
 pub(crate) struct TakenInput {
     /// The newest command, if any arrived since the last step.
     pub(crate) newest: Option<InputCommand>,
-    /// Whether any of them held fire.
-    pub(crate) fire: bool,
+    /// The buttons any of them held.
+    pub(crate) pressed: u8,
 }
 
 impl PendingInput {
@@ -254,7 +265,7 @@ impl PendingInput {
                 applied,
             });
         }
-        self.fire |= command.fire();
+        self.pressed |= command.buttons;
         let waiting = self.newest.is_some();
         match &mut self.newest {
             Some(newest) if !sequence_newer(command.sequence, newest.sequence) => {}
@@ -267,7 +278,7 @@ impl PendingInput {
     pub(crate) fn take(&mut self) -> TakenInput {
         let taken = TakenInput {
             newest: self.newest.take(),
-            fire: std::mem::take(&mut self.fire),
+            pressed: std::mem::take(&mut self.pressed),
         };
         if let Some(newest) = taken.newest {
             self.applied = Some(newest.sequence);
@@ -397,10 +408,10 @@ mod tests {
         let taken = pending.take();
         assert_eq!(taken.newest.unwrap().sequence, 3);
         assert_eq!(taken.newest.unwrap().move_x, 0.75);
-        assert!(taken.fire);
+        assert_eq!(taken.pressed, InputCommand::FIRE);
         assert_eq!(pending.applied(), Some(3));
         let taken = pending.take();
-        assert!(taken.newest.is_none() && !taken.fire, "nothing new");
+        assert!(taken.newest.is_none() && taken.pressed == 0, "nothing new");
         assert_eq!(pending.applied(), Some(3), "kept across empty ticks");
     }
 
@@ -419,6 +430,6 @@ mod tests {
             );
         }
         assert!(pending.merge(&command(1, 0.0, false)).is_ok(), "wrapped");
-        assert!(!pending.take().fire, "stale presses are not merged");
+        assert!(pending.take().pressed == 0, "stale presses are not merged");
     }
 }

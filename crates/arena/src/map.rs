@@ -263,6 +263,23 @@ impl ArenaMap {
         let index = self.pads.first_containing(point)?;
         Some((index, &self.teleports[index]))
     }
+
+    /// The teleport whose pad is nearest to `point` (the first listed on a tie): where a
+    /// warp goes. A linear scan: maps have a few dozen pads, and warps are rare.
+    pub fn teleport_nearest(&self, point: Vec2) -> Option<(usize, &Teleport)> {
+        let distance_sq = |teleport: &Teleport| {
+            let pad = teleport.pad;
+            let nearest = Vec2::new(
+                point.x.clamp(pad.min.x, pad.max.x),
+                point.y.clamp(pad.min.y, pad.max.y),
+            );
+            (nearest - point).length_squared()
+        };
+        self.teleports
+            .iter()
+            .enumerate()
+            .min_by(|(_, a), (_, b)| distance_sq(a).total_cmp(&distance_sq(b)))
+    }
 }
 
 /// Checks a map's content and indexes it; `spawns` carry their names for errors.

@@ -45,6 +45,8 @@ pub struct Player {
     pub(crate) respawn_tick: Option<u64>,
     /// First tick at which the player may fire again.
     pub(crate) next_fire_tick: u64,
+    /// First tick at which the player may warp again.
+    pub(crate) next_warp_tick: u64,
     /// Ticks since the last input arrived.
     pub(crate) idle_ticks: u32,
     pub(crate) input: PendingInput,

@@ -17,12 +17,14 @@
 //!    of `separation_stiffness × overlap` to each side; a player's total push is capped at
 //!    `max_push` and then walls push the player back out (Jacobi style, so the result does
 //!    not depend on which pair is visited first).
-//! 4. Players on a teleport pad move to a random point of its destination (seeded RNG).
+//! 4. Players on a teleport pad move to a random point of its destination (seeded RNG), and
+//!    so do players who pressed warp ([`InputCommand::WARP`]) and whose warp has cooled
+//!    down, through the pad nearest to them (seed 003's burst of teleport requests).
 //!    Overlap at the destination is not avoided: step 3 spreads a crowd over the next ticks,
 //!    at most `max_push` per player per tick. Each teleport is an O(1) grid move, so 5,000
 //!    players landing in one 200 m² zone in one tick is 5,000 cheap updates; the following
 //!    ticks pay for the crowd's separation, which the grid keeps proportional to each
-//!    player's neighbours.
+//!    player's neighbours. Warps pressed too soon are counted and dropped.
 //! 5. Players who pressed fire and whose weapon is ready fire from their centre along their
 //!    aim; presses while not ready are counted and dropped.
 //! 6. Bullets move, swept against walls and players (never the shooter); the first thing
@@ -120,7 +122,8 @@ pub struct World {
     walls_near: Vec<u32>,
     pushes: Vec<Vec2>,
     positions: Vec<Vec2>,
-    fire_pressed: Vec<bool>,
+    /// Per slot: the buttons pressed since the last step ([`InputCommand::BUTTONS`]).
+    pressed: Vec<u8>,
 }
 
 impl World {
@@ -156,7 +159,7 @@ impl World {
             walls_near,
             pushes: Vec::new(),
             positions: Vec::new(),
-            fire_pressed: Vec::new(),
+            pressed: Vec::new(),
         })
     }
 
@@ -224,6 +227,7 @@ impl World {
             health: self.config.max_health,
             respawn_tick: None,
             next_fire_tick: 0,
+            next_warp_tick: 0,
             idle_ticks: 0,
             input: PendingInput::default(),
             stats: PlayerStats::default(),
@@ -239,7 +243,7 @@ impl World {
         );
         reserve_total(&mut self.pushes, players);
         reserve_total(&mut self.positions, players);
-        reserve_total(&mut self.fire_pressed, players);
+        reserve_total(&mut self.pressed, players);
         if self.events.capacity() < 2 * players {
             self.events.reserve(2 * players - self.events.len());
         }
@@ -441,8 +445,8 @@ impl World {
     }
 
     fn apply_inputs(&mut self) {
-        self.fire_pressed.clear();
-        self.fire_pressed.resize(self.players.len(), false);
+        self.pressed.clear();
+        self.pressed.resize(self.players.len(), 0);
         let walls = self.map.walls();
         for (slot, player) in self.players.iter_mut().enumerate() {
             let taken = player.input.take();
@@ -462,7 +466,7 @@ impl World {
             if !player.is_alive() {
                 continue;
             }
-            self.fire_pressed[slot] = taken.fire;
+            self.pressed[slot] = taken.pressed;
             if player.movement == Vec2::ZERO {
                 continue;
             }
@@ -538,6 +542,7 @@ impl World {
         }
     }
 
+    /// Players on a pad, and players warping, go to a random point of the pad's zone.
     fn teleport(&mut self) {
         let inset = self.config.player_radius;
         for slot in 0..self.players.len() {
@@ -546,9 +551,24 @@ impl World {
                 continue;
             }
             let from = player.position;
-            let Some((index, teleport)) = self.map.teleport_at(from) else {
+            let on_pad = self.map.teleport_at(from);
+            let warp = on_pad.is_none() && self.pressed[slot] & InputCommand::WARP != 0;
+            let through = match on_pad {
+                Some(pad) => Some(pad),
+                None if warp && self.tick < player.next_warp_tick => {
+                    self.input_stats.warp_rate_limited += 1;
+                    None
+                }
+                None if warp => self.map.teleport_nearest(from),
+                None => None,
+            };
+            let Some((index, teleport)) = through else {
                 continue;
             };
+            if warp {
+                self.players[slot].next_warp_tick =
+                    self.tick + u64::from(self.config.warp_cooldown_ticks);
+            }
             let zone = teleport.destination;
             let landing = Vec2::new(
                 random_within(&mut self.rng, zone.min.x + inset, zone.max.x - inset),
@@ -574,7 +594,7 @@ impl World {
 
     fn fire(&mut self) {
         for (slot, player) in self.players.iter_mut().enumerate() {
-            if !self.fire_pressed[slot] || !player.is_alive() {
+            if self.pressed[slot] & InputCommand::FIRE == 0 || !player.is_alive() {
                 continue;
             }
             if self.tick < player.next_fire_tick {

@@ -357,3 +357,90 @@ fn a_hostile_sender_is_counted_then_kicked() {
         "six violations with a limit of five did not kick the sender"
     );
 }
+
+#[test]
+fn snapshots_go_out_every_interval_and_at_once_after_a_warp() {
+    let config = ArenaConfig {
+        snapshot_interval_ticks: 3,
+        ..ArenaConfig::default()
+    };
+    let (mut shard, _sink, start) = setup(config.clone());
+    let mut clients = vec![Client::new(1), Client::new(2), Client::new(3)];
+    for client in &clients {
+        shard
+            .join(start, RoomId(1), client.id, format!("p{}", client.id.0))
+            .unwrap();
+    }
+    route(&mut shard, &mut clients, &config);
+    let step = Duration::from_secs(1) / 60;
+    let mut now = start;
+    let mut per_tick = Vec::new();
+    for _ in 0..30 {
+        now += step;
+        let before: Vec<u32> = clients.iter().map(|c| c.snapshots).collect();
+        shard.run(now);
+        route(&mut shard, &mut clients, &config);
+        let got: Vec<bool> = clients
+            .iter()
+            .zip(&before)
+            .map(|(client, before)| client.snapshots > *before)
+            .collect();
+        per_tick.push(got);
+    }
+    for (index, client) in clients.iter().enumerate() {
+        assert_eq!(
+            client.snapshots, 10,
+            "player {index}: one snapshot in three ticks"
+        );
+    }
+    assert!(
+        per_tick
+            .iter()
+            .all(|got| got.iter().filter(|g| **g).count() == 1),
+        "the players' snapshots are spread over the ticks: {per_tick:?}"
+    );
+
+    // Right after player 1's snapshot tick, a warp: the next tick is not theirs, but its
+    // snapshot comes at once, showing them where the confirmation says they landed.
+    while !per_tick.last().unwrap()[0] {
+        now += step;
+        let before = clients[0].snapshots;
+        shard.run(now);
+        route(&mut shard, &mut clients, &config);
+        per_tick.push(vec![clients[0].snapshots > before]);
+    }
+    clients[0].sequence += 1;
+    let mut warp = ClientInput::new(clients[0].decoder.as_ref().unwrap().newest());
+    warp.push(InputCommand {
+        sequence: clients[0].sequence,
+        buttons: InputCommand::WARP,
+        ..InputCommand::default()
+    });
+    shard.message(
+        now,
+        clients[0].id,
+        1,
+        Bytes::from(encode_to_vec(&warp).unwrap()),
+    );
+    let before = clients[0].snapshots;
+    now += step;
+    shard.run(now);
+    route(&mut shard, &mut clients, &config);
+    assert_eq!(
+        clients[0].snapshots,
+        before + 1,
+        "a snapshot right after the warp"
+    );
+    let landed = clients[0]
+        .events
+        .iter()
+        .find_map(|event| match event {
+            ServerMessage::Teleported { x, y, .. } => Some(Vec2::new(*x, *y)),
+            _ => None,
+        })
+        .expect("the warp is confirmed");
+    assert_eq!(
+        clients[0].decoder.as_ref().unwrap().current().me.position,
+        landed
+    );
+}

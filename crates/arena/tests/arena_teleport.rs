@@ -138,3 +138,51 @@ fn five_thousand_players_teleport_into_the_plaza_in_one_tick() {
         "overlapping pairs: {at_landing} at landing, still {a_second_later} a second later"
     );
 }
+
+#[test]
+fn warping_goes_through_the_nearest_pad_and_cools_down() {
+    let map = Arc::new(BuiltinMap::Courtyard.load().unwrap());
+    let config = WorldConfig {
+        warp_cooldown_ticks: 30,
+        ..WorldConfig::default()
+    };
+    let mut world = World::new(map, config, 12).unwrap();
+    let key = PlayerKey(1);
+    world.join(key).unwrap();
+    // Nearer the east pad (36, 19)–(38, 21) than the west one, far from both.
+    world.place(key, Vec2::new(30.0, 24.0)).unwrap();
+    let east = world.map().teleports()[1].clone();
+    let warp = |sequence| InputCommand {
+        sequence,
+        buttons: InputCommand::WARP,
+        ..InputCommand::default()
+    };
+    world.step(&[(key, warp(1))]);
+    match world.poll_event() {
+        Some(GameEvent::Teleported { teleport, to, .. }) => {
+            assert_eq!(teleport, 1, "through the nearest pad");
+            assert!(
+                east.destination.contains(to),
+                "{to:?} is in the east pad's zone"
+            );
+        }
+        other => panic!("expected a warp, got {other:?}"),
+    }
+    // Pressed again at once: cooling down, counted, nothing happens.
+    world.place(key, Vec2::new(30.0, 24.0)).unwrap();
+    world.step(&[(key, warp(2))]);
+    assert_eq!(world.poll_event(), None);
+    assert_eq!(world.input_stats().warp_rate_limited, 1);
+    for _ in 0..30 {
+        world.step(&[]);
+    }
+    world.step(&[(key, warp(3))]);
+    assert!(
+        matches!(
+            world.poll_event(),
+            Some(GameEvent::Teleported { teleport: 1, .. })
+        ),
+        "the warp works again after its cooldown"
+    );
+    world.check_invariants().unwrap();
+}

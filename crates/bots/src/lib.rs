@@ -18,7 +18,11 @@
 //! | [`engine::run`], [`engine::RunConfig`] | connect the bots, run the schedule, report |
 //! | [`engine::RunReport`] | the figures: deliveries, latency, RTT, packets, CPU |
 //! | [`engine::Observer`], [`engine::Live`] | phases and live counters for a display |
-//! | [`scenario::Scenario`], [`scenario::RelayScenario`] | what the bots do (`sfs`, `nettest`) |
+//! | [`scenario::Scenario`], [`scenario::BotLogic`] | what the bots do, bot by bot |
+//! | [`scenario::RelayScenario`] | relay rooms: `sfs` (seed 001), `nettest` (seed 004) |
+//! | [`scenario::ArenaScenario`] | arena players: `hobo` (seed 000), `teleport` (seed 003), `arena` |
+//! | [`plan::Plan`] | the run's schedule and rooms, as every bot sees it |
+//! | [`meter::Meter`], [`meter::ArenaFigures`] | what a group measures; the arena's figures |
 //! | [`tally::Tally`], [`tally::SeqWindow`] | expected versus delivered, latency histogram |
 //! | [`stamp::Stamp`] | sender, sequence and scheduled time at the head of each message |
 //! | [`proc_stat`] | a process's CPU time and RSS from `/proc` |
@@ -29,6 +33,8 @@
 #![warn(missing_docs)]
 
 pub mod engine;
+pub mod meter;
+pub mod plan;
 pub mod proc_stat;
 pub mod scenario;
 pub mod stamp;

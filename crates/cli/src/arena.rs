@@ -20,13 +20,23 @@ pub struct ArenaSettings {
     /// The first room's random seed (room n gets seed + n), for reproducible games; unset,
     /// a random one at start.
     pub seed: Option<u64>,
+    /// A player gets a snapshot every this many ticks (1 to 60; default 1, every tick).
+    /// Above 1 a big room spreads its players' snapshots over the ticks; a player who
+    /// teleported or respawned still gets one right after that tick.
+    pub snapshot_interval_ticks: u32,
+    /// Ticks between two warps of one player (through the nearest teleport pad, from
+    /// anywhere). Default 600 (10 s at 60 Hz).
+    pub warp_cooldown_ticks: u32,
 }
 
 impl Default for ArenaSettings {
     fn default() -> Self {
+        let config = ArenaConfig::default();
         Self {
             map: "courtyard".into(),
             seed: None,
+            snapshot_interval_ticks: config.snapshot_interval_ticks,
+            warp_cooldown_ticks: config.world.warp_cooldown_ticks,
         }
     }
 }
@@ -49,8 +59,13 @@ impl ArenaSettings {
     pub fn factory(&self, writer: Option<StatWriter>) -> anyhow::Result<ArenaRoomFactory> {
         let map = Arc::new(self.load_map()?);
         let seed = self.seed.unwrap_or_else(rand::random);
-        let factory = ArenaRoomFactory::new(map, ArenaConfig::default(), seed)
-            .context("the arena's configuration")?;
+        let mut config = ArenaConfig {
+            snapshot_interval_ticks: self.snapshot_interval_ticks,
+            ..ArenaConfig::default()
+        };
+        config.world.warp_cooldown_ticks = self.warp_cooldown_ticks;
+        let factory =
+            ArenaRoomFactory::new(map, config, seed).context("the arena's configuration")?;
         Ok(match writer {
             Some(writer) => factory.with_stat_sink(Arc::new(StoreSink { writer })),
             None => factory,
@@ -162,17 +177,28 @@ mod tests {
     }
 
     #[test]
+    fn a_snapshot_interval_the_arena_refuses_stops_the_start() {
+        let settings = ArenaSettings {
+            snapshot_interval_ticks: 0,
+            ..ArenaSettings::default()
+        };
+        let error = format!("{:#}", settings.factory(None).unwrap_err());
+        assert!(error.contains("snapshot interval 0"), "{error}");
+    }
+
+    #[test]
     fn maps_are_built_ins_by_name_or_files_and_a_bad_one_is_named() {
         for name in ["courtyard", "metropolis"] {
             let settings = ArenaSettings {
                 map: name.into(),
                 seed: Some(1),
+                ..ArenaSettings::default()
             };
             settings.load_map().unwrap();
         }
         let missing = ArenaSettings {
             map: "/nowhere/castle.tmx".into(),
-            seed: None,
+            ..ArenaSettings::default()
         };
         let error = format!("{:#}", missing.load_map().unwrap_err());
         assert!(

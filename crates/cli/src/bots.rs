@@ -1,5 +1,5 @@
 //! `tickwire bots`: a scenario's bots against any server, with a live progress display and
-//! a table (or one JSON object) at the end. `tickwire bench sfs|nettest` runs this same
+//! a table (or one JSON object) at the end. `tickwire bench <scenario>` runs this same
 //! command as a child process, pinned to its own CPU.
 
 use std::io::Write as _;
@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use tickwire_bots::engine::{self, LiveSnapshot, Observer, Phase, RunConfig, RunReport};
-use tickwire_bots::scenario::{Body, RelayScenario};
+use tickwire_bots::scenario::{ArenaScenario, Body, RelayScenario, Scenario};
 use tickwire_client::Transport;
 
 /// A duration on the command line: `20`, `20s`, `1.5s` or `500ms`.
@@ -37,21 +37,33 @@ pub struct ScenarioArgs {
     /// udp or ws.
     #[arg(long, default_value = "udp")]
     pub transport: Transport,
-    /// Rooms (sfs: 138, nettest: 1).
+    /// Rooms (sfs: 138, nettest: 1, hobo: 100, teleport: 1, arena: 2).
     #[arg(long)]
     pub rooms: Option<usize>,
-    /// Bots per room (sfs: 16, nettest: 300).
+    /// Arena scenarios: bots in all (hobo: 250, teleport: 5000, arena: 64).
+    #[arg(long)]
+    pub players: Option<usize>,
+    /// Relay scenarios: bots per room (sfs: 16, nettest: 300).
     #[arg(long)]
     pub players_per_room: Option<usize>,
-    /// Messages per second per bot (sfs: 30, nettest: 1).
+    /// Relay scenarios: messages per second per bot (sfs: 30, nettest: 1).
     #[arg(long)]
     pub rate: Option<f64>,
-    /// Channel: 0 reliable, 1 unreliable, 2 unreliable-sequenced (sfs: 1, nettest: 0).
+    /// Relay scenarios: channel, 0 reliable, 1 unreliable, 2 unreliable-sequenced (sfs: 1,
+    /// nettest: 0).
     #[arg(long)]
     pub channel: Option<u8>,
     /// sfs message size in bytes, stamp included (default 32).
     #[arg(long)]
     pub size: Option<usize>,
+    /// Arena scenarios: time between two inputs of a bot (hobo: 40ms, teleport: 100ms,
+    /// arena: 33ms).
+    #[arg(long, value_parser = parse_duration)]
+    pub input_interval: Option<Duration>,
+    /// Arena scenarios: every Nth bot decodes snapshots in full, the others read their own
+    /// state only (hobo: 16, teleport: 50, arena: 1).
+    #[arg(long)]
+    pub full_decode_every: Option<u32>,
     /// The measured window (20, 20s, 500ms).
     #[arg(long, default_value = "20s", value_parser = parse_duration)]
     pub duration: Duration,
@@ -72,30 +84,143 @@ pub struct ScenarioArgs {
     pub seed: u64,
 }
 
+/// A scenario with this command line's overrides applied.
+#[derive(Debug, Clone)]
+pub enum Shape {
+    /// `sfs`, `nettest`.
+    Relay(RelayScenario),
+    /// `hobo`, `teleport`, `arena`.
+    Arena(ArenaScenario),
+}
+
+impl Shape {
+    /// The scenario for the engine.
+    pub fn into_scenario(self) -> Arc<dyn Scenario> {
+        match self {
+            Shape::Relay(relay) => Arc::new(relay),
+            Shape::Arena(arena) => Arc::new(arena),
+        }
+    }
+
+    /// Its name.
+    pub fn name(&self) -> &str {
+        match self {
+            Shape::Relay(relay) => &relay.name,
+            Shape::Arena(arena) => &arena.name,
+        }
+    }
+
+    /// Bots in all.
+    pub fn players(&self) -> usize {
+        match self {
+            Shape::Relay(relay) => relay.players(),
+            Shape::Arena(arena) => arena.players,
+        }
+    }
+
+    /// Rooms.
+    pub fn rooms(&self) -> usize {
+        match self {
+            Shape::Relay(relay) => relay.rooms,
+            Shape::Arena(arena) => arena.rooms,
+        }
+    }
+
+    /// The room kind.
+    pub fn room_kind(&self) -> &'static str {
+        match self {
+            Shape::Relay(_) => "relay",
+            Shape::Arena(_) => "arena",
+        }
+    }
+
+    /// The bots' flags that reproduce this shape.
+    pub fn flags(&self) -> Vec<String> {
+        let mut flags = vec!["--rooms".to_string(), self.rooms().to_string()];
+        match self {
+            Shape::Relay(relay) => {
+                flags.extend([
+                    "--players-per-room".into(),
+                    relay.players_per_room.to_string(),
+                    "--rate".into(),
+                    relay.rate_hz.to_string(),
+                    "--channel".into(),
+                    relay.channel.to_string(),
+                ]);
+                if let Body::Padded(size) = relay.body {
+                    flags.extend(["--size".into(), size.to_string()]);
+                }
+            }
+            Shape::Arena(arena) => flags.extend([
+                "--players".into(),
+                arena.players.to_string(),
+                "--input-interval".into(),
+                format!("{}ms", arena.input_interval.as_secs_f64() * 1e3),
+                "--full-decode-every".into(),
+                arena.full_decode_every.to_string(),
+            ]),
+        }
+        flags
+    }
+}
+
 impl ScenarioArgs {
     /// The named scenario with this command line's overrides.
-    pub fn scenario(&self, name: &str) -> anyhow::Result<RelayScenario> {
-        let Some(mut scenario) = RelayScenario::by_name(name) else {
+    pub fn scenario(&self, name: &str) -> anyhow::Result<Shape> {
+        if let Some(mut scenario) = RelayScenario::by_name(name) {
+            if self.players.is_some()
+                || self.input_interval.is_some()
+                || self.full_decode_every.is_some()
+            {
+                bail!(
+                    "--players, --input-interval and --full-decode-every are for the arena scenarios; {name} takes --rooms and --players-per-room"
+                );
+            }
+            if let Some(rooms) = self.rooms {
+                scenario.rooms = rooms;
+            }
+            if let Some(players) = self.players_per_room {
+                scenario.players_per_room = players;
+            }
+            if let Some(rate) = self.rate {
+                scenario.rate_hz = rate;
+            }
+            if let Some(channel) = self.channel {
+                scenario.channel = channel;
+            }
+            if let Some(size) = self.size {
+                scenario.body = Body::Padded(size);
+            }
+            return Ok(Shape::Relay(scenario));
+        }
+        let Some(mut scenario) = ArenaScenario::by_name(name) else {
             bail!(
-                "unknown scenario {name:?}: sfs or nettest (hobo, teleport and arena come with the arena's snapshots)"
+                "unknown scenario {name:?}: {}",
+                tickwire_bots::scenario::NAMES.join(", ")
             );
         };
+        if self.players_per_room.is_some()
+            || self.rate.is_some()
+            || self.channel.is_some()
+            || self.size.is_some()
+        {
+            bail!(
+                "--players-per-room, --rate, --channel and --size are for the relay scenarios; {name} takes --players, --rooms and --input-interval"
+            );
+        }
         if let Some(rooms) = self.rooms {
             scenario.rooms = rooms;
         }
-        if let Some(players) = self.players_per_room {
-            scenario.players_per_room = players;
+        if let Some(players) = self.players {
+            scenario.players = players;
         }
-        if let Some(rate) = self.rate {
-            scenario.rate_hz = rate;
+        if let Some(interval) = self.input_interval {
+            scenario.input_interval = interval;
         }
-        if let Some(channel) = self.channel {
-            scenario.channel = channel;
+        if let Some(every) = self.full_decode_every {
+            scenario.full_decode_every = every;
         }
-        if let Some(size) = self.size {
-            scenario.body = Body::Padded(size);
-        }
-        Ok(scenario)
+        Ok(Shape::Arena(scenario))
     }
 
     /// The engine's configuration against `server`.
@@ -120,7 +245,7 @@ pub struct BotsArgs {
     /// The server's HTTP address.
     #[arg(long, default_value = "http://127.0.0.1:8080")]
     pub server: String,
-    /// sfs or nettest.
+    /// sfs, nettest, hobo, teleport or arena.
     #[arg(long)]
     pub scenario: String,
     /// The scenario and pacing.
@@ -204,7 +329,7 @@ impl Observer for Display {
 pub fn run(args: &BotsArgs) -> anyhow::Result<()> {
     raise_fd_limit();
     let scenario = args.run.scenario(&args.scenario)?;
-    let players = scenario.rooms * scenario.players_per_room;
+    let players = scenario.players();
     let config = args.run.run_config(&args.server);
     let bar = (!args.json).then(|| {
         let bar = ProgressBar::new_spinner();
@@ -221,7 +346,7 @@ pub fn run(args: &BotsArgs) -> anyhow::Result<()> {
         phase: Phase::Connecting,
         last: None,
     };
-    let result = engine::run(&config, Arc::new(scenario), &mut display);
+    let result = engine::run(&config, scenario.into_scenario(), &mut display);
     if let Some(bar) = &display.bar {
         bar.finish_and_clear();
     }
@@ -249,10 +374,26 @@ pub fn render(report: &RunReport) -> String {
         report.warmup_s,
     );
     let mut row = |name: &str, value: String| out.push_str(&format!("{name:<34} {value}\n"));
-    row("messages sent", d.sent.to_string());
-    row("deliveries expected", d.expected.to_string());
+    // Arena bots count their inputs, confirmed by the snapshots; relay bots each message at
+    // each member.
+    let (sent, expected, counted, latency) = match report.arena {
+        Some(_) => (
+            "inputs sent",
+            "confirmations expected",
+            "inputs confirmed",
+            "input → snapshot p50 / p90 / p99 / max",
+        ),
+        None => (
+            "messages sent",
+            "deliveries expected",
+            "deliveries counted",
+            "latency p50 / p90 / p99 / max",
+        ),
+    };
+    row(sent, d.sent.to_string());
+    row(expected, d.expected.to_string());
     row(
-        "deliveries counted",
+        counted,
         format!("{} ({:.0}/s)", d.delivered, report.delivered_per_s),
     );
     row(
@@ -268,7 +409,7 @@ pub fn render(report: &RunReport) -> String {
         format!("{} / {}", d.duplicates, d.reordered),
     );
     row(
-        "latency p50 / p90 / p99 / max",
+        latency,
         format!(
             "{:.2} / {:.2} / {:.2} / {:.2} ms",
             d.latency_p50_ms, d.latency_p90_ms, d.latency_p99_ms, d.latency_max_ms
@@ -304,6 +445,50 @@ pub fn render(report: &RunReport) -> String {
             report.bots_rss_bytes as f64 / 1e6
         ),
     );
+    if let Some(arena) = &report.arena {
+        row(
+            "snapshots received",
+            format!(
+                "{:.0}/s, {:.0} bytes each; {} decoded in full",
+                arena.snapshots_per_s, arena.snapshot_bytes_mean, arena.full_decodes
+            ),
+        );
+        row(
+            "decode errors",
+            match &arena.first_decode_error {
+                Some(first) => format!("{} (first: {first})", arena.decode_errors),
+                None => arena.decode_errors.to_string(),
+            },
+        );
+        row(
+            "kills / deaths / respawns heard",
+            format!("{} / {} / {}", arena.kills, arena.deaths, arena.respawns),
+        );
+        if arena.teleport.sent > 0 {
+            let (confirm, seen) = (&arena.teleport, &arena.teleport_seen);
+            row(
+                "warps requested / confirmed / seen",
+                format!(
+                    "{} / {} / {}",
+                    confirm.sent, confirm.delivered, seen.delivered
+                ),
+            );
+            row(
+                "warp → confirmation p50 / p99 / max",
+                format!(
+                    "{:.2} / {:.2} / {:.2} ms",
+                    confirm.latency_p50_ms, confirm.latency_p99_ms, confirm.latency_max_ms
+                ),
+            );
+            row(
+                "warp → in zone p50 / p99 / max",
+                format!(
+                    "{:.2} / {:.2} / {:.2} ms",
+                    seen.latency_p50_ms, seen.latency_p99_ms, seen.latency_max_ms
+                ),
+            );
+        }
+    }
     out
 }
 

@@ -4,7 +4,7 @@
 //! | module | subcommand |
 //! |---|---|
 //! | [`bench::wire`] | `tickwire bench wire` |
-//! | [`bench::relay`] | `tickwire bench sfs`, `tickwire bench nettest` |
+//! | [`bench::load`] | `tickwire bench sfs|nettest|hobo|teleport|arena` |
 //! | [`bots`] | `tickwire bots` |
 //! | [`bench::udp`] | `tickwire bench udp` |
 //! | [`serve`] | `tickwire serve` |

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use tickwire::alloc_count::CountingAllocator;
-use tickwire::bench::relay::{self, RelayBenchArgs};
+use tickwire::bench::load::{self, LoadBenchArgs};
 use tickwire::bench::udp::{self, UdpBenchConfig};
 use tickwire::bench::wire::{self, WireBenchConfig};
 use tickwire::bots::{self, BotsArgs};
@@ -67,10 +67,18 @@ enum SqliteSyncArg {
 enum Scenario {
     /// Seed 001's relay stress: 138 relay rooms × 16 bots, 30 unreliable messages/s each;
     /// server and bots as separate processes pinned to different CPUs.
-    Sfs(Box<RelayBenchArgs>),
+    Sfs(Box<LoadBenchArgs>),
     /// Seed 004's chat storm: 300 bots in one relay room, one reliable line/s each; every
     /// line expected versus delivered.
-    Nettest(Box<RelayBenchArgs>),
+    Nettest(Box<LoadBenchArgs>),
+    /// Seed 000's arena: 250 players over 100 arena rooms at 60 Hz, an input every 40 ms,
+    /// turning and firing once a second (scale with --players and --rooms).
+    Hobo(Box<LoadBenchArgs>),
+    /// Seed 003's burst: 5,000 players on the large map warp into its 200 m² plaza at
+    /// once; request → confirmation latency and the ticks around it.
+    Teleport(Box<LoadBenchArgs>),
+    /// Bots playing the arena (move, aim, shoot, die, respawn), every snapshot decoded.
+    Arena(Box<LoadBenchArgs>),
     /// Seed 002's entity: encoded size, ns and allocations per write + read round trip.
     Wire {
         /// Print one JSON object instead of a table.
@@ -144,10 +152,19 @@ fn main() -> anyhow::Result<()> {
         Command::Bots(args) => bots::run(&args)?,
         Command::Bench {
             scenario: Scenario::Sfs(args),
-        } => bench_relay("sfs", &args)?,
+        } => bench_load("sfs", &args)?,
         Command::Bench {
             scenario: Scenario::Nettest(args),
-        } => bench_relay("nettest", &args)?,
+        } => bench_load("nettest", &args)?,
+        Command::Bench {
+            scenario: Scenario::Hobo(args),
+        } => bench_load("hobo", &args)?,
+        Command::Bench {
+            scenario: Scenario::Teleport(args),
+        } => bench_load("teleport", &args)?,
+        Command::Bench {
+            scenario: Scenario::Arena(args),
+        } => bench_load("arena", &args)?,
         Command::Bench {
             scenario: Scenario::Wire { json, samples },
         } => {
@@ -189,12 +206,12 @@ fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
-fn bench_relay(name: &str, args: &RelayBenchArgs) -> anyhow::Result<()> {
-    let report = relay::run(name, args)?;
+fn bench_load(name: &str, args: &LoadBenchArgs) -> anyhow::Result<()> {
+    let report = load::run(name, args)?;
     if args.json {
         println!("{}", serde_json::to_string(&report)?);
     } else {
-        print!("{}", relay::render(&report));
+        print!("{}", load::render(&report));
     }
     Ok(())
 }

@@ -39,6 +39,9 @@ pub struct MatchRequest {
     /// Or join this room.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub room: Option<u64>,
+    /// With `kind`: always create a new room of that kind.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub create: bool,
     /// A guest's display name (the server generates one when absent).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
@@ -55,6 +58,23 @@ impl MatchRequest {
     pub fn kind(kind: impl Into<String>) -> Self {
         Self {
             kind: Some(kind.into()),
+            ..Self::default()
+        }
+    }
+
+    /// A new room of `kind`, whatever rooms are open.
+    pub fn create(kind: impl Into<String>) -> Self {
+        Self {
+            kind: Some(kind.into()),
+            create: true,
+            ..Self::default()
+        }
+    }
+
+    /// Room `room`, by id.
+    pub fn room(room: u64) -> Self {
+        Self {
+            room: Some(room),
             ..Self::default()
         }
     }

@@ -22,6 +22,12 @@ pub enum MatchRequest {
         /// Which.
         room: RoomId,
     },
+    /// A new room of this kind, whatever rooms are open (a private match, a load test
+    /// spreading its players over rooms).
+    Create {
+        /// Room kind.
+        kind: String,
+    },
 }
 
 /// Where a player goes.
@@ -185,6 +191,13 @@ impl Matchmaker {
                     None => self.create_room(kind, capacity),
                 }
             }
+            MatchRequest::Create { kind } => {
+                let capacity = *self
+                    .kinds
+                    .get(kind)
+                    .ok_or_else(|| MatchError::UnknownKind(kind.clone()))?;
+                self.create_room(kind, capacity)
+            }
         };
         self.reservations.insert(
             player,
@@ -345,6 +358,33 @@ mod tests {
         assert_ne!(
             fifth.shard, first.shard,
             "the new room goes to the less loaded shard"
+        );
+    }
+
+    #[test]
+    fn create_opens_a_new_room_while_others_have_seats() {
+        let (mut mm, now) = matchmaker(2);
+        let create = MatchRequest::Create {
+            kind: "relay".into(),
+        };
+        let first = mm.place(now, PlayerId(1), &create).unwrap();
+        let second = mm.place(now, PlayerId(2), &create).unwrap();
+        assert!(first.create && second.create);
+        assert_ne!(first.room, second.room, "each create is a room of its own");
+        let joined = mm.place(now, PlayerId(3), &relay()).unwrap();
+        assert!(
+            !joined.create && [first.room, second.room].contains(&joined.room),
+            "join-or-create still fills the open rooms"
+        );
+        assert_eq!(
+            mm.place(
+                now,
+                PlayerId(4),
+                &MatchRequest::Create {
+                    kind: "duel".into()
+                }
+            ),
+            Err(MatchError::UnknownKind("duel".into()))
         );
     }
 

@@ -14,8 +14,10 @@ export const AIM_RESOLUTION = (2 * Math.PI) / 1023;
 export const AIM_LIMIT = Math.fround(Math.PI);
 /** Button bit: fire. */
 export const FIRE = 1;
+/** Button bit: warp through the nearest teleport pad, from anywhere, once its cooldown allows. */
+export const WARP = 2;
 /** Every defined button bit. */
-export const BUTTONS = FIRE;
+export const BUTTONS = FIRE | WARP;
 
 /** The grid of `move_x` and `move_y`. */
 export const MOVE_GRID = new Quantize(-1, 1, MOVE_RESOLUTION);
@@ -32,7 +34,7 @@ export interface InputCommand {
   moveY: number;
   /** Where the player aims: radians from `+x` towards `+y`, in `-π..=π`. */
   aim: number;
-  /** Buttons held, one bit each ({@link FIRE}); 4 bits on the wire. */
+  /** Buttons held, one bit each ({@link FIRE}, {@link WARP}); 4 bits on the wire. */
   buttons: number;
 }
 

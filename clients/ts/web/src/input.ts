@@ -1,8 +1,9 @@
-// Keyboard and mouse: WASD or the arrows to move, the mouse to aim, a held button to shoot.
+// Keyboard and mouse: WASD or the arrows to move, the mouse to aim, a held button to shoot,
+// Space to warp through the nearest teleport pad (the server rate-limits it).
 // Everything is released when the window loses focus, so a key held while switching away
 // never keeps the player running.
 import type { LocalInput } from "@tickwire/client";
-import { FIRE } from "@tickwire/client";
+import { FIRE, WARP } from "@tickwire/client";
 
 const KEYS: Record<string, [number, number]> = {
   KeyW: [0, -1],
@@ -18,6 +19,7 @@ const KEYS: Record<string, [number, number]> = {
 export class Controls {
   private readonly held = new Set<string>();
   private firing = false;
+  private warping = false;
   /** The pointer in CSS pixels of the page. */
   private pointer = { x: 0, y: 0 };
   /** False while typing in the chat (keys go to the text box). */
@@ -25,14 +27,22 @@ export class Controls {
 
   constructor(target: HTMLElement) {
     window.addEventListener("keydown", (event) => {
-      if (!this.enabled || !(event.code in KEYS)) {
+      if (!this.enabled) {
         return;
       }
-      this.held.add(event.code);
-      event.preventDefault();
+      if (event.code === "Space") {
+        this.warping = true;
+        event.preventDefault();
+      } else if (event.code in KEYS) {
+        this.held.add(event.code);
+        event.preventDefault();
+      }
     });
     window.addEventListener("keyup", (event) => {
       this.held.delete(event.code);
+      if (event.code === "Space") {
+        this.warping = false;
+      }
     });
     target.addEventListener("pointermove", (event) => {
       this.pointer = { x: event.clientX, y: event.clientY };
@@ -54,6 +64,7 @@ export class Controls {
   release(): void {
     this.held.clear();
     this.firing = false;
+    this.warping = false;
   }
 
   /** Where the pointer is, in page pixels. */
@@ -79,6 +90,7 @@ export class Controls {
       const angle = Math.atan2(target.y - from.y, target.x - from.x);
       aim = Number.isFinite(angle) ? angle : 0;
     }
-    return { moveX, moveY, aim, buttons: this.firing && this.enabled ? FIRE : 0 };
+    const buttons = this.enabled ? (this.firing ? FIRE : 0) | (this.warping ? WARP : 0) : 0;
+    return { moveX, moveY, aim, buttons };
   }
 }

@@ -156,6 +156,75 @@ impl SnapshotDecoder {
     }
 }
 
+/// The front of a snapshot: its tick, its baseline, the newest input applied and the
+/// recipient's own state. They come first, so a client that only follows itself (a
+/// load-test bot) reads them without holding the baselines a full decode needs.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct SnapshotHeader {
+    /// Server tick (low 32 bits).
+    pub tick: u32,
+    /// `tick − baseline`, for a delta; `None` for a full snapshot.
+    pub baseline_age: Option<u8>,
+    /// Newest input sequence the server applied for the recipient.
+    pub last_input: Option<u16>,
+    /// The recipient's own state.
+    pub me: SelfView,
+}
+
+impl SnapshotHeader {
+    /// Reads the header of `bytes`, encoded for `schema`; the rest is not looked at.
+    pub fn read(schema: &SnapshotSchema, bytes: &[u8]) -> Result<Self, SnapshotError> {
+        read_header(&mut BitReader::new(bytes), schema)
+    }
+}
+
+fn read_header(
+    r: &mut BitReader<'_>,
+    schema: &SnapshotSchema,
+) -> Result<SnapshotHeader, SnapshotError> {
+    let tick = r.read_uint(32)? as u32;
+    let baseline_age = if r.read_bool()? {
+        let age = r.read_uint(8)? as u8;
+        if age == 0 {
+            return Err(SnapshotError::Inconsistent(
+                "baseline age outside the history",
+            ));
+        }
+        Some(age)
+    } else {
+        None
+    };
+    let last_input = if r.read_bool()? {
+        Some(r.read_uint(16)? as u16)
+    } else {
+        None
+    };
+    let alive = r.read_bool()?;
+    let position = Vec2::new(r.read_f32()?, r.read_f32()?);
+    if !position.is_finite() {
+        return Err(SnapshotError::Inconsistent("own position is not finite"));
+    }
+    let aim = r.read_uint(10)? as u16;
+    let health = read_health(r, schema)?;
+    let respawn_in = if alive { 0 } else { read_u32(r)? };
+    let me = SelfView {
+        alive,
+        position,
+        aim,
+        health,
+        respawn_in,
+        kills: read_u32(r)?,
+        deaths: read_u32(r)?,
+        score: read_u32(r)?,
+    };
+    Ok(SnapshotHeader {
+        tick,
+        baseline_age,
+        last_input,
+        me,
+    })
+}
+
 fn decode_into(
     schema: &SnapshotSchema,
     history: &[(Option<u32>, Vec<EntityView>)],
@@ -165,17 +234,16 @@ fn decode_into(
 ) -> Result<(), SnapshotError> {
     let (x_bits, y_bits) = schema.position_bits();
     let mut r = BitReader::new(bytes);
-    let tick = r.read_uint(32)? as u32;
-    let baseline = if r.read_bool()? {
-        let age = r.read_uint(8)? as u32;
-        if age == 0 || age as usize >= history.len() {
+    let header = read_header(&mut r, schema)?;
+    let tick = header.tick;
+    let baseline = match header.baseline_age {
+        Some(age) if usize::from(age) >= history.len() => {
             return Err(SnapshotError::Inconsistent(
                 "baseline age outside the history",
             ));
         }
-        Some(tick.wrapping_sub(age))
-    } else {
-        None
+        Some(age) => Some(tick.wrapping_sub(u32::from(age))),
+        None => None,
     };
     let base: &[EntityView] = match baseline {
         Some(baseline) => {
@@ -189,29 +257,8 @@ fn decode_into(
     };
     out.tick = tick;
     out.baseline = baseline;
-    out.last_input = if r.read_bool()? {
-        Some(r.read_uint(16)? as u16)
-    } else {
-        None
-    };
-    let alive = r.read_bool()?;
-    let position = Vec2::new(r.read_f32()?, r.read_f32()?);
-    if !position.is_finite() {
-        return Err(SnapshotError::Inconsistent("own position is not finite"));
-    }
-    let aim = r.read_uint(10)? as u16;
-    let health = read_health(&mut r, schema)?;
-    let respawn_in = if alive { 0 } else { read_u32(&mut r)? };
-    out.me = SelfView {
-        alive,
-        position,
-        aim,
-        health,
-        respawn_in,
-        kills: read_u32(&mut r)?,
-        deaths: read_u32(&mut r)?,
-        score: read_u32(&mut r)?,
-    };
+    out.last_input = header.last_input;
+    out.me = header.me;
     out.destroyed.clear();
     out.created.clear();
     out.updated.clear();

@@ -41,7 +41,9 @@ use crate::geom::Vec2;
 use crate::input::{AIM_LIMIT, AIM_RESOLUTION};
 use crate::player::PlayerKey;
 
-pub use decode::{BulletView, DecodedSnapshot, SelfView, SnapshotDecoder, SnapshotError};
+pub use decode::{
+    BulletView, DecodedSnapshot, SelfView, SnapshotDecoder, SnapshotError, SnapshotHeader,
+};
 pub use encode::{AckError, ClientSnapshots, SnapshotEncoder};
 pub use frame::Frame;
 

@@ -20,37 +20,42 @@
 //!   nature, and its user-space framing state is per connection too; the task adds a
 //!   timer and the bot's few counters.
 //!
+//! # Rooms
+//!
+//! Bot `b` goes to room `b % rooms`: the first bot of each room matchmakes with
+//! `"create": true` (a new room, whatever is open) and the others join that room by id, so
+//! a run gets exactly the rooms its scenario names on any server whose capacity is large
+//! enough. A single-room scenario joins or creates by kind.
+//!
 //! # Schedule and measurement
 //!
-//! Load is open-loop: bot `b` sends at `t0 + phase_b + k / rate` (random phase, fixed
+//! What a bot sends and how it counts what arrives is its scenario's
+//! [`BotLogic`](crate::scenario::BotLogic); the engine calls it when a send is due and for
+//! every message. Load is open-loop: a bot sends on its schedule (random phase, fixed
 //! period, no drift) whatever came back, and a late sender catches up by sending every due
-//! message at once. Each message carries its sender, sequence number and *scheduled* time
-//! ([`Stamp`](crate::stamp::Stamp)); a receiving bot records the latency from that time into
-//! its group's HDR histogram, so time a message waited in the sender counts against the
-//! figure. Messages scheduled in the measured window are counted: expected = recipients per
-//! message (the scenario says how many), delivered = distinct arrivals.
+//! message at once. Latency runs from the *scheduled* send time into the group's HDR
+//! histograms, so time a message waited in the sender counts against the figure. What is
+//! scheduled in the measured window is counted: expected versus delivered.
 //!
 //! [`BatchSocket::try_recv_batch`]: tickwire_net::udp::BatchSocket::try_recv_batch
 
 mod udp;
 mod ws;
 
-use std::collections::HashMap;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc;
+use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
-use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
 use serde::Serialize;
-use tickwire_client::Transport;
-use tokio::sync::watch;
+use tickwire_client::{MatchAnswer, MatchRequest, Transport, matchmake};
+use tokio::sync::{Notify, watch};
 
+use crate::meter::{ArenaFigures, Meter};
+use crate::plan::Plan;
 use crate::proc_stat;
-use crate::scenario::Scenario;
-use crate::tally::{Delivery, Tally, Window};
+use crate::scenario::{Outbox, Scenario};
+use crate::tally::Delivery;
 
 /// How a run goes.
 #[derive(Debug, Clone)]
@@ -253,58 +258,9 @@ pub struct RunReport {
     pub bots_cpu_s: f64,
     /// The bot process's RSS at the end of the window.
     pub bots_rss_bytes: u64,
-}
-
-/// What every bot of a run is told when the run starts.
-#[derive(Debug)]
-pub(crate) struct Plan {
-    epoch: Instant,
-    window: Window,
-    send_end_ns: u64,
-    drain_end_ns: u64,
-    period_ns: u64,
-    /// Per bot: its first scheduled send.
-    first_send_ns: Vec<u64>,
-    /// Per bot: its room (index into the plan's rooms), `u32::MAX` if not connected.
-    room: Vec<u32>,
-    /// Per bot: its place among its room's members.
-    slot: Vec<u32>,
-    /// Per room: members.
-    room_size: Vec<u32>,
-    /// Per room: recipients of one member's message.
-    recipients: Vec<u32>,
-}
-
-impl Plan {
-    fn ns(&self, at: Instant) -> u64 {
-        at.saturating_duration_since(self.epoch).as_nanos() as u64
-    }
-
-    fn at(&self, ns: u64) -> Instant {
-        self.epoch + Duration::from_nanos(ns)
-    }
-
-    fn room_size_of(&self, bot: u32) -> usize {
-        self.room
-            .get(bot as usize)
-            .and_then(|room| self.room_size.get(*room as usize))
-            .map_or(0, |size| *size as usize)
-    }
-
-    fn recipients_of(&self, bot: u32) -> u32 {
-        self.room
-            .get(bot as usize)
-            .and_then(|room| self.recipients.get(*room as usize))
-            .copied()
-            .unwrap_or(0)
-    }
-
-    /// The sender's place in `receiver`'s room, if they share one.
-    fn slot_in_room_of(&self, sender: u32, receiver: u32) -> Option<usize> {
-        let room = *self.room.get(sender as usize)?;
-        (room != u32::MAX && Some(&room) == self.room.get(receiver as usize))
-            .then(|| self.slot[sender as usize] as usize)
-    }
+    /// The arena scenarios' figures (snapshots, decoding, kills, warps).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arena: Option<ArenaFigures>,
 }
 
 #[derive(Debug, Clone)]
@@ -330,12 +286,11 @@ struct Counts {
 }
 
 struct GroupResult {
-    tally: Option<Tally>,
+    meter: Meter,
     rtt_us: Histogram<u64>,
     window: Counts,
     disconnects: u64,
     first_disconnect: Option<String>,
-    foreign: u64,
     send_errors: u64,
 }
 
@@ -346,6 +301,7 @@ struct GroupSpec {
     config: RunConfig,
     scenario: Arc<dyn Scenario>,
     live: Arc<Live>,
+    directory: Arc<RoomDirectory>,
     reports: mpsc::Sender<Report>,
     command: watch::Receiver<Command>,
 }
@@ -367,12 +323,13 @@ pub fn run(
             "{players} bots: need at least one"
         )));
     }
-    if !(scenario.rate_hz() > 0.0 && scenario.rate_hz() <= 1000.0) {
+    if scenario.rooms() == 0 || scenario.rooms() > players {
         return Err(RunError::Config(format!(
-            "rate {} per second is outside (0, 1000]",
-            scenario.rate_hz()
+            "{} rooms for {players} bots: need 1 to {players}",
+            scenario.rooms()
         )));
     }
+    scenario.validate().map_err(RunError::Config)?;
     if config.transport == Transport::Wss {
         return Err(RunError::Config(
             "wss bots are not supported yet; use ws or udp".into(),
@@ -386,6 +343,7 @@ pub fn run(
     .clamp(1, players);
 
     let live = Arc::new(Live::default());
+    let directory = Arc::new(RoomDirectory::new(scenario.rooms()));
     let (reports_in, reports) = mpsc::channel();
     let (command, command_rx) = watch::channel(Command::Wait);
     let mut handles = Vec::with_capacity(threads);
@@ -398,6 +356,7 @@ pub fn run(
             config: config.clone(),
             scenario: scenario.clone(),
             live: live.clone(),
+            directory: directory.clone(),
             reports: reports_in.clone(),
             command: command_rx.clone(),
         };
@@ -460,7 +419,12 @@ pub fn run(
         });
     }
 
-    let plan = Arc::new(make_plan(config, scenario.as_ref(), &rooms_of));
+    let plan = Arc::new(Plan::new(
+        &rooms_of,
+        config.warmup,
+        config.duration,
+        config.drain,
+    ));
     let rooms = plan.room_size.len();
     let room_size_min = plan.room_size.iter().min().copied().unwrap_or(0) as usize;
     let room_size_max = plan.room_size.iter().max().copied().unwrap_or(0) as usize;
@@ -468,7 +432,7 @@ pub fn run(
 
     // Follow the schedule; sample this process's CPU at the window's edges.
     let phases = [
-        (plan.ns(Instant::now()), Phase::Warmup),
+        (plan.start_ns, Phase::Warmup),
         (plan.window.start_ns, Phase::Measuring),
         (plan.window.end_ns, Phase::Draining),
     ];
@@ -523,17 +487,15 @@ pub fn run(
     }
     observer.phase(Phase::Done);
 
-    let mut tally = Tally::new(plan.window);
+    let mut meter = Meter::default();
+    meter.start(plan.window);
     let mut rtt_us = rtt_histogram();
     let mut window = Counts::default();
     let mut disconnects = 0;
     let mut first_disconnect = None;
-    let mut foreign = 0;
     let mut send_errors = 0;
     for result in &results {
-        if let Some(group) = &result.tally {
-            tally.merge(group);
-        }
+        meter.merge(&result.meter);
         let _ = rtt_us.add(&result.rtt_us);
         window.datagrams_out += result.window.datagrams_out;
         window.datagrams_in += result.window.datagrams_in;
@@ -543,11 +505,14 @@ pub fn run(
         if first_disconnect.is_none() {
             first_disconnect.clone_from(&result.first_disconnect);
         }
-        foreign += result.foreign;
         send_errors += result.send_errors;
     }
     let duration_s = config.duration.as_secs_f64();
-    let delivery = tally.summary();
+    let delivery = meter
+        .tally
+        .as_ref()
+        .map(|tally| tally.summary())
+        .unwrap_or_default();
     let rtt_ms = |quantile: f64| rtt_us.value_at_quantile(quantile) as f64 / 1_000.0;
     Ok(RunReport {
         scenario: scenario.name().to_string(),
@@ -565,59 +530,14 @@ pub fn run(
         rtt_samples: rtt_us.len(),
         disconnects,
         first_disconnect,
-        foreign_messages: foreign,
+        foreign_messages: meter.foreign,
         send_errors,
         bot_out_pps: window.datagrams_out as f64 / duration_s,
         bot_in_pps: window.datagrams_in as f64 / duration_s,
         bots_cpu_s: cpu[1] - cpu[0],
         bots_rss_bytes: rss,
+        arena: (scenario.room_kind() == "arena").then(|| meter.arena.figures(duration_s)),
     })
-}
-
-/// Rooms from the matchmaking answers, and every bot's schedule.
-fn make_plan(config: &RunConfig, scenario: &dyn Scenario, rooms_of: &[Option<u64>]) -> Plan {
-    let mut room_index: HashMap<u64, u32> = HashMap::new();
-    let mut room_size: Vec<u32> = Vec::new();
-    let mut room = vec![u32::MAX; rooms_of.len()];
-    let mut slot = vec![0; rooms_of.len()];
-    for (bot, server_room) in rooms_of.iter().enumerate() {
-        let Some(server_room) = server_room else {
-            continue;
-        };
-        let index = *room_index.entry(*server_room).or_insert_with(|| {
-            room_size.push(0);
-            room_size.len() as u32 - 1
-        });
-        room[bot] = index;
-        slot[bot] = room_size[index as usize];
-        room_size[index as usize] += 1;
-    }
-    let recipients = room_size
-        .iter()
-        .map(|size| scenario.recipients(*size as usize) as u32)
-        .collect();
-    let period_ns = (1e9 / scenario.rate_hz()) as u64;
-    let mut rng = SmallRng::seed_from_u64(config.seed);
-    // Groups start sending a little after they hear the plan.
-    let epoch = Instant::now();
-    let t0_ns = 100_000_000;
-    let first_send_ns = (0..rooms_of.len())
-        .map(|_| t0_ns + rng.random_range(0..period_ns.max(1)))
-        .collect();
-    let start_ns = t0_ns + config.warmup.as_nanos() as u64;
-    let end_ns = start_ns + config.duration.as_nanos() as u64;
-    Plan {
-        epoch,
-        window: Window { start_ns, end_ns },
-        send_end_ns: end_ns,
-        drain_end_ns: end_ns + config.drain.as_nanos() as u64,
-        period_ns,
-        first_send_ns,
-        room,
-        slot,
-        room_size,
-        recipients,
-    }
 }
 
 fn run_group(spec: GroupSpec) {
@@ -646,9 +566,139 @@ fn run_group(spec: GroupSpec) {
     }
 }
 
-/// The matchmaking request of bot `bot`.
-fn match_request(scenario: &dyn Scenario, bot: u32) -> tickwire_client::MatchRequest {
-    tickwire_client::MatchRequest::kind(scenario.room_kind()).named(format!("bot{bot}"))
+/// Where each room's first bot put it, for the bots that join it. Shared by every group.
+pub(crate) struct RoomDirectory {
+    rooms: Mutex<Vec<RoomSlot>>,
+    changed: Notify,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RoomSlot {
+    Pending,
+    Created(u64),
+    Failed,
+}
+
+impl RoomDirectory {
+    fn new(rooms: usize) -> Self {
+        Self {
+            rooms: Mutex::new(vec![RoomSlot::Pending; rooms]),
+            changed: Notify::new(),
+        }
+    }
+
+    fn set(&self, index: usize, slot: RoomSlot) {
+        if let Some(entry) = self
+            .rooms
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+            .get_mut(index)
+        {
+            *entry = slot;
+        }
+        self.changed.notify_waiters();
+    }
+
+    fn get(&self, index: usize) -> RoomSlot {
+        self.rooms
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+            .get(index)
+            .copied()
+            .unwrap_or(RoomSlot::Failed)
+    }
+
+    /// The id of room `index`, once its first bot has created it.
+    async fn room(&self, index: usize) -> Result<u64, String> {
+        loop {
+            let changed = self.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            match self.get(index) {
+                RoomSlot::Created(room) => return Ok(room),
+                RoomSlot::Failed => return Err(format!("room {index} could not be created")),
+                RoomSlot::Pending => changed.await,
+            }
+        }
+    }
+}
+
+/// Matchmakes bot `bot` into its room (see the module docs): create it, join it, or join
+/// or create by kind when the scenario has one room.
+async fn place(spec: &GroupSpec, bot: u32) -> Result<MatchAnswer, String> {
+    let scenario = spec.scenario.as_ref();
+    let rooms = scenario.rooms();
+    let index = bot as usize % rooms;
+    let request = if rooms == 1 {
+        MatchRequest::kind(scenario.room_kind())
+    } else if (bot as usize) < rooms {
+        MatchRequest::create(scenario.room_kind())
+    } else {
+        let room =
+            tokio::time::timeout(spec.config.connect_timeout * 3, spec.directory.room(index))
+                .await
+                .map_err(|_| format!("room {index} was not created in time"))??;
+        MatchRequest::room(room)
+    }
+    .named(format!("bot{bot}"));
+    let answer = matchmake(&spec.config.server, &request, spec.config.connect_timeout).await;
+    if rooms > 1 && (bot as usize) < rooms {
+        spec.directory.set(
+            index,
+            match &answer {
+                Ok(answer) => RoomSlot::Created(answer.room),
+                Err(_) => RoomSlot::Failed,
+            },
+        );
+    }
+    answer.map_err(|error| format!("matchmaking: {error}"))
+}
+
+/// Counts a bot's sends into its connection; what the logic calls [`Outbox`].
+pub(crate) struct Counted<'a, L: ?Sized> {
+    link: &'a mut L,
+    sent: u64,
+    refused: u64,
+}
+
+impl<'a, L: ?Sized> Counted<'a, L> {
+    fn new(link: &'a mut L) -> Self {
+        Self {
+            link,
+            sent: 0,
+            refused: 0,
+        }
+    }
+}
+
+/// A connection a bot's messages can be queued on.
+pub(crate) trait Queue {
+    /// Queues `message`; false when the connection refused it.
+    fn queue(&mut self, channel: u8, message: bytes::Bytes) -> bool;
+}
+
+impl Queue for tickwire_proto::Client {
+    fn queue(&mut self, channel: u8, message: bytes::Bytes) -> bool {
+        self.send(channel, message).is_ok()
+    }
+}
+
+impl Queue for tickwire_client::Link {
+    fn queue(&mut self, channel: u8, message: bytes::Bytes) -> bool {
+        self.send(channel, message).is_ok()
+    }
+}
+
+impl<L: Queue + ?Sized> Outbox for Counted<'_, L> {
+    fn send(&mut self, channel: u8, message: bytes::Bytes) -> bool {
+        let accepted = self.link.queue(channel, message);
+        if accepted {
+            self.sent += 1;
+        } else {
+            self.refused += 1;
+        }
+        accepted
+    }
 }
 
 /// Spaces out connection attempts: one every `interval` for this group.
@@ -660,22 +710,21 @@ fn connect_interval(config: &RunConfig, groups_bots: usize, players: usize) -> D
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario::RelayScenario;
 
-    #[test]
-    fn a_plan_groups_bots_by_room_and_spreads_their_phases_over_one_period() {
-        let mut scenario = RelayScenario::sfs();
-        scenario.rooms = 2;
-        scenario.players_per_room = 3;
-        let rooms_of = [Some(7), Some(9), Some(7), Some(9), Some(7), Some(9)];
-        let plan = make_plan(&RunConfig::default(), &scenario, &rooms_of);
-        assert_eq!(plan.room_size, [3, 3]);
-        assert_eq!(plan.recipients_of(4), 2);
-        assert_eq!(plan.slot_in_room_of(4, 0), Some(2));
-        assert_eq!(plan.slot_in_room_of(1, 0), None);
-        for first in &plan.first_send_ns {
-            assert!((100_000_000..100_000_000 + plan.period_ns).contains(first));
-        }
-        assert_eq!(plan.window.end_ns - plan.window.start_ns, 20_000_000_000);
+    #[tokio::test]
+    async fn joiners_wait_for_their_rooms_creator() {
+        let directory = Arc::new(RoomDirectory::new(2));
+        let waiting = tokio::spawn({
+            let directory = directory.clone();
+            async move { directory.room(1).await }
+        });
+        tokio::task::yield_now().await;
+        directory.set(0, RoomSlot::Failed);
+        directory.set(1, RoomSlot::Created(42));
+        assert_eq!(waiting.await.unwrap(), Ok(42));
+        assert!(
+            directory.room(0).await.is_err(),
+            "a failed creator fails its joiners"
+        );
     }
 }

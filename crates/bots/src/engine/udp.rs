@@ -10,10 +10,9 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use bytes::Bytes;
 use rand::SeedableRng;
 use rand::rngs::SmallRng;
-use tickwire_client::{MatchAnswer, matchmake};
+use tickwire_client::MatchAnswer;
 use tickwire_net::udp::{BatchSocket, RecvBatch, SendBatch};
 use tickwire_proto::reliable::ReliabilityConfig;
 use tickwire_proto::{Client, ClientEvent, MAX_DATAGRAM_BYTES};
@@ -22,20 +21,20 @@ use tokio::sync::Semaphore;
 use tokio::time::MissedTickBehavior;
 
 use super::{
-    Command, Counts, GroupResult, GroupSpec, Live, Plan, Report, connect_interval, match_request,
+    Command, Counted, Counts, GroupResult, GroupSpec, Live, Report, connect_interval, place,
     rtt_histogram,
 };
-use crate::scenario::Unstamped;
-use crate::stamp::Stamp;
-use crate::tally::{SeqWindow, Tally};
+use crate::meter::Meter;
+use crate::plan::Plan;
+use crate::scenario::{BotCx, BotLogic};
 
 /// How often sends and protocol timers are looked at.
 const TICK: Duration = Duration::from_millis(1);
 /// Ready sockets taken per `epoll_wait`.
 const EPOLL_EVENTS: usize = 256;
 
-/// One bot: its socket, its protocol state, its schedule. The receive and send buffers
-/// belong to the group.
+/// One bot: its socket, its protocol state, its scenario logic. The receive and send
+/// buffers belong to the group.
 struct Bot {
     id: u32,
     room: u64,
@@ -43,13 +42,11 @@ struct Bot {
     client: Client,
     /// `client.poll_timeout()`, refreshed whenever the client is touched.
     deadline: Option<Instant>,
-    next_send_ns: u64,
-    seq: u32,
+    /// Made when the handshake completes.
+    logic: Option<Box<dyn BotLogic>>,
     connected: bool,
     ended: bool,
     dirty: bool,
-    /// Per member of the bot's room: the sequence numbers seen from them.
-    seen: Box<[SeqWindow]>,
 }
 
 /// An epoll set of the group's sockets. The set's own descriptor is watched by tokio
@@ -107,7 +104,7 @@ impl Readiness {
 }
 
 struct Group {
-    spec: GroupSpec,
+    spec: Rc<GroupSpec>,
     bots: Vec<Bot>,
     readiness: Readiness,
     inbox: RecvBatch,
@@ -115,7 +112,7 @@ struct Group {
     scratch: Box<[u8; MAX_DATAGRAM_BYTES]>,
     rng: SmallRng,
     plan: Option<Arc<Plan>>,
-    tally: Option<Tally>,
+    meter: Meter,
     rtt_us: hdrhistogram::Histogram<u64>,
     next_rtt_sample_ns: u64,
     total: Counts,
@@ -123,7 +120,6 @@ struct Group {
     window: Counts,
     disconnects: u64,
     first_disconnect: Option<String>,
-    foreign: u64,
     send_errors: u64,
 }
 
@@ -146,14 +142,8 @@ pub(super) async fn run(spec: GroupSpec) -> Option<GroupResult> {
         }
     };
     let pending: Rc<RefCell<Vec<(u32, MatchAnswer)>>> = Rc::default();
-    tokio::task::spawn_local(matchmake_all(
-        spec.bots.clone(),
-        spec.config.clone(),
-        spec.scenario.clone(),
-        spec.reports.clone(),
-        spec.live.clone(),
-        pending.clone(),
-    ));
+    let spec = Rc::new(spec);
+    tokio::task::spawn_local(matchmake_all(spec.clone(), pending.clone()));
     let rng = SmallRng::seed_from_u64(spec.config.seed ^ ((spec.index as u64 + 1) << 32));
     let mut group = Group {
         bots: Vec::with_capacity(spec.bots.len()),
@@ -164,7 +154,7 @@ pub(super) async fn run(spec: GroupSpec) -> Option<GroupResult> {
         scratch: Box::new([0; MAX_DATAGRAM_BYTES]),
         rng,
         plan: None,
-        tally: None,
+        meter: Meter::default(),
         rtt_us: rtt_histogram(),
         next_rtt_sample_ns: 0,
         total: Counts::default(),
@@ -172,7 +162,6 @@ pub(super) async fn run(spec: GroupSpec) -> Option<GroupResult> {
         window: Counts::default(),
         disconnects: 0,
         first_disconnect: None,
-        foreign: 0,
         send_errors: 0,
     };
     let mut tick = tokio::time::interval(TICK);
@@ -218,35 +207,24 @@ pub(super) async fn run(spec: GroupSpec) -> Option<GroupResult> {
 
 /// Matchmakes the group's bots at the group's share of the connect rate, at most
 /// `connect_concurrency` at once; answers go to `pending` for the group task to connect.
-async fn matchmake_all(
-    bots: Vec<u32>,
-    config: super::RunConfig,
-    scenario: Arc<dyn crate::scenario::Scenario>,
-    reports: std::sync::mpsc::Sender<Report>,
-    live: Arc<Live>,
-    pending: Rc<RefCell<Vec<(u32, MatchAnswer)>>>,
-) {
-    let interval = connect_interval(&config, bots.len(), scenario.players());
-    let permits = Arc::new(Semaphore::new(config.connect_concurrency.max(1)));
+async fn matchmake_all(spec: Rc<GroupSpec>, pending: Rc<RefCell<Vec<(u32, MatchAnswer)>>>) {
+    let interval = connect_interval(&spec.config, spec.bots.len(), spec.scenario.players());
+    let permits = Arc::new(Semaphore::new(spec.config.connect_concurrency.max(1)));
     let mut pace = tokio::time::interval(interval);
-    for bot in bots {
+    for bot in spec.bots.iter().copied() {
         pace.tick().await;
         let Ok(permit) = permits.clone().acquire_owned().await else {
             return;
         };
-        let request = match_request(scenario.as_ref(), bot);
-        let server = config.server.clone();
-        let timeout = config.connect_timeout;
-        let reports = reports.clone();
-        let live = live.clone();
+        let spec = spec.clone();
         let pending = pending.clone();
         tokio::task::spawn_local(async move {
-            match matchmake(&server, &request, timeout).await {
+            match place(&spec, bot).await {
                 Ok(answer) => pending.borrow_mut().push((bot, answer)),
                 Err(error) => {
-                    Live::add(&live.connect_failed, 1);
-                    let _ = reports.send(Report::Failed {
-                        error: format!("bot {bot}: matchmaking: {error}"),
+                    Live::add(&spec.live.connect_failed, 1);
+                    let _ = spec.reports.send(Report::Failed {
+                        error: format!("bot {bot}: {error}"),
                     });
                 }
             }
@@ -263,7 +241,7 @@ impl Group {
     fn in_window(&self, now_ns: u64) -> bool {
         self.plan
             .as_ref()
-            .is_some_and(|plan| plan.window.contains(now_ns))
+            .is_some_and(|plan| plan.window().contains(now_ns))
     }
 
     /// Opens a socket and starts the handshake for each matchmade bot.
@@ -306,12 +284,10 @@ impl Group {
             socket,
             deadline: client.poll_timeout(),
             client,
-            next_send_ns: u64::MAX,
-            seq: 0,
+            logic: None,
             connected: false,
             ended: false,
             dirty: true,
-            seen: Box::new([]),
         })
     }
 
@@ -324,11 +300,12 @@ impl Group {
 
     fn start(&mut self, plan: Arc<Plan>) {
         for bot in &mut self.bots {
-            bot.next_send_ns = plan.first_send_ns[bot.id as usize];
-            bot.seen = vec![SeqWindow::default(); plan.room_size_of(bot.id)].into_boxed_slice();
+            if let Some(logic) = &mut bot.logic {
+                logic.start(&plan, &mut self.rng);
+            }
         }
-        self.tally = Some(Tally::new(plan.window));
-        self.next_rtt_sample_ns = plan.window.start_ns;
+        self.meter.start(plan.window());
+        self.next_rtt_sample_ns = plan.window().start_ns;
         self.plan = Some(plan);
     }
 
@@ -386,13 +363,16 @@ impl Group {
                 ClientEvent::Connected { .. } => {
                     let bot = &mut self.bots[key];
                     bot.connected = true;
+                    bot.logic = Some(self.spec.scenario.bot(bot.id));
                     Live::add(&self.spec.live.connected, 1);
                     let _ = self.spec.reports.send(Report::Connected {
                         bot: bot.id,
                         room: bot.room,
                     });
                 }
-                ClientEvent::Message { message, .. } => self.arrived(key, &message, now_ns),
+                ClientEvent::Message { channel, message } => {
+                    self.arrived(key, channel, &message, now_ns);
+                }
                 ClientEvent::Disconnected { reason } => {
                     self.end(key, format!("{reason:?}"));
                 }
@@ -400,29 +380,20 @@ impl Group {
         }
     }
 
-    fn arrived(&mut self, key: usize, message: &[u8], now_ns: u64) {
+    fn arrived(&mut self, key: usize, channel: u8, message: &[u8], now_ns: u64) {
         self.total.messages_in += 1;
         if self.in_window(now_ns) {
             self.window.messages_in += 1;
         }
-        let (Some(stamp), Some(plan), Some(tally)) = (
-            Stamp::read(message),
-            self.plan.as_ref(),
-            self.tally.as_mut(),
-        ) else {
-            if self.spec.scenario.on_message(message) == Unstamped::Unexpected {
-                self.foreign += 1;
-            }
+        let Some(logic) = self.bots[key].logic.as_mut() else {
             return;
         };
-        let bot = &mut self.bots[key];
-        match plan
-            .slot_in_room_of(stamp.bot, bot.id)
-            .and_then(|slot| bot.seen.get_mut(slot))
-        {
-            Some(seen) => tally.on_arrival(stamp.scheduled_ns, now_ns, seen.observe(stamp.seq)),
-            None => self.foreign += 1,
-        }
+        let mut cx = BotCx {
+            plan: self.plan.as_deref(),
+            meter: &mut self.meter,
+            rng: &mut self.rng,
+        };
+        logic.on_message(channel, message, now_ns, &mut cx);
     }
 
     /// A bot's connection is over: a failed handshake, or a disconnect.
@@ -461,41 +432,28 @@ impl Group {
                 bot.dirty = true;
                 self.events(key, now_ns);
             }
-            let Some(plan) = self.plan.clone() else {
+            let bot = &mut self.bots[key];
+            let (Some(plan), Some(logic)) = (self.plan.as_deref(), bot.logic.as_mut()) else {
                 continue;
             };
-            let bot = &mut self.bots[key];
             if !bot.connected || bot.ended {
                 continue;
             }
-            while bot.next_send_ns <= now_ns && bot.next_send_ns < plan.send_end_ns {
-                let scheduled_ns = bot.next_send_ns;
-                bot.next_send_ns += plan.period_ns;
-                bot.seq += 1;
-                let mut message = Vec::with_capacity(64);
-                Stamp {
-                    bot: bot.id,
-                    seq: bot.seq,
-                    scheduled_ns,
+            if logic.next_send_ns() <= now_ns {
+                let mut cx = BotCx {
+                    plan: Some(plan),
+                    meter: &mut self.meter,
+                    rng: &mut self.rng,
+                };
+                let mut out = Counted::new(&mut bot.client);
+                logic.send_due(now_ns, &mut cx, &mut out);
+                let (sent, refused) = (out.sent, out.refused);
+                self.send_errors += refused;
+                self.total.messages_out += sent;
+                if plan.window().contains(now_ns) {
+                    self.window.messages_out += sent;
                 }
-                .write(&mut message);
-                self.spec.scenario.write_body(&mut self.rng, &mut message);
-                match bot
-                    .client
-                    .send(self.spec.scenario.channel(), Bytes::from(message))
-                {
-                    Ok(()) => {
-                        if let Some(tally) = self.tally.as_mut() {
-                            tally.on_sent(scheduled_ns, plan.recipients_of(bot.id));
-                        }
-                        self.total.messages_out += 1;
-                        if plan.window.contains(now_ns) {
-                            self.window.messages_out += 1;
-                        }
-                    }
-                    Err(_) => self.send_errors += 1,
-                }
-                bot.dirty = true;
+                bot.dirty |= sent > 0;
             }
             if sample_rtt
                 && let Some(stats) = bot.client.stats()
@@ -590,12 +548,11 @@ impl Group {
         self.publish();
         self.close().await;
         Some(GroupResult {
-            tally: self.tally,
+            meter: self.meter,
             rtt_us: self.rtt_us,
             window: self.window,
             disconnects: self.disconnects,
             first_disconnect: self.first_disconnect,
-            foreign: self.foreign,
             send_errors: self.send_errors,
         })
     }

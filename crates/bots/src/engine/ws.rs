@@ -7,41 +7,61 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use rand::SeedableRng;
 use rand::rngs::SmallRng;
-use tickwire_client::{ConnectOptions, Link, LinkEvent, Transport, matchmake};
+use tickwire_client::{ConnectOptions, Link, LinkEvent, Transport};
 use tickwire_net::driver::sleep_until;
 use tokio::sync::Semaphore;
 
 use super::{
-    Command, Counts, GroupResult, GroupSpec, Live, Plan, Report, connect_interval, match_request,
+    Command, Counted, Counts, GroupResult, GroupSpec, Live, Report, connect_interval, place,
     rtt_histogram,
 };
-use crate::scenario::Unstamped;
-use crate::stamp::Stamp;
-use crate::tally::{SeqWindow, Tally};
+use crate::meter::Meter;
+use crate::plan::Plan;
+use crate::scenario::{BotCx, BotLogic};
 
 /// What the group's bot tasks share.
 struct Shared {
-    tally: Option<Tally>,
+    meter: Meter,
     rtt_us: hdrhistogram::Histogram<u64>,
     window: Counts,
     disconnects: u64,
     first_disconnect: Option<String>,
-    foreign: u64,
     send_errors: u64,
     rng: SmallRng,
 }
 
+impl Shared {
+    /// A message for `logic`, counted.
+    fn arrived(
+        &mut self,
+        logic: &mut dyn BotLogic,
+        plan: Option<&Plan>,
+        channel: u8,
+        message: &[u8],
+        now_ns: u64,
+    ) {
+        if plan.is_some_and(|plan| plan.window().contains(now_ns)) {
+            self.window.messages_in += 1;
+            self.window.datagrams_in += 1;
+        }
+        let mut cx = BotCx {
+            plan,
+            meter: &mut self.meter,
+            rng: &mut self.rng,
+        };
+        logic.on_message(channel, message, now_ns, &mut cx);
+    }
+}
+
 pub(super) async fn run(spec: GroupSpec) -> Option<GroupResult> {
     let shared = Rc::new(RefCell::new(Shared {
-        tally: None,
+        meter: Meter::default(),
         rtt_us: rtt_histogram(),
         window: Counts::default(),
         disconnects: 0,
         first_disconnect: None,
-        foreign: 0,
         send_errors: 0,
         rng: SmallRng::seed_from_u64(spec.config.seed ^ ((spec.index as u64 + 1) << 32)),
     }));
@@ -78,18 +98,17 @@ pub(super) async fn run(spec: GroupSpec) -> Option<GroupResult> {
             return None;
         }
     };
-    shared.borrow_mut().tally = Some(Tally::new(plan.window));
+    shared.borrow_mut().meter.start(plan.window());
     for task in tasks {
         let _ = task.await;
     }
     let shared = Rc::try_unwrap(shared).ok()?.into_inner();
     Some(GroupResult {
-        tally: shared.tally,
+        meter: shared.meter,
         rtt_us: shared.rtt_us,
         window: shared.window,
         disconnects: shared.disconnects,
         first_disconnect: shared.first_disconnect,
-        foreign: shared.foreign,
         send_errors: shared.send_errors,
     })
 }
@@ -109,10 +128,9 @@ async fn bot_task(
             error: format!("bot {bot}: {error}"),
         });
     };
-    let request = match_request(spec.scenario.as_ref(), bot);
-    let answer = match matchmake(&spec.config.server, &request, spec.config.connect_timeout).await {
+    let answer = match place(&spec, bot).await {
         Ok(answer) => answer,
-        Err(error) => return fail(format!("matchmaking: {error}")),
+        Err(error) => return fail(error),
     };
     let options = ConnectOptions {
         timeout: spec.config.connect_timeout,
@@ -123,6 +141,7 @@ async fn bot_task(
         Err(error) => return fail(format!("connect: {error}")),
     };
     drop(permit);
+    let mut logic = spec.scenario.bot(bot);
     Live::add(&live.connected, 1);
     let _ = spec.reports.send(Report::Connected {
         bot,
@@ -131,7 +150,8 @@ async fn bot_task(
 
     let mut command = spec.command.clone();
     let plan: Arc<Plan> = loop {
-        // Keep the connection serviced (pings) while the others connect.
+        // Keep the connection serviced (pings) while the others connect; what the room
+        // sends meanwhile (a welcome) goes to the logic.
         let next = command.borrow_and_update().clone();
         match next {
             Command::Run(plan) => break plan,
@@ -140,28 +160,30 @@ async fn bot_task(
         }
         tokio::select! {
             changed = command.changed() => if changed.is_err() { return link.close().await },
-            event = link.next_event() => if let LinkEvent::Ended(ended) = event {
-                record_disconnect(&shared, live, bot, ended.to_string());
-                return;
+            event = link.next_event() => match event {
+                LinkEvent::Message { channel, message } => {
+                    shared.borrow_mut().arrived(logic.as_mut(), None, channel, &message, 0);
+                }
+                LinkEvent::Ended(ended) => {
+                    record_disconnect(&shared, live, bot, ended.to_string());
+                    return;
+                }
             },
         }
     };
 
-    let channel = spec.scenario.channel();
-    let recipients = plan.recipients_of(bot);
-    let mut seen = vec![SeqWindow::default(); plan.room_size_of(bot)];
-    let mut next_send_ns = plan.first_send_ns[bot as usize];
-    let mut seq = 0u32;
-    let mut next_rtt_ns = plan.window.start_ns;
+    logic.start(&plan, &mut shared.borrow_mut().rng);
+    let mut next_rtt_ns = plan.window().start_ns;
     let drain_end = plan.at(plan.drain_end_ns);
     let mut last_messages = 0u64;
     loop {
-        let send_at = (next_send_ns < plan.send_end_ns).then(|| plan.at(next_send_ns));
+        let next_send_ns = logic.next_send_ns();
+        let send_at = (next_send_ns != u64::MAX).then(|| plan.at(next_send_ns));
         tokio::select! {
             event = link.next_event() => match event {
-                LinkEvent::Message { message, .. } => {
+                LinkEvent::Message { channel, message } => {
                     let now_ns = plan.ns(Instant::now());
-                    arrived(&shared, &spec, &plan, bot, &mut seen, &message, now_ns);
+                    shared.borrow_mut().arrived(logic.as_mut(), Some(&plan), channel, &message, now_ns);
                 }
                 LinkEvent::Ended(ended) => {
                     record_disconnect(&shared, live, bot, ended.to_string());
@@ -172,32 +194,22 @@ async fn bot_task(
                 let now_ns = plan.ns(Instant::now());
                 let mut shared = shared.borrow_mut();
                 let shared = &mut *shared;
-                while next_send_ns <= now_ns && next_send_ns < plan.send_end_ns {
-                    seq += 1;
-                    let mut message = Vec::with_capacity(64);
-                    Stamp { bot, seq, scheduled_ns: next_send_ns }.write(&mut message);
-                    spec.scenario.write_body(&mut shared.rng, &mut message);
-                    match link.send(channel, Bytes::from(message)) {
-                        Ok(()) => {
-                            if let Some(tally) = shared.tally.as_mut() {
-                                tally.on_sent(next_send_ns, recipients);
-                            }
-                            Live::add(&live.messages_out, 1);
-                            Live::add(&live.datagrams_out, 1);
-                            if plan.window.contains(now_ns) {
-                                shared.window.messages_out += 1;
-                                shared.window.datagrams_out += 1;
-                            }
-                        }
-                        Err(_) => shared.send_errors += 1,
-                    }
-                    next_send_ns += plan.period_ns;
+                let mut cx = BotCx { plan: Some(&plan), meter: &mut shared.meter, rng: &mut shared.rng };
+                let mut out = Counted::new(&mut link);
+                logic.send_due(now_ns, &mut cx, &mut out);
+                let (sent, refused) = (out.sent, out.refused);
+                shared.send_errors += refused;
+                Live::add(&live.messages_out, sent);
+                Live::add(&live.datagrams_out, sent);
+                if plan.window().contains(now_ns) {
+                    shared.window.messages_out += sent;
+                    shared.window.datagrams_out += sent;
                 }
             },
             () = tokio::time::sleep_until(drain_end.into()) => break,
         }
         let now_ns = plan.ns(Instant::now());
-        if plan.window.contains(now_ns) && now_ns >= next_rtt_ns {
+        if plan.window().contains(now_ns) && now_ns >= next_rtt_ns {
             next_rtt_ns = now_ns + 1_000_000_000;
             if let Some(rtt) = link.stats().rtt {
                 let rtt_us = rtt.as_micros() as u64;
@@ -213,36 +225,6 @@ async fn bot_task(
     }
     // Give the close a bound: a server that stopped reading must not hold the run.
     let _ = tokio::time::timeout(Duration::from_secs(2), link.close()).await;
-}
-
-fn arrived(
-    shared: &RefCell<Shared>,
-    spec: &GroupSpec,
-    plan: &Plan,
-    bot: u32,
-    seen: &mut [SeqWindow],
-    message: &[u8],
-    now_ns: u64,
-) {
-    let mut shared = shared.borrow_mut();
-    let shared = &mut *shared;
-    if plan.window.contains(now_ns) {
-        shared.window.messages_in += 1;
-        shared.window.datagrams_in += 1;
-    }
-    let (Some(stamp), Some(tally)) = (Stamp::read(message), shared.tally.as_mut()) else {
-        if spec.scenario.on_message(message) == Unstamped::Unexpected {
-            shared.foreign += 1;
-        }
-        return;
-    };
-    match plan
-        .slot_in_room_of(stamp.bot, bot)
-        .and_then(|slot| seen.get_mut(slot))
-    {
-        Some(seen) => tally.on_arrival(stamp.scheduled_ns, now_ns, seen.observe(stamp.seq)),
-        None => shared.foreign += 1,
-    }
 }
 
 fn record_disconnect(shared: &RefCell<Shared>, live: &Live, bot: u32, why: String) {

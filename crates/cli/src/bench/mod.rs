@@ -1,5 +1,5 @@
 //! `tickwire bench <scenario>`: commands that measure and print figures.
 
-pub mod relay;
+pub mod load;
 pub mod udp;
 pub mod wire;

@@ -94,6 +94,9 @@ struct MatchmakeRequest {
     kind: Option<String>,
     /// Or join this room.
     room: Option<u64>,
+    /// With `kind`: always a new room of that kind.
+    #[serde(default)]
+    create: bool,
     /// A guest's display name.
     name: Option<String>,
     /// A session from an earlier answer: the same player again (and their seat, if held).
@@ -158,6 +161,13 @@ async fn matchmake(
                 "give either kind or room, not both",
             ));
         }
+        (None, _) if request.create => {
+            return Err(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "\"create\" needs a room kind (\"kind\")",
+            ));
+        }
+        (Some(kind), None) if request.create => MatchRequest::Create { kind },
         (Some(kind), None) => MatchRequest::JoinOrCreate { kind },
         (None, Some(room)) => MatchRequest::Join { room: RoomId(room) },
         (None, None) if request.session.is_some() => MatchRequest::JoinOrCreate {

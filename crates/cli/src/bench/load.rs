@@ -1,13 +1,16 @@
-//! `tickwire bench sfs|nettest`: a server and the bots as two processes pinned to
-//! different CPUs, the server's CPU time, RSS and tick times read over the measured window.
+//! `tickwire bench sfs|nettest|hobo|teleport|arena`: a server and the bots as two
+//! processes pinned to different CPUs, the server's CPU time, RSS and tick times read over
+//! the measured window.
 //!
 //! The harness starts `tickwire serve` (this executable) under `taskset -c <server cpu>` on
-//! free loopback ports, with the relay kind's capacity set to the scenario's room size, and
-//! `tickwire bots --json` under `taskset -c <bots cpu>`. The bots print an event line as
-//! the window opens and closes; at each, the harness reads the server's `/proc/<pid>/stat`
-//! (utime + stime), `/proc/<pid>/status` (VmRSS) and `/metrics` (packet counters, the
-//! tick-duration histogram), so every server figure covers the same window as the bots'.
-//! The server child is killed however the harness ends.
+//! free loopback ports, one shard, its store in a fresh SQLite file, with the scenario's
+//! room kind sized to hold its rooms (capacity = players per room) and, for the arena
+//! scenarios, the scenario's map and snapshot interval; then `tickwire bots --json` under
+//! `taskset -c <bots cpu>`. The bots print an event line as the window opens and closes; at
+//! each, the harness reads the server's `/proc/<pid>/stat` (utime + stime),
+//! `/proc/<pid>/status` (VmRSS) and `/metrics` (packet counters, the kind's tick-duration
+//! histogram), so every server figure covers the same window as the bots'. The server
+//! child is killed however the harness ends.
 
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::net::TcpStream;
@@ -19,19 +22,31 @@ use serde::Serialize;
 use tickwire_bots::engine::RunReport;
 use tickwire_bots::proc_stat::{self, ProcessSample};
 
-use crate::bots::ScenarioArgs;
+use crate::bots::{ScenarioArgs, Shape};
 
 /// Seed 001's anchor: SFS2X, 1.07M packets/s on a 4-core Xeon, per core.
 pub const ANCHOR_SFS2X_PPS_PER_CORE: f64 = 268_000.0;
 /// DESIGN.md's relay target: messages delivered per server core-second.
 pub const TARGET_SFS_MSGS_PER_CORE: f64 = 2_000_000.0;
 
-/// `tickwire bench sfs|nettest`'s flags.
+/// DESIGN.md's arena target: players per server core at 60 Hz (tick p99 ≤ 4 ms).
+pub const TARGET_HOBO_PLAYERS_PER_CORE: f64 = 3_000.0;
+/// Seed 003's anchor: p99 of the teleport burst after its Rust rewrite, on 2 vCPUs.
+pub const ANCHOR_TELEPORT_P99_MS: f64 = 28.0;
+
+/// `tickwire bench <scenario>`'s flags.
 #[derive(Debug, Clone, clap::Args)]
-pub struct RelayBenchArgs {
+pub struct LoadBenchArgs {
     /// The scenario and pacing (bots' flags).
     #[command(flatten)]
     pub run: ScenarioArgs,
+    /// Arena scenarios: the server's map (hobo and arena: courtyard, teleport: metropolis).
+    #[arg(long)]
+    pub map: Option<String>,
+    /// Arena scenarios: the server sends each player a snapshot every this many ticks
+    /// (`arena.snapshot_interval_ticks`; teleport: 3, others: 1).
+    #[arg(long)]
+    pub snapshot_interval: Option<u32>,
     /// Print one JSON object instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -45,7 +60,7 @@ pub struct RelayBenchArgs {
 
 /// The figures, one JSON object with `--json`.
 #[derive(Debug, Clone, Serialize)]
-pub struct RelayBenchReport {
+pub struct LoadBenchReport {
     /// Scenario.
     pub scenario: String,
     /// `udp` or `ws`.
@@ -88,10 +103,23 @@ pub struct RelayBenchReport {
     pub rtt_p50_ms: f64,
     /// Round trip, 99th percentile.
     pub rtt_p99_ms: f64,
-    /// Relay latency, scheduled send to arrival at another member, median.
+    /// Relay: scheduled send to arrival at another member; arena: scheduled input to the
+    /// first snapshot that confirms it. Median.
     pub latency_p50_ms: f64,
     /// 99th percentile.
     pub latency_p99_ms: f64,
+    /// teleport: warps requested (one per bot).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub teleports: Option<u64>,
+    /// teleport: requests confirmed (`Teleported` received).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub teleports_confirmed: Option<u64>,
+    /// teleport: request → confirmation, 99th percentile.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub teleport_confirm_p99_ms: Option<f64>,
+    /// teleport: request → the first snapshot showing the bot in the zone, 99th percentile.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub teleport_seen_p99_ms: Option<f64>,
     /// Deliveries expected.
     pub expected: u64,
     /// Deliveries counted.
@@ -140,18 +168,24 @@ struct ServerSample {
     process: ProcessSample,
     packets_sent: f64,
     packets_received: f64,
-    /// `(le, cumulative count)` of the relay kind's tick-duration histogram.
+    /// `(le, cumulative count)` of the scenario kind's tick-duration histogram.
     tick_buckets: Vec<(f64, f64)>,
 }
 
 /// Runs the benchmark for scenario `name`.
-pub fn run(name: &str, args: &RelayBenchArgs) -> anyhow::Result<RelayBenchReport> {
+pub fn run(name: &str, args: &LoadBenchArgs) -> anyhow::Result<LoadBenchReport> {
     crate::bots::raise_fd_limit();
     let scenario = args.run.scenario(name)?;
     let exe = std::env::current_exe().context("cannot find this executable")?;
     let transport = args.run.transport.name();
+    let kind = scenario.room_kind();
+    let store_dir = std::env::temp_dir().join(format!("tickwire-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&store_dir)
+        .with_context(|| format!("cannot create {}", store_dir.display()))?;
+    let _store_dir = RemovedDir(store_dir.clone());
 
-    let mut server = Command::new("taskset")
+    let mut server = Command::new("taskset");
+    server
         .arg("-c")
         .arg(args.server_cpu.to_string())
         .arg(&exe)
@@ -165,8 +199,15 @@ pub fn run(name: &str, args: &RelayBenchArgs) -> anyhow::Result<RelayBenchReport
             "1",
         ])
         .env(
-            "TICKWIRE_ROOMS__KINDS__RELAY__CAPACITY",
-            scenario.players_per_room.to_string(),
+            format!("TICKWIRE_ROOMS__KINDS__{}__CAPACITY", kind.to_uppercase()),
+            scenario
+                .players()
+                .div_ceil(scenario.rooms().max(1))
+                .to_string(),
+        )
+        .env(
+            "TICKWIRE_STORE__URL",
+            format!("sqlite://{}", store_dir.join("bench.db").display()),
         )
         .env("TICKWIRE_CONSOLE__ENABLED", "false")
         // A token of our own keeps the server from printing a generated one.
@@ -176,7 +217,27 @@ pub fn run(name: &str, args: &RelayBenchArgs) -> anyhow::Result<RelayBenchReport
         )
         .env("RUST_LOG", "warn")
         .stdout(Stdio::piped())
-        .stdin(Stdio::null())
+        .stdin(Stdio::null());
+    if let Shape::Arena(_) = &scenario {
+        let map = args.map.clone().unwrap_or_else(|| {
+            if name == "teleport" {
+                "metropolis"
+            } else {
+                "courtyard"
+            }
+            .to_string()
+        });
+        let interval = args
+            .snapshot_interval
+            .unwrap_or(if name == "teleport" { 3 } else { 1 });
+        server.env("TICKWIRE_ARENA__MAP", map).env(
+            "TICKWIRE_ARENA__SNAPSHOT_INTERVAL_TICKS",
+            interval.to_string(),
+        );
+    } else if args.map.is_some() || args.snapshot_interval.is_some() {
+        bail!("--map and --snapshot-interval are for the arena scenarios");
+    }
+    let mut server = server
         .spawn()
         .context("cannot start the server under taskset")?;
     let server_stdout = server.stdout.take().context("server stdout")?;
@@ -203,7 +264,8 @@ pub fn run(name: &str, args: &RelayBenchArgs) -> anyhow::Result<RelayBenchReport
         .args(["bots", "--json", "--events", "--scenario", name])
         .arg("--server")
         .arg(format!("http://{http}"))
-        .args(scenario_flags(&args.run, &scenario))
+        .args(run_flags(&args.run))
+        .args(scenario.flags())
         .stdout(Stdio::piped())
         .stdin(Stdio::null());
     let mut bots = bots
@@ -217,12 +279,12 @@ pub fn run(name: &str, args: &RelayBenchArgs) -> anyhow::Result<RelayBenchReport
     for line in BufReader::new(bots_stdout).lines() {
         let line = line?;
         if line.contains("\"event\":\"measuring\"") {
-            start = Some(sample_server(server_pid, &http, transport)?);
+            start = Some(sample_server(server_pid, &http, transport, kind)?);
             if !args.json {
                 eprintln!("measuring {} s …", args.run.duration.as_secs_f64());
             }
         } else if line.contains("\"event\":\"draining\"") {
-            end = Some(sample_server(server_pid, &http, transport)?);
+            end = Some(sample_server(server_pid, &http, transport, kind)?);
         } else if line.contains("\"event\"") {
             if !args.json && line.contains("warmup") {
                 eprintln!("bots connected; warming up");
@@ -243,7 +305,7 @@ pub fn run(name: &str, args: &RelayBenchArgs) -> anyhow::Result<RelayBenchReport
     let bots_report: BotsFigures = serde_json::from_str(&report)?;
     drop(server);
     Ok(figures(
-        &scenario.name,
+        scenario.name(),
         transport,
         &idle,
         &start,
@@ -253,22 +315,20 @@ pub fn run(name: &str, args: &RelayBenchArgs) -> anyhow::Result<RelayBenchReport
     ))
 }
 
-/// The bots' flags for this scenario: the harness passes its own overrides on.
-fn scenario_flags(
-    run: &ScenarioArgs,
-    scenario: &tickwire_bots::scenario::RelayScenario,
-) -> Vec<String> {
-    let mut flags = vec![
+/// Removes the benchmark's scratch directory (its database) when dropped.
+struct RemovedDir(std::path::PathBuf);
+
+impl Drop for RemovedDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The bots' pacing flags: the harness passes its own overrides on.
+fn run_flags(run: &ScenarioArgs) -> Vec<String> {
+    vec![
         "--transport".into(),
         run.transport.name().into(),
-        "--rooms".into(),
-        scenario.rooms.to_string(),
-        "--players-per-room".into(),
-        scenario.players_per_room.to_string(),
-        "--rate".into(),
-        scenario.rate_hz.to_string(),
-        "--channel".into(),
-        scenario.channel.to_string(),
         "--duration".into(),
         format!("{}s", run.duration.as_secs_f64()),
         "--warmup".into(),
@@ -281,11 +341,7 @@ fn scenario_flags(
         run.threads.to_string(),
         "--seed".into(),
         run.seed.to_string(),
-    ];
-    if let Some(size) = run.size {
-        flags.extend(["--size".into(), size.to_string()]);
-    }
-    flags
+    ]
 }
 
 /// The subset of the bots' report the harness computes with.
@@ -302,6 +358,21 @@ struct BotsFigures {
     rtt_p50_ms: f64,
     rtt_p99_ms: f64,
     bots_cpu_s: f64,
+    arena: Option<ArenaFiguresSubset>,
+}
+
+/// The warp figures of the bots' `arena` object.
+#[derive(Debug, serde::Deserialize)]
+struct ArenaFiguresSubset {
+    teleport: WarpSubset,
+    teleport_seen: WarpSubset,
+}
+
+#[derive(Debug, serde::Deserialize)]
+struct WarpSubset {
+    sent: u64,
+    delivered: u64,
+    latency_p99_ms: f64,
 }
 
 // `RunReport` is what the bots print; keep the field names the harness reads in step.
@@ -318,6 +389,14 @@ const _: fn(&RunReport) = |report| {
         report.rtt_p50_ms,
         report.rtt_p99_ms,
         report.bots_cpu_s,
+        report.arena.as_ref().map(|arena| {
+            (
+                arena.teleport.sent,
+                arena.teleport.delivered,
+                arena.teleport.latency_p99_ms,
+                arena.teleport_seen.latency_p99_ms,
+            )
+        }),
     );
 };
 
@@ -329,7 +408,7 @@ fn figures(
     end: &ServerSample,
     bots: BotsFigures,
     bots_json: serde_json::Value,
-) -> RelayBenchReport {
+) -> LoadBenchReport {
     let duration_s = match (start.at, end.at) {
         (Some(a), Some(b)) => (b - a).as_secs_f64(),
         _ => 0.0,
@@ -340,7 +419,8 @@ fn figures(
     let in_packets = end.packets_received - start.packets_received;
     let ticks = bucket_difference(&start.tick_buckets, &end.tick_buckets);
     let cores = server_cpu_s / duration_s;
-    RelayBenchReport {
+    let warps = bots.arena.as_ref().filter(|arena| arena.teleport.sent > 0);
+    LoadBenchReport {
         scenario: scenario.to_string(),
         transport: transport.to_string(),
         players: bots.players,
@@ -363,6 +443,10 @@ fn figures(
         rtt_p99_ms: bots.rtt_p99_ms,
         latency_p50_ms: bots.latency_p50_ms,
         latency_p99_ms: bots.latency_p99_ms,
+        teleports: warps.map(|arena| arena.teleport.sent),
+        teleports_confirmed: warps.map(|arena| arena.teleport.delivered),
+        teleport_confirm_p99_ms: warps.map(|arena| arena.teleport.latency_p99_ms),
+        teleport_seen_p99_ms: warps.map(|arena| arena.teleport_seen.latency_p99_ms),
         expected: bots.expected,
         delivered: bots.delivered,
         lost: bots.lost,
@@ -376,7 +460,12 @@ fn figures(
     }
 }
 
-fn sample_server(pid: u32, http: &str, transport: &str) -> anyhow::Result<ServerSample> {
+fn sample_server(
+    pid: u32,
+    http: &str,
+    transport: &str,
+    kind: &str,
+) -> anyhow::Result<ServerSample> {
     let process = proc_stat::sample(pid).context("reading the server's /proc")?;
     let at = Some(Instant::now());
     let text = scrape(http).context("scraping /metrics")?;
@@ -387,7 +476,7 @@ fn sample_server(pid: u32, http: &str, transport: &str) -> anyhow::Result<Server
         packets_sent: metric(&text, &format!("tickwire_packets_sent_total{label}")).unwrap_or(0.0),
         packets_received: metric(&text, &format!("tickwire_packets_received_total{label}"))
             .unwrap_or(0.0),
-        tick_buckets: buckets(&text, "tickwire_tick_duration_seconds_bucket", "relay"),
+        tick_buckets: buckets(&text, "tickwire_tick_duration_seconds_bucket", kind),
     })
 }
 
@@ -490,7 +579,7 @@ fn highest_bound(cumulative: &[(f64, f64)]) -> f64 {
 }
 
 /// The figures as a table, next to the anchors and targets.
-pub fn render(report: &RelayBenchReport) -> String {
+pub fn render(report: &LoadBenchReport) -> String {
     let mut out = format!(
         "{} over {}: {} bots in {} rooms; server pinned to its CPU, bots on the other; {:.1} s window\n\n",
         report.scenario, report.transport, report.players, report.rooms, report.duration_s
@@ -525,13 +614,34 @@ pub fn render(report: &RelayBenchReport) -> String {
             report.out_pps_per_server_core, report.msgs_per_packet
         ),
     );
+    let arena = report.bots.get("arena").is_some();
     row(
-        "relay latency p50 / p99",
+        if arena {
+            "input → snapshot p50 / p99"
+        } else {
+            "relay latency p50 / p99"
+        },
         format!(
             "{:.2} / {:.2} ms",
             report.latency_p50_ms, report.latency_p99_ms
         ),
     );
+    row(
+        "players per server core",
+        format!("{:.0}", report.players_per_server_core),
+    );
+    if let (Some(sent), Some(confirmed), Some(confirm), Some(seen)) = (
+        report.teleports,
+        report.teleports_confirmed,
+        report.teleport_confirm_p99_ms,
+        report.teleport_seen_p99_ms,
+    ) {
+        row("warps confirmed", format!("{confirmed} of {sent}"));
+        row(
+            "warp → confirmation / in zone p99",
+            format!("{confirm:.2} / {seen:.2} ms"),
+        );
+    }
     row(
         "rtt p50 / p99",
         format!("{:.2} / {:.2} ms", report.rtt_p50_ms, report.rtt_p99_ms),
@@ -565,6 +675,14 @@ pub fn render(report: &RelayBenchReport) -> String {
         ));
     } else if report.scenario == "nettest" {
         out.push_str("\ntarget: delivered == expected, zero disconnects (seed 004 delivered 24.5K of 40K packets/s at 200 clients)\n");
+    } else if report.scenario == "hobo" {
+        out.push_str(&format!(
+            "\nanchor: 250 players on seed 000's 1-core box, Colyseus ≈ 1,500 per core here; target ≥ {TARGET_HOBO_PLAYERS_PER_CORE:.0} players per server core with tick p99 ≤ 4 ms\n"
+        ));
+    } else if report.scenario == "teleport" {
+        out.push_str(&format!(
+            "\nanchor: seed 003's p99 {ANCHOR_TELEPORT_P99_MS:.0} ms on 2 vCPUs; target: confirmation p99 ≤ 25 ms\n"
+        ));
     }
     out
 }

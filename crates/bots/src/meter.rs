@@ -1,0 +1,176 @@
+//! What a bot group measures over a run, merged across groups at the end: deliveries and
+//! their latency ([`Tally`]), and what the arena scenarios add ([`ArenaMeter`]).
+
+use serde::Serialize;
+
+use crate::tally::{Delivery, Seen, Tally, Window};
+
+/// One group's measurements. The bots' logic writes into it through
+/// [`BotCx`](crate::scenario::BotCx); nothing is counted before the plan exists.
+#[derive(Debug, Clone, Default)]
+pub struct Meter {
+    /// Expected versus delivered in the window, and latency: relay messages at each
+    /// member, or arena inputs confirmed by a snapshot.
+    pub tally: Option<Tally>,
+    /// Messages that were not a bot's or came from another room.
+    pub foreign: u64,
+    /// The arena scenarios' figures.
+    pub arena: ArenaMeter,
+}
+
+impl Meter {
+    /// Starts counting over `window`.
+    pub fn start(&mut self, window: Window) {
+        self.tally = Some(Tally::new(window));
+        self.arena.teleport_confirmed = Some(Tally::new(window));
+        self.arena.teleport_seen = Some(Tally::new(window));
+        self.arena.window = Some(window);
+    }
+
+    /// Adds `other`'s counts (same window).
+    pub fn merge(&mut self, other: &Meter) {
+        merge_tally(&mut self.tally, &other.tally);
+        self.foreign += other.foreign;
+        self.arena.merge(&other.arena);
+    }
+}
+
+fn merge_tally(into: &mut Option<Tally>, from: &Option<Tally>) {
+    match (into.as_mut(), from) {
+        (Some(into), Some(from)) => into.merge(from),
+        (None, Some(from)) => *into = Some(from.clone()),
+        _ => {}
+    }
+}
+
+/// What arena bots count besides their inputs' confirmations.
+#[derive(Debug, Clone, Default)]
+pub struct ArenaMeter {
+    window: Option<Window>,
+    /// Welcomes received (one per join).
+    pub welcomes: u64,
+    /// Snapshots received in the window.
+    pub snapshots: u64,
+    /// Their bytes.
+    pub snapshot_bytes: u64,
+    /// Snapshots decoded in full (entities and baselines) in the window.
+    pub full_decodes: u64,
+    /// Snapshots or messages that failed to decode, over the whole run.
+    pub decode_errors: u64,
+    /// The first such failure.
+    pub first_decode_error: Option<String>,
+    /// Kills by a bot, heard by that bot, in the window.
+    pub kills: u64,
+    /// Deaths of a bot, heard by that bot, in the window.
+    pub deaths: u64,
+    /// Respawns in the window.
+    pub respawns: u64,
+    /// Warp requests → the `Teleported` confirmation, by request time.
+    pub teleport_confirmed: Option<Tally>,
+    /// Warp requests → the first snapshot showing the bot in the destination zone.
+    pub teleport_seen: Option<Tally>,
+}
+
+impl ArenaMeter {
+    /// Whether `ns` is in the window (false before the plan).
+    pub fn in_window(&self, ns: u64) -> bool {
+        self.window.is_some_and(|window| window.contains(ns))
+    }
+
+    /// A decode failure: counted, the first one kept.
+    pub fn decode_error(&mut self, what: impl FnOnce() -> String) {
+        self.decode_errors += 1;
+        if self.first_decode_error.is_none() {
+            self.first_decode_error = Some(what());
+        }
+    }
+
+    /// A warp requested at `scheduled_ns`.
+    pub fn teleport_requested(&mut self, scheduled_ns: u64) {
+        for tally in [&mut self.teleport_confirmed, &mut self.teleport_seen]
+            .into_iter()
+            .flatten()
+        {
+            tally.on_sent(scheduled_ns, 1);
+        }
+    }
+
+    /// The warp requested at `scheduled_ns` was confirmed at `now_ns`.
+    pub fn teleport_confirm(&mut self, scheduled_ns: u64, now_ns: u64) {
+        if let Some(tally) = &mut self.teleport_confirmed {
+            tally.on_arrival(scheduled_ns, now_ns, Seen::InOrder);
+        }
+    }
+
+    /// A snapshot first showed the bot in the zone at `now_ns`.
+    pub fn teleport_in_zone(&mut self, scheduled_ns: u64, now_ns: u64) {
+        if let Some(tally) = &mut self.teleport_seen {
+            tally.on_arrival(scheduled_ns, now_ns, Seen::InOrder);
+        }
+    }
+
+    fn merge(&mut self, other: &ArenaMeter) {
+        self.window = self.window.or(other.window);
+        self.welcomes += other.welcomes;
+        self.snapshots += other.snapshots;
+        self.snapshot_bytes += other.snapshot_bytes;
+        self.full_decodes += other.full_decodes;
+        self.decode_errors += other.decode_errors;
+        if self.first_decode_error.is_none() {
+            self.first_decode_error
+                .clone_from(&other.first_decode_error);
+        }
+        self.kills += other.kills;
+        self.deaths += other.deaths;
+        self.respawns += other.respawns;
+        merge_tally(&mut self.teleport_confirmed, &other.teleport_confirmed);
+        merge_tally(&mut self.teleport_seen, &other.teleport_seen);
+    }
+
+    /// The figures over a window of `duration_s`.
+    pub fn figures(&self, duration_s: f64) -> ArenaFigures {
+        let summary =
+            |tally: &Option<Tally>| tally.as_ref().map(Tally::summary).unwrap_or_default();
+        ArenaFigures {
+            welcomes: self.welcomes,
+            snapshots_per_s: self.snapshots as f64 / duration_s.max(1e-9),
+            snapshot_bytes_mean: self.snapshot_bytes as f64 / self.snapshots.max(1) as f64,
+            full_decodes: self.full_decodes,
+            decode_errors: self.decode_errors,
+            first_decode_error: self.first_decode_error.clone(),
+            kills: self.kills,
+            deaths: self.deaths,
+            respawns: self.respawns,
+            teleport: summary(&self.teleport_confirmed),
+            teleport_seen: summary(&self.teleport_seen),
+        }
+    }
+}
+
+/// The arena figures of a run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ArenaFigures {
+    /// Welcomes received (one per join).
+    pub welcomes: u64,
+    /// Snapshots received per second, all bots together.
+    pub snapshots_per_s: f64,
+    /// Mean snapshot size, bytes.
+    pub snapshot_bytes_mean: f64,
+    /// Snapshots decoded in full (entities, deltas against acked baselines).
+    pub full_decodes: u64,
+    /// Snapshots or messages that failed to decode; should be 0.
+    pub decode_errors: u64,
+    /// The first failure.
+    pub first_decode_error: Option<String>,
+    /// Kills by bots, as they heard them.
+    pub kills: u64,
+    /// Deaths of bots.
+    pub deaths: u64,
+    /// Respawns.
+    pub respawns: u64,
+    /// Warp requests (`sent`) and their `Teleported` confirmations (`delivered`), latency
+    /// from the scheduled request.
+    pub teleport: Delivery,
+    /// The same requests, to the first snapshot showing the bot in the destination zone.
+    pub teleport_seen: Delivery,
+}
