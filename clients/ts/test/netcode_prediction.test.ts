@@ -7,6 +7,8 @@ import { type InputCommand, decodeInput, encodeInput } from "../src/arena/input.
 import { type MovementParams, type Vec2, aabb, stepMovement, tickSeconds } from "../src/arena/movement.js";
 import { Prediction } from "../src/netcode/prediction.js";
 import { ConnectionStats } from "../src/netcode/stats.js";
+import { f32FromBits } from "./f32.js";
+import { readRepoJson } from "./vectors.js";
 
 const params: MovementParams = { radius: Math.fround(0.4), maxSpeed: 6, dt: tickSeconds(60), bounds: { x: 40, y: 30 } };
 const walls = [aabb(20, 5, 21, 25), aabb(5, 10, 15, 11)];
@@ -174,4 +176,44 @@ describe("Prediction", () => {
     expect(prediction.renderPosition(1050).x).toBeCloseTo(5.5);
     expect(prediction.renderPosition(1100)).toEqual({ x: 6, y: 5 });
   });
+});
+
+describe("Prediction against the server's movement vectors", () => {
+  interface MovementVector {
+    name: string;
+    radius_bits: number;
+    max_speed_bits: number;
+    dt_bits: number;
+    start_bits: [number, number];
+    inputs: [number, number][];
+    positions_bits: [number, number][];
+  }
+  const file = readRepoJson<{ bounds: [number, number]; walls: [number, number, number, number][]; vectors: MovementVector[] }>(
+    "crates/arena/tests/vectors/movement.json",
+  );
+  const sceneWalls = file.walls.map(([x0, y0, x1, y1]) => aabb(x0, y0, x1, y1));
+  const at = ([x, y]: [number, number]): Vec2 => ({ x: f32FromBits(x), y: f32FromBits(y) });
+
+  it.each(file.vectors.map((v) => [v.name, v] as const))(
+    "%s: predicts each tick as the server moved, and reconciles to the same end",
+    (_name, vector) => {
+      const vectorParams: MovementParams = {
+        radius: f32FromBits(vector.radius_bits),
+        maxSpeed: f32FromBits(vector.max_speed_bits),
+        dt: f32FromBits(vector.dt_bits),
+        bounds: { x: Math.fround(file.bounds[0]), y: Math.fround(file.bounds[1]) },
+      };
+      const prediction = new Prediction({ params: vectorParams, walls: sceneWalls, position: at(vector.start_bits) });
+      const half = Math.floor(vector.inputs.length / 2);
+      vector.inputs.forEach(([moveX, moveY], tick) => {
+        const command = prediction.handleLocalInput(tick, { moveX, moveY, aim: 0, buttons: 0 });
+        expect(command.sequence).toBe(tick);
+        expect(prediction.position, `${vector.name} tick ${tick}`).toEqual(at(vector.positions_bits[tick]!));
+      });
+      // The server's word on the first half arrives late: the rest is replayed from it.
+      prediction.handleServerState(1000, { position: at(vector.positions_bits[half]!), lastInputSequence: half });
+      expect(prediction.pendingCount).toBe(vector.inputs.length - half - 1);
+      expect(prediction.position).toEqual(at(vector.positions_bits.at(-1)!));
+    },
+  );
 });
