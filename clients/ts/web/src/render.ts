@@ -274,9 +274,10 @@ export class Scene {
     }
     const width = this.app.screen.width;
     const height = this.app.screen.height;
-    // The whole of a small map when it fits at a readable size; else follow at 32 px/m.
-    const fit = Math.min(width / map.width, height / map.height);
-    this.scale = fit >= 18 ? Math.min(fit, 48) : TILE_PX;
+    // The whole of a small map when it fits at a readable size, clear of the HUD's top and
+    // bottom rows; else follow the player at 32 px/m.
+    const fit = Math.min((width - 40) / map.width, (height - 180) / map.height);
+    this.scale = fit >= 14 ? Math.min(fit, 48) : TILE_PX;
     const s = this.scale;
     let cx = map.width / 2;
     let cy = map.height / 2;

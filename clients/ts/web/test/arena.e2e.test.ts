@@ -147,7 +147,14 @@ describe("the arena in chromium", () => {
   });
 
   async function play(): Promise<void> {
-    await page.goto(baseUrl);
+    // The leaderboard page reads the persistence API (empty on a fresh database).
+    await page.goto(`${baseUrl}/#leaderboard`);
+    await page.waitForFunction(() => !/Loading/.test(document.getElementById("leaderboard-body")?.textContent ?? "Loading"), null, {
+      timeout: 20_000,
+    });
+    expect(await page.textContent("#leaderboard-body")).toMatch(/No games finished yet|score/);
+    await page.click("#hide-leaderboard");
+    await page.waitForSelector("#join:not([hidden])");
     await page.fill("#name", "e2e-player");
     await page.click("#play");
     await page.waitForFunction(() => window.__tickwire.state === "playing", null, { timeout: 20_000 });
