@@ -13,8 +13,9 @@
 //!   unknown channels are counted ([`ArenaStats`]); past
 //!   [`ArenaConfig::max_violations`] the sender is kicked.
 //! - **tick**: one world step; kills are broadcast, hits go to the two players involved,
-//!   respawns and teleports to the player; the [`StatSink`] hears kills; then one frame is
-//!   captured and each connected player gets a snapshot on channel 2.
+//!   respawns and teleports to the player; the [`StatSink`] hears kills.
+//! - **publish** (after the turn's ticks, once their events are on their way): one frame
+//!   is captured and each connected player whose turn it is gets a snapshot on channel 2.
 //! - **disconnected**: the avatar stays in the world for the reconnect grace period, where
 //!   it can be shot; with no inputs it stops after
 //!   [`WorldConfig::idle_stop_ticks`](crate::WorldConfig::idle_stop_ticks). No snapshots
@@ -650,6 +651,10 @@ impl Room for ArenaRoom {
         while let Some(event) = self.world.poll_event() {
             self.handle_event(ctx, event);
         }
+    }
+
+    /// Snapshots of the newest tick, once its events are on their way.
+    fn publish(&mut self, ctx: &mut RoomContext<'_>) {
         self.encoder.capture(&self.world, &self.ids);
         let budget = self.config.snapshot.packet_budget;
         let interval = u64::from(self.config.snapshot_interval_ticks);
