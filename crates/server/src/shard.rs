@@ -804,6 +804,54 @@ mod tests {
         assert_eq!(shard.stats().players_flooding, 1);
     }
 
+    /// Sends "tick n" from each tick and "publish after n" from its publish phase.
+    #[derive(Default)]
+    struct Phases {
+        ticks: u32,
+    }
+
+    impl Room for Phases {
+        fn tick(&mut self, ctx: &mut crate::room::RoomContext<'_>) {
+            self.ticks += 1;
+            ctx.broadcast(0, Bytes::from(format!("tick {}", self.ticks)));
+        }
+
+        fn publish(&mut self, ctx: &mut crate::room::RoomContext<'_>) {
+            ctx.broadcast(0, Bytes::from(format!("publish after {}", self.ticks)));
+        }
+    }
+
+    #[test]
+    fn publish_follows_the_ticks_of_a_turn_once() {
+        let start = Instant::now();
+        let mut shard = Shard::new(ShardConfig::default());
+        shard
+            .create_room(start, RoomId(1), "phases", Box::new(Phases::default()), 4)
+            .unwrap();
+        shard
+            .join(start, RoomId(1), PlayerId(1), "a".into())
+            .unwrap();
+        shard.drain_outputs().for_each(drop);
+        let mut clock = Instant::now;
+        // Three ticks due at once (0, 1 and 2 at 60 Hz): their events, and nothing more,
+        // until the publish phase, which runs once.
+        shard.tick_due(start + Duration::from_millis(40), &mut clock);
+        let texts = |shard: &mut Shard| -> Vec<String> {
+            sends(shard)
+                .into_iter()
+                .map(|(_, _, message)| String::from_utf8(message.to_vec()).unwrap())
+                .collect()
+        };
+        assert_eq!(texts(&mut shard), ["tick 1", "tick 2", "tick 3"]);
+        shard.publish_due(start + Duration::from_millis(40), &mut clock);
+        assert_eq!(texts(&mut shard), ["publish after 3"]);
+        shard.publish_due(start + Duration::from_millis(41), &mut clock);
+        assert!(texts(&mut shard).is_empty(), "no tick, no publish");
+        shard.run(start + Duration::from_millis(50));
+        assert_eq!(texts(&mut shard), ["tick 4", "publish after 4"]);
+        assert_eq!(shard.tick_times()["phases"].count(), 3, "timed ticks only");
+    }
+
     /// A room whose every tick takes a fixed time on a fake clock.
     struct Busy {
         cost: Duration,
