@@ -3,7 +3,7 @@
 
 CARGO ?= cargo
 
-.PHONY: run web test test-ts test-e2e lint fmt bench-wire bench-udp bench-relay bench fuzz-smoke
+.PHONY: run web test test-ts test-e2e lint fmt bench-wire bench-udp bench-relay bench-arena bench fuzz-smoke
 
 ## Build the browser client and start the server: open http://localhost:8080 and play.
 ## HTTP, matchmaking and ws on :8080, UDP on :7777, the admin console on 127.0.0.1:7000.
@@ -60,6 +60,15 @@ bench-relay:
 	for scenario in sfs nettest; do for transport in udp ws; do \
 		target/release/tickwire bench $$scenario --transport $$transport --duration 20 || exit 1; \
 	done; done
+
+## The arena scenarios (seeds 000 and 003, and a soak): hobo at seed 000's size and scaled
+## to 3,000 players, the 5,000-player teleport burst, and bots playing. About 40 s each.
+bench-arena:
+	$(CARGO) build --release --locked -p tickwire
+	target/release/tickwire bench hobo --duration 20 || exit 1
+	target/release/tickwire bench hobo --players 3000 --rooms 100 --duration 20 || exit 1
+	target/release/tickwire bench teleport --duration 20 || exit 1
+	target/release/tickwire bench arena --duration 20 || exit 1
 
 bench:
 	taskset -c 1 $(CARGO) bench --workspace

@@ -17,8 +17,9 @@
 //! - **tick**: one world step; kills are broadcast, hits go to the two players involved,
 //!   respawns and teleports to the player; the [`StatSink`] hears kills; the scoreboard
 //!   ([`ServerMessage::Scores`]) goes to everyone when it changed, at most every
-//!   [`ArenaConfig::scoreboard_interval_ticks`]; then one frame is captured and each
-//!   connected player gets a snapshot on channel 2.
+//!   [`ArenaConfig::scoreboard_interval_ticks`].
+//! - **publish** (after the turn's ticks, once their events are on their way): one frame
+//!   is captured and each connected player whose turn it is gets a snapshot on channel 2.
 //! - **disconnected**: the avatar stays in the world for the reconnect grace period, where
 //!   it can be shot; with no inputs it stops after
 //!   [`WorldConfig::idle_stop_ticks`](crate::WorldConfig::idle_stop_ticks). No snapshots
@@ -740,6 +741,10 @@ impl Room for ArenaRoom {
                 ctx.broadcast(RELIABLE, bytes);
             }
         }
+    }
+
+    /// Snapshots of the newest tick, once its events are on their way.
+    fn publish(&mut self, ctx: &mut RoomContext<'_>) {
         self.encoder.capture(&self.world, &self.ids);
         let budget = self.config.snapshot.packet_budget;
         let interval = u64::from(self.config.snapshot_interval_ticks);

@@ -22,6 +22,11 @@ use crate::matchmake::MatchAnswer;
 /// the channel byte, with room for a server configured larger.
 const MAX_INBOUND_BYTES: usize = 4 << 20;
 
+/// The WebSocket codec's read buffer and write-batching target. tungstenite's defaults
+/// (128 KiB each) cost a quarter of a megabyte per connection once traffic has touched
+/// them; game messages are small, and larger ones still pass (the buffers grow for them).
+const CODEC_BUFFER_BYTES: usize = 8 << 10;
+
 /// A TCP or TLS stream, behind one type.
 trait Io: AsyncRead + AsyncWrite + Send + Unpin {}
 impl<T: AsyncRead + AsyncWrite + Send + Unpin> Io for T {}
@@ -100,6 +105,8 @@ impl WsLink {
             Box::new(tcp)
         };
         let config = WebSocketConfig::default()
+            .read_buffer_size(CODEC_BUFFER_BYTES)
+            .write_buffer_size(CODEC_BUFFER_BYTES)
             .max_message_size(Some(MAX_INBOUND_BYTES))
             .max_frame_size(Some(MAX_INBOUND_BYTES));
         let (mut stream, _) = tokio_tungstenite::client_async_with_config(url, io, Some(config))

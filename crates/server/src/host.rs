@@ -202,6 +202,11 @@ impl RoomHost {
         due
     }
 
+    /// The room's [`publish`](Room::publish) phase, after the ticks of a turn.
+    pub fn publish(&mut self, now: Instant) {
+        self.call(now, |room, ctx| room.publish(ctx));
+    }
+
     /// When the next tick is due.
     pub fn next_deadline(&self) -> Instant {
         self.timestep.next_deadline()

@@ -189,7 +189,8 @@ impl<'a> RoomContext<'a> {
 /// implements only what it needs.
 ///
 /// The runtime calls these on the room's shard thread, one at a time, in this order within a
-/// turn: players joining and leaving, their messages in arrival order, then due ticks.
+/// turn: players joining and leaving, their messages in arrival order, then due ticks, then
+/// (once the ticks' messages are on their way) [`publish`](Room::publish).
 ///
 /// ```
 /// use bytes::Bytes;
@@ -236,8 +237,17 @@ pub trait Room: Send + 'static {
         let _ = (ctx, from, channel, message);
     }
 
-    /// One fixed step of simulation; send snapshots and events from here.
+    /// One fixed step of simulation; send events from here, and snapshots too unless the
+    /// room sends them from [`publish`](Room::publish).
     fn tick(&mut self, ctx: &mut RoomContext<'_>) {
+        let _ = ctx;
+    }
+
+    /// After the turn's ticks (one call however many ran), once the runtime has handed what
+    /// they sent to the transports: the place for the costly per-player work that can wait
+    /// for it, such as encoding snapshots, so that a tick's events (a hit, a confirmed
+    /// teleport) do not wait behind every player's snapshot. Counted in the room's tick time.
+    fn publish(&mut self, ctx: &mut RoomContext<'_>) {
         let _ = ctx;
     }
 

@@ -123,6 +123,8 @@ struct HostedRoom {
     host: RoomHost,
     /// Set while the room has no members: when it became empty.
     empty_since: Option<Instant>,
+    /// Ticks ran and await the publish phase: their count and the time they took.
+    unpublished: Option<(u32, Duration)>,
 }
 
 struct Seated {
@@ -259,6 +261,7 @@ impl Shard {
                 kind: kind.into(),
                 host,
                 empty_since: Some(now),
+                unpublished: None,
             },
         );
         Ok(())
@@ -365,17 +368,33 @@ impl Shard {
         }
     }
 
-    /// Runs every room's due ticks, gives up expired held seats and disposes of rooms empty
-    /// for longer than their time to live.
+    /// Runs every room's due ticks, then the publish phase of the rooms that ticked, gives
+    /// up expired held seats and disposes of rooms empty for longer than their time to live.
     pub fn run(&mut self, now: Instant) {
-        self.run_rooms(now, None);
+        self.tick_rooms(now, None);
+        self.publish_rooms(now, None);
     }
 
     /// [`run`](Self::run), timing each room's ticks with `clock` (the driver passes
     /// `Instant::now`) into a histogram per room kind; a tick slower than its step counts
     /// as an overrun. One room's overrun delays only the rooms after it on this shard.
     pub fn run_timed(&mut self, now: Instant, clock: &mut dyn FnMut() -> Instant) {
-        self.run_rooms(now, Some(clock));
+        self.tick_rooms(now, Some(&mut *clock));
+        self.publish_rooms(now, Some(clock));
+    }
+
+    /// The first half of [`run_timed`](Self::run_timed): expired seats, disposals and due
+    /// ticks. A driver that hands the outputs to its transports before calling
+    /// [`publish_due`](Self::publish_due) gets every tick's events on their way before any
+    /// room's [`publish`](crate::room::Room::publish) work (snapshots) begins.
+    pub fn tick_due(&mut self, now: Instant, clock: &mut dyn FnMut() -> Instant) {
+        self.tick_rooms(now, Some(clock));
+    }
+
+    /// The second half of [`run_timed`](Self::run_timed): the publish phase of every room
+    /// that ticked since the last call, and the rooms' tick times (tick plus publish).
+    pub fn publish_due(&mut self, now: Instant, clock: &mut dyn FnMut() -> Instant) {
+        self.publish_rooms(now, Some(clock));
     }
 
     /// Tick durations by room kind.
@@ -383,7 +402,7 @@ impl Shard {
         &self.tick_times
     }
 
-    fn run_rooms(&mut self, now: Instant, mut clock: Option<&mut dyn FnMut() -> Instant>) {
+    fn tick_rooms(&mut self, now: Instant, mut clock: Option<&mut dyn FnMut() -> Instant>) {
         let mut expired = std::mem::take(&mut self.scratch_players);
         expired.extend(
             self.players
@@ -412,27 +431,55 @@ impl Shard {
             }
             let started = clock.as_mut().map(|clock| clock());
             let due = hosted.host.advance(now);
-            if let (Some(started), Some(clock)) = (started, clock.as_mut())
-                && due.ticks > 0
-            {
-                let per_tick = clock().saturating_duration_since(started) / due.ticks;
+            if due.ticks > 0 {
+                let took = match (started, clock.as_mut()) {
+                    (Some(started), Some(clock)) => clock().saturating_duration_since(started),
+                    _ => Duration::ZERO,
+                };
+                let (ticks, time) = hosted.unpublished.unwrap_or_default();
+                hosted.unpublished = Some((ticks + due.ticks, time + took));
+            }
+            self.stats.ticks += u64::from(due.ticks);
+            self.stats.ticks_skipped += due.skipped;
+            self.route(id, now);
+        }
+        self.scratch_rooms = ids;
+    }
+
+    fn publish_rooms(&mut self, now: Instant, mut clock: Option<&mut dyn FnMut() -> Instant>) {
+        let mut ids = std::mem::take(&mut self.scratch_rooms);
+        ids.extend(
+            self.rooms
+                .iter()
+                .filter(|(_, hosted)| hosted.unpublished.is_some())
+                .map(|(id, _)| *id),
+        );
+        for id in ids.drain(..) {
+            let Some(hosted) = self.rooms.get_mut(&id) else {
+                continue;
+            };
+            let Some((ticks, ticked)) = hosted.unpublished.take() else {
+                continue;
+            };
+            let started = clock.as_mut().map(|clock| clock());
+            hosted.host.publish(now);
+            if let (Some(started), Some(clock)) = (started, clock.as_mut()) {
+                let per_tick = (ticked + clock().saturating_duration_since(started)) / ticks;
                 let step =
                     Duration::from_nanos(1_000_000_000 / u64::from(hosted.host.tick_rate_hz()));
                 if let Some(observer) = self.tick_observer.as_mut() {
-                    observer(&hosted.kind, per_tick, due.ticks);
+                    observer(&hosted.kind, per_tick, ticks);
                 }
                 // Look up before inserting: `entry` would clone the kind on every turn.
                 match self.tick_times.get_mut(&hosted.kind) {
-                    Some(times) => times.record(per_tick, due.ticks, step),
+                    Some(times) => times.record(per_tick, ticks, step),
                     None => {
                         let mut times = TickTimes::new();
-                        times.record(per_tick, due.ticks, step);
+                        times.record(per_tick, ticks, step);
                         self.tick_times.insert(hosted.kind.clone(), times);
                     }
                 }
             }
-            self.stats.ticks += u64::from(due.ticks);
-            self.stats.ticks_skipped += due.skipped;
             self.route(id, now);
         }
         self.scratch_rooms = ids;
@@ -755,6 +802,54 @@ mod tests {
         assert_eq!(shard.room_of(PlayerId(1)), None);
         assert_eq!(shard.stats().messages_rate_limited, 20);
         assert_eq!(shard.stats().players_flooding, 1);
+    }
+
+    /// Sends "tick n" from each tick and "publish after n" from its publish phase.
+    #[derive(Default)]
+    struct Phases {
+        ticks: u32,
+    }
+
+    impl Room for Phases {
+        fn tick(&mut self, ctx: &mut crate::room::RoomContext<'_>) {
+            self.ticks += 1;
+            ctx.broadcast(0, Bytes::from(format!("tick {}", self.ticks)));
+        }
+
+        fn publish(&mut self, ctx: &mut crate::room::RoomContext<'_>) {
+            ctx.broadcast(0, Bytes::from(format!("publish after {}", self.ticks)));
+        }
+    }
+
+    #[test]
+    fn publish_follows_the_ticks_of_a_turn_once() {
+        let start = Instant::now();
+        let mut shard = Shard::new(ShardConfig::default());
+        shard
+            .create_room(start, RoomId(1), "phases", Box::new(Phases::default()), 4)
+            .unwrap();
+        shard
+            .join(start, RoomId(1), PlayerId(1), "a".into())
+            .unwrap();
+        shard.drain_outputs().for_each(drop);
+        let mut clock = Instant::now;
+        // Three ticks due at once (0, 1 and 2 at 60 Hz): their events, and nothing more,
+        // until the publish phase, which runs once.
+        shard.tick_due(start + Duration::from_millis(40), &mut clock);
+        let texts = |shard: &mut Shard| -> Vec<String> {
+            sends(shard)
+                .into_iter()
+                .map(|(_, _, message)| String::from_utf8(message.to_vec()).unwrap())
+                .collect()
+        };
+        assert_eq!(texts(&mut shard), ["tick 1", "tick 2", "tick 3"]);
+        shard.publish_due(start + Duration::from_millis(40), &mut clock);
+        assert_eq!(texts(&mut shard), ["publish after 3"]);
+        shard.publish_due(start + Duration::from_millis(41), &mut clock);
+        assert!(texts(&mut shard).is_empty(), "no tick, no publish");
+        shard.run(start + Duration::from_millis(50));
+        assert_eq!(texts(&mut shard), ["tick 4", "publish after 4"]);
+        assert_eq!(shard.tick_times()["phases"].count(), 3, "timed ticks only");
     }
 
     /// A room whose every tick takes a fixed time on a fake clock.

@@ -524,6 +524,12 @@ fn unix_now() -> u64 {
         .map_or(0, |elapsed| elapsed.as_secs())
 }
 
+/// The WebSocket codec's read buffer and write-batching target per connection.
+/// tungstenite's defaults (128 KiB each) made a connected player cost about 150 KB of server
+/// RSS once traffic had touched them; game messages are small, larger ones still pass (the
+/// buffers grow for them), and the writer flushes after each batch anyway.
+const CODEC_BUFFER_BYTES: usize = 8 << 10;
+
 async fn upgrade(
     State(endpoint): State<WsEndpoint>,
     peer: Option<Extension<ConnectInfo<SocketAddr>>>,
@@ -532,6 +538,8 @@ async fn upgrade(
     let limit = endpoint.inner.config.max_message_bytes();
     let counters = endpoint.inner.counters.clone();
     upgrade
+        .read_buffer_size(CODEC_BUFFER_BYTES)
+        .write_buffer_size(CODEC_BUFFER_BYTES)
         .max_frame_size(limit)
         .max_message_size(limit)
         .on_failed_upgrade(move |_| WsCounters::bump(&counters.upgrades_failed))

@@ -107,7 +107,12 @@ impl Worker {
                 self.server.handle_timeout(now);
             }
             self.take_events(now);
-            self.shard.run_timed(now, &mut Instant::now);
+            // Ticks, then their events on the wire, then the rooms' publish phase
+            // (snapshots): a confirmation never waits behind every player's snapshot.
+            self.shard.tick_due(now, &mut Instant::now);
+            self.route_outputs(now);
+            self.flush().await?;
+            self.shard.publish_due(now, &mut Instant::now);
             self.route_outputs(now);
             self.flush().await?;
             if now >= self.next_publish {
