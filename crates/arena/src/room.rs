@@ -6,7 +6,9 @@
 //! - **join**: the player enters the world at a spawn point, gets an entity id and a
 //!   [`ServerMessage::Welcome`] on channel 0, then the roster (a [`ServerMessage::Player`]
 //!   per player in the room) and the scoreboard; everyone else hears the newcomer's
-//!   `Player`. Snapshots follow from the next tick. The [`StatSink`] hears
+//!   `Player` — while the room is within [`ArenaConfig::roster_limit`]: a crowd beyond it
+//!   is known by entity id only, and hears the scoreboard with its next broadcast.
+//!   Snapshots follow from the next tick. The [`StatSink`] hears
 //!   [`StatEvent::Joined`] with the player's name.
 //! - **message**: inputs (channel 1) go straight into the world, which merges every input
 //!   of a tick (newest sequence wins, a fire press anywhere counts, stale ones ignored) and
@@ -71,6 +73,11 @@ pub struct ArenaConfig {
     /// Ticks between two scoreboards; one goes out only when a score, a join or a leave
     /// changed it. Default 30 (at most two a second at 60 Hz).
     pub scoreboard_interval_ticks: u32,
+    /// Names ([`ServerMessage::Player`], [`ServerMessage::Left`]) are exchanged while the
+    /// room holds at most this many players. Default 128. Each join costs every member a
+    /// message and the newcomer one per member, so a crowd of thousands filling up would
+    /// send millions; beyond the limit players are known by entity id only.
+    pub roster_limit: usize,
     /// A player gets a snapshot every this many ticks. Default 1 (every tick). Above 1,
     /// players are spread over the ticks (a room of 3,000 at 3 encodes about 1,000 snapshots
     /// a tick), and a player who teleported or respawned gets one right after that tick
@@ -86,6 +93,7 @@ impl Default for ArenaConfig {
             max_violations: 50,
             chat_interval_ticks: 30,
             scoreboard_interval_ticks: 30,
+            roster_limit: 128,
             snapshot_interval_ticks: 1,
         }
     }
@@ -284,6 +292,8 @@ struct Occupant {
     phase: u32,
     /// Send a snapshot this tick whatever the interval (a teleport, a respawn).
     refresh: bool,
+    /// The room heard this player's name (within the roster limit), so it hears them leave.
+    announced: bool,
 }
 
 /// The arena game as a room (see the module docs for its lifecycle).
@@ -419,6 +429,11 @@ impl ArenaRoom {
         }
     }
 
+    /// Whether names are exchanged in a room of this many players.
+    fn within_roster_limit(&self, players: usize) -> bool {
+        players <= self.config.roster_limit
+    }
+
     /// The scoreboard: the best [`MAX_SCORES`] by score, then kills, then id.
     fn scoreboard(&self) -> ServerMessage {
         let mut scores: Vec<Score> = self
@@ -434,12 +449,17 @@ impl ArenaRoom {
                 })
             })
             .collect();
-        scores.sort_unstable_by(|a, b| {
+        let best_first = |a: &Score, b: &Score| {
             (b.score, b.kills)
                 .cmp(&(a.score, a.kills))
                 .then(a.id.cmp(&b.id))
-        });
-        scores.truncate(MAX_SCORES);
+        };
+        // The top of thousands without sorting them all.
+        if scores.len() > MAX_SCORES {
+            scores.select_nth_unstable_by(MAX_SCORES, best_first);
+            scores.truncate(MAX_SCORES);
+        }
+        scores.sort_unstable_by(best_first);
         ServerMessage::Scores { scores }
     }
 
@@ -642,6 +662,7 @@ impl Room for ArenaRoom {
                 name: truncate_utf8(&member.name, MAX_NAME_BYTES).to_owned(),
                 phase: self.next_phase,
                 refresh: false,
+                announced: false,
             },
         );
         self.next_phase = (self.next_phase + 1) % self.config.snapshot_interval_ticks;
@@ -652,6 +673,11 @@ impl Room for ArenaRoom {
             name: member.name.clone(),
         });
         self.welcome(ctx, member.id);
+        self.scores_changed = true;
+        if !self.within_roster_limit(self.order.len()) {
+            // A crowd: no names, and the next scoreboard broadcast reaches the newcomer.
+            return Ok(());
+        }
         self.roster(ctx, member.id);
         let newcomer = ServerMessage::Player {
             id: entity,
@@ -660,11 +686,13 @@ impl Room for ArenaRoom {
         if let Some(bytes) = self.encode_message(&newcomer) {
             ctx.broadcast_except(member.id, RELIABLE, bytes);
         }
+        if let Some(occupant) = self.occupants.get_mut(&member.id) {
+            occupant.announced = true;
+        }
         let scores = self.scoreboard();
         if let Some(bytes) = self.encode_message(&scores) {
             ctx.send(member.id, RELIABLE, bytes);
         }
-        self.scores_changed = true;
         Ok(())
     }
 
@@ -680,6 +708,10 @@ impl Room for ArenaRoom {
             occupant.snapshots.reset();
         }
         self.welcome(ctx, player);
+        if !self.within_roster_limit(self.order.len()) {
+            self.scores_changed = true;
+            return;
+        }
         self.roster(ctx, player);
         let scores = self.scoreboard();
         if let Some(bytes) = self.encode_message(&scores) {
@@ -706,11 +738,13 @@ impl Room for ArenaRoom {
         self.world.leave(occupant.key);
         self.ids.remove(occupant.key);
         self.scores_changed = true;
-        let left = ServerMessage::Left {
-            id: occupant.entity,
-        };
-        if let Some(bytes) = self.encode_message(&left) {
-            ctx.broadcast_except(player, RELIABLE, bytes);
+        if occupant.announced {
+            let left = ServerMessage::Left {
+                id: occupant.entity,
+            };
+            if let Some(bytes) = self.encode_message(&left) {
+                ctx.broadcast_except(player, RELIABLE, bytes);
+            }
         }
     }
 

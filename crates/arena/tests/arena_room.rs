@@ -444,3 +444,54 @@ fn snapshots_go_out_every_interval_and_at_once_after_a_warp() {
         landed
     );
 }
+
+#[test]
+fn names_are_exchanged_only_within_the_roster_limit() {
+    let config = ArenaConfig {
+        roster_limit: 2,
+        ..ArenaConfig::default()
+    };
+    let (mut shard, _sink, start) = setup(config.clone());
+    let mut clients = vec![Client::new(1), Client::new(2), Client::new(3)];
+    for client in &clients {
+        shard
+            .join(start, RoomId(1), client.id, format!("p{}", client.id.0))
+            .unwrap();
+    }
+    route(&mut shard, &mut clients, &config);
+    let names = |client: &Client| -> Vec<u16> {
+        client
+            .events
+            .iter()
+            .filter_map(|event| match event {
+                ServerMessage::Player { id, .. } => Some(*id),
+                _ => None,
+            })
+            .collect()
+    };
+    let (you1, you2, you3) = (clients[0].you, clients[1].you, clients[2].you);
+    assert_eq!(
+        names(&clients[0]),
+        [you1, you2],
+        "the first two know each other"
+    );
+    assert_eq!(names(&clients[1]), [you1, you2]);
+    assert!(
+        names(&clients[2]).is_empty(),
+        "the third joined a room past the limit: no roster"
+    );
+    // The third leaves unannounced; the second, announced, is heard leaving.
+    shard.leave(start, clients[2].id, LeaveReason::Left);
+    shard.leave(start, clients[1].id, LeaveReason::Left);
+    route(&mut shard, &mut clients, &config);
+    let left: Vec<u16> = clients[0]
+        .events
+        .iter()
+        .filter_map(|event| match event {
+            ServerMessage::Left { id } => Some(*id),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(left, [you2], "only announced players are heard leaving");
+    assert_ne!(you3, you2);
+}
