@@ -340,6 +340,21 @@ impl Reliability {
         }
     }
 
+    /// True when [`write_packet`](Self::write_packet) has something to write now without
+    /// `force`: an owed ack, queued unreliable messages, or reliable units not yet sent (new
+    /// messages the window admits, or units a full packet left behind). It may say true when
+    /// `write_packet` then finds nothing, never false when it would write; resends that come
+    /// due later are [`next_timeout`](Self::next_timeout)'s.
+    pub fn wants_to_send(&self) -> bool {
+        self.received.ack_owed()
+            || self.channels.iter().any(|channel| match channel {
+                Channel::Reliable { send, .. } => {
+                    send.has_sendable(self.span_bytes, self.config.max_reassembly_bytes)
+                }
+                other => other.has_unreliable(),
+            })
+    }
+
     /// True while unreliable messages wait or reliable ones are queued or unacked.
     pub fn has_pending(&self) -> bool {
         self.reliable_queue_bytes > 0 || self.channels.iter().any(Channel::has_unreliable)
