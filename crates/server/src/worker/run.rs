@@ -23,6 +23,13 @@ use crate::shard::{Shard, ShardOutput};
 /// and TCP flow control holds the clients back.
 const WS_EVENT_QUEUE: usize = 4096;
 
+/// Most `recvmmsg` batches one turn of the loop takes in before it answers them. Whatever
+/// is already waiting in the socket when a turn starts is ready together with it: taking it
+/// in the same turn lets the messages bound for one player leave in one datagram, and holds
+/// nothing back, since the turn ends by sending. The bound (16 × 64 datagrams) keeps a turn
+/// short enough that timers and ticks are not starved under a flood.
+const RECV_BATCHES_PER_TURN: usize = 16;
+
 /// What a WebSocket player's reader task reports. `attach` tells one attachment of a
 /// player from a later one.
 enum WsEvent {
@@ -127,10 +134,7 @@ impl Worker {
             tokio::select! {
                 received = self.socket.recv_batch(&mut self.inbox) => {
                     received?;
-                    let now = Instant::now();
-                    for (from, datagram) in &self.inbox {
-                        self.server.handle_datagram(now, from, datagram);
-                    }
+                    self.take_datagrams()?;
                 }
                 event = self.ws_events.recv() => {
                     // The worker holds a sender itself, so the queue never closes.
@@ -161,6 +165,29 @@ impl Worker {
                 () = sleep_until(deadline) => {}
             }
         }
+    }
+
+    /// Hands the batch just received to the protocol, then everything else already waiting
+    /// in the socket, up to [`RECV_BATCHES_PER_TURN`] batches.
+    fn take_datagrams(&mut self) -> io::Result<()> {
+        let now = Instant::now();
+        for turn in 0..RECV_BATCHES_PER_TURN {
+            if turn > 0 {
+                match self.socket.try_recv_batch(&mut self.inbox) {
+                    Ok(_) => {}
+                    Err(error) if error.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(error) => return Err(error),
+                }
+            }
+            for (from, datagram) in &self.inbox {
+                self.server.handle_datagram(now, from, datagram);
+            }
+            if self.inbox.len() < self.inbox.capacity() {
+                // A short batch emptied the socket.
+                break;
+            }
+        }
+        Ok(())
     }
 
     /// Connections, messages and disconnects from the protocol, into the shard.
