@@ -180,22 +180,21 @@ impl Reliability {
     /// one waits for the next packet, the oldest being dropped (and counted) when
     /// `max_unreliable_queue` are waiting.
     pub fn send(&mut self, channel: u8, message: Bytes) -> Result<(), SendError> {
-        let max = self
-            .max_message_len(channel)
-            .ok_or(SendError::UnknownChannel {
-                channel,
-                channels: self.channels.len(),
-            })?;
+        let channels = self.channels.len();
+        let Some(state) = self.channels.get_mut(usize::from(channel)) else {
+            return Err(SendError::UnknownChannel { channel, channels });
+        };
+        // The same bounds as `max_message_len`, read from the channel itself: a send touches
+        // no more of the connection than it must.
+        let max = match state {
+            Channel::Reliable { .. } => self.config.max_message_size,
+            Channel::Unreliable { .. } => self.layout.max_unreliable,
+            Channel::Sequenced { .. } => self.layout.max_sequenced,
+        };
         let len = message.len();
         if len > max {
             return Err(SendError::TooLarge { len, max });
         }
-        let Some(state) = self.channels.get_mut(usize::from(channel)) else {
-            return Err(SendError::UnknownChannel {
-                channel,
-                channels: self.config.channels.len(),
-            });
-        };
         if let Channel::Reliable { send, .. } = state {
             let max = self.config.max_reliable_queue_bytes;
             if self.reliable_queue_bytes + len > max {
