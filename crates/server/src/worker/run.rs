@@ -1,6 +1,7 @@
 //! The worker's loop and state, all owned by its thread.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::io;
 use std::net::IpAddr;
 use std::time::Instant;
@@ -29,6 +30,40 @@ const WS_EVENT_QUEUE: usize = 4096;
 /// nothing back, since the turn ends by sending. The bound (16 × 64 datagrams) keeps a turn
 /// short enough that timers and ticks are not starved under a flood.
 const RECV_BATCHES_PER_TURN: usize = 16;
+
+/// Hashes the ids the worker keys its maps by with one multiply per word instead of
+/// SipHash: every relayed message looks its recipient up, and SipHash showed in the shard's
+/// profile. The keys are not a peer's choice (player ids are random or the game backend's,
+/// connection ids the protocol server's), so colliding keys are not on offer to an attacker.
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.write_u64(u64::from_le_bytes(word));
+        }
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.write_u64(u64::from(n));
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        // FxHash's step: the multiply spreads every input bit into the high bits, which the
+        // table's probing reads.
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// A map keyed by the worker's ids.
+type IdMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
 
 /// What a WebSocket player's reader task reports. `attach` tells one attachment of a
 /// player from a later one.
@@ -64,8 +99,8 @@ pub(super) struct Worker {
     server: Server,
     shard: Shard,
     links: WorkerLinks,
-    players: HashMap<PlayerId, Connected>,
-    udp_players: HashMap<ConnectionId, PlayerId>,
+    players: IdMap<PlayerId, Connected>,
+    udp_players: IdMap<ConnectionId, PlayerId>,
     ws_events: mpsc::Receiver<WsEvent>,
     ws_events_in: mpsc::Sender<WsEvent>,
     ws_attaches: u64,
@@ -90,8 +125,8 @@ impl Worker {
             server,
             shard,
             links,
-            players: HashMap::new(),
-            udp_players: HashMap::new(),
+            players: IdMap::default(),
+            udp_players: IdMap::default(),
             ws_events,
             ws_events_in,
             ws_attaches: 0,
@@ -521,8 +556,8 @@ fn closing_leaves(code: Option<u16>) -> bool {
 /// Forgets a player's connection and gives back its place in the per-address limit; the
 /// link, to close if the caller is the one ending it.
 fn release(
-    players: &mut HashMap<PlayerId, Connected>,
-    udp_players: &mut HashMap<ConnectionId, PlayerId>,
+    players: &mut IdMap<PlayerId, Connected>,
+    udp_players: &mut IdMap<ConnectionId, PlayerId>,
     limiter: Option<&SharedIpLimiter>,
     player: PlayerId,
 ) -> Option<Link> {
