@@ -27,9 +27,11 @@ const WS_EVENT_QUEUE: usize = 4096;
 /// Most `recvmmsg` batches one turn of the loop takes in before it answers them. Whatever
 /// is already waiting in the socket when a turn starts is ready together with it: taking it
 /// in the same turn lets the messages bound for one player leave in one datagram, and holds
-/// nothing back, since the turn ends by sending. The bound (16 × 64 datagrams) keeps a turn
-/// short enough that timers and ticks are not starved under a flood.
-const RECV_BATCHES_PER_TURN: usize = 16;
+/// nothing back, since the turn ends by sending. A server that falls behind thus takes
+/// larger turns, which cost less per message, and catches up. The bound (64 × 64
+/// datagrams, some 100 ms of sfs traffic) keeps a turn short enough under a flood that
+/// timers and ticks still run.
+const RECV_BATCHES_PER_TURN: usize = 64;
 
 /// Hashes the ids the worker keys its maps by with one multiply per word instead of
 /// SipHash: every relayed message looks its recipient up, and SipHash showed in the shard's
