@@ -226,6 +226,12 @@ impl Connection {
         Some(len)
     }
 
+    /// Whether [`write_payload`](Self::write_payload) has data or an owed ack to write now;
+    /// keepalives and resends come from [`next_timeout`](Self::next_timeout) instead.
+    pub(crate) fn wants_to_send(&self) -> bool {
+        self.reliability.wants_to_send()
+    }
+
     /// Whether the peer has been silent past the timeout.
     pub(crate) fn is_timed_out(&self, now: Instant) -> bool {
         now.saturating_duration_since(self.last_received) >= self.timeout

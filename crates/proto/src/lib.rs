@@ -28,6 +28,7 @@ mod bytes_io;
 mod client;
 mod connection;
 pub mod crypto;
+mod deadlines;
 mod packet;
 mod params;
 pub mod reliable;

@@ -9,6 +9,7 @@ use bytes::Bytes;
 
 use crate::connection::{Connection, ConnectionStats, DISCONNECT_REDUNDANCY, Received, Refused};
 use crate::crypto::{Cipher, Key, TAG_BYTES};
+use crate::deadlines::Deadlines;
 use crate::packet::{
     CHALLENGE_TOKEN_BYTES, ChallengeToken, EncryptedHeader, PacketType, Request, Response,
     write_encrypted,
@@ -275,6 +276,9 @@ impl UsedTokens {
 struct Slot {
     generation: u32,
     connection: Option<Connection>,
+    /// The slot is in the ready queue. It stays there when its connection ends (and may be
+    /// visited for a later connection in the same slot), so this is about the slot.
+    ready: bool,
 }
 
 /// The server endpoint of the tickwire protocol.
@@ -290,6 +294,12 @@ struct Slot {
 ///    `poll_event` again;
 /// 4. [`poll_transmit`](Self::poll_transmit) until `None`, sending each datagram;
 /// 5. sleep until the next datagram or `poll_timeout`.
+///
+/// Neither `poll_transmit` nor the timers visit every connection: a connection enters a
+/// ready queue when it is given something to send ([`send`](Self::send), a datagram that
+/// wants an ack, a keepalive or resend that came due in `handle_timeout`), and its next
+/// deadline (keepalive, resend, timeout) sits in a heap keyed by slot, so each call costs
+/// the connections it serves, not the connections there are.
 pub struct Server {
     config: ServerConfig,
     token_cipher: Cipher,
@@ -303,8 +313,14 @@ pub struct Server {
     used_tokens: UsedTokens,
     replies: VecDeque<PendingReply>,
     events: VecDeque<ServerEvent>,
-    /// Where the next `poll_transmit` starts looking, so connections take turns.
-    transmit_cursor: usize,
+    /// Slots whose connection may have a packet to write, each at most once, served in
+    /// turn: a connection with more after its packet goes to the back, so a busy one
+    /// cannot starve the rest.
+    ready: VecDeque<u32>,
+    /// Each connection's next deadline, unless it is in `ready` after its deadline came
+    /// (it gets one back when `poll_transmit` serves it). Every live connection is in one
+    /// or both.
+    deadlines: Deadlines,
     scratch: Box<[u8; MAX_DATAGRAM_BYTES]>,
     stats: ServerStats,
 }
@@ -336,7 +352,8 @@ impl Server {
             },
             replies: VecDeque::new(),
             events: VecDeque::new(),
-            transmit_cursor: 0,
+            ready: VecDeque::new(),
+            deadlines: Deadlines::default(),
             scratch: Box::new([0; MAX_DATAGRAM_BYTES]),
             stats: ServerStats::default(),
             config,
@@ -430,9 +447,12 @@ impl Server {
                         message,
                     });
                 }
+                // Acks may have freed the window or moved the resend timer, and the packet
+                // may want an ack of its own.
+                self.touch(slot, now);
             }
             Ok(Received::Disconnect(reason)) => self.remove(slot, reason, false, now),
-            Ok(Received::Other) => {}
+            Ok(Received::Other) => self.touch(slot, now),
             Err(Refused::Replay) => self.drop_datagram(DropReason::PacketReplayed),
             Err(Refused::Unauthenticated) => self.drop_datagram(DropReason::Unauthenticated),
             Err(Refused::Malformed) => self.drop_datagram(DropReason::Malformed),
@@ -585,6 +605,7 @@ impl Server {
                 self.slots.push(Slot {
                     generation: 0,
                     connection: Some(connection),
+                    ready: false,
                 });
                 (self.slots.len() - 1) as u32
             }
@@ -616,6 +637,29 @@ impl Server {
         queue_reply(&mut self.replies, &mut self.stats, to, true, |buf| {
             connection.write_control(now, PacketType::Accepted, &body[..body_len], buf)
         });
+        self.deadlines.set(slot, connection.next_timeout());
+    }
+
+    /// Puts a slot in the ready queue unless it is there already.
+    fn enqueue(&mut self, slot: u32) {
+        let entry = &mut self.slots[slot as usize];
+        if !entry.ready {
+            entry.ready = true;
+            self.ready.push_back(slot);
+        }
+    }
+
+    /// After a connection took in a datagram: queues it if it has something to send now
+    /// and files its new deadline.
+    fn touch(&mut self, slot: u32, now: Instant) {
+        let Some(connection) = self.slots[slot as usize].connection.as_ref() else {
+            return;
+        };
+        let deadline = connection.next_timeout();
+        if connection.wants_to_send() || deadline <= now {
+            self.enqueue(slot);
+        }
+        self.deadlines.set(slot, deadline);
     }
 
     /// Queues `message` for a connection on `channel`. A reliable channel that overflows
@@ -632,7 +676,10 @@ impl Server {
             return Err(ServerSendError::UnknownConnection);
         };
         match connection.send(channel, message) {
-            Ok(()) => Ok(()),
+            Ok(()) => {
+                self.enqueue(id.slot);
+                Ok(())
+            }
             Err(error @ SendError::QueueFull { .. }) => {
                 self.remove(id.slot, DisconnectReason::ReliableQueueFull, true, now);
                 Err(ServerSendError::Send(error))
@@ -657,6 +704,7 @@ impl Server {
         };
         entry.generation = entry.generation.wrapping_add(1);
         self.free_slots.push(slot);
+        self.deadlines.remove(slot);
         self.by_address.remove(&connection.address);
         self.by_client_id.remove(&connection.client_id);
         if notify {
@@ -674,27 +722,31 @@ impl Server {
         });
     }
 
-    /// Drops connections that have timed out. Keepalives and resends need no call here:
-    /// `poll_transmit` produces them when due.
+    /// Runs the deadlines that have come: drops connections that timed out, and queues
+    /// those owing a keepalive or a resend for `poll_transmit`. Visits only those.
     pub fn handle_timeout(&mut self, now: Instant) {
-        for slot in 0..self.slots.len() {
-            let timed_out = self.slots[slot]
-                .connection
-                .as_ref()
-                .is_some_and(|connection| connection.is_timed_out(now));
+        while let Some((at, slot)) = self.deadlines.earliest() {
+            if at > now {
+                break;
+            }
+            // The connection leaves the heap until `poll_transmit` serves it (or for good).
+            self.deadlines.remove(slot);
+            let timed_out = match self.slots[slot as usize].connection.as_ref() {
+                Some(connection) => connection.is_timed_out(now),
+                None => continue,
+            };
             if timed_out {
-                self.remove(slot as u32, DisconnectReason::TimedOut, false, now);
+                self.remove(slot, DisconnectReason::TimedOut, false, now);
+            } else {
+                self.enqueue(slot);
             }
         }
     }
 
-    /// The earliest time `handle_timeout` or `poll_transmit` has something to do.
+    /// The earliest deadline of any connection (a keepalive, a resend, a timeout): when
+    /// `handle_timeout` next has work.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        self.slots
-            .iter()
-            .filter_map(|slot| slot.connection.as_ref())
-            .map(Connection::next_timeout)
-            .min()
+        self.deadlines.earliest().map(|(at, _)| at)
     }
 
     /// The next thing that happened.
@@ -709,22 +761,25 @@ impl Server {
             buf[..len].copy_from_slice(&reply.bytes[..len]);
             return Some(self.sent(reply.to, len));
         }
-        let count = self.slots.len();
         let mtu = usize::from(self.config.params.mtu).min(buf.len());
-        for step in 0..count {
-            let slot = (self.transmit_cursor + step) % count;
-            let Some(connection) = self.slots[slot].connection.as_mut() else {
+        while let Some(slot) = self.ready.pop_front() {
+            let entry = &mut self.slots[slot as usize];
+            entry.ready = false;
+            let Some(connection) = entry.connection.as_mut() else {
                 continue;
             };
-            if let Some(len) = connection.write_payload(now, &mut buf[..mtu]) {
-                let to = connection.address;
-                // Round-robin, one packet at a time, so a busy connection cannot starve
-                // the others of the tick's sending.
-                self.transmit_cursor = slot + 1;
+            let written = connection.write_payload(now, &mut buf[..mtu]);
+            // One packet per turn: a connection with more goes to the back of the queue.
+            if written.is_some() && connection.wants_to_send() {
+                entry.ready = true;
+                self.ready.push_back(slot);
+            }
+            let to = connection.address;
+            self.deadlines.set(slot, connection.next_timeout());
+            if let Some(len) = written {
                 return Some(self.sent(to, len));
             }
         }
-        self.transmit_cursor = (self.transmit_cursor + 1) % count.max(1);
         None
     }
 
@@ -737,5 +792,206 @@ impl Server {
     /// The connection at `address`, if one is established.
     pub fn connection_at(&self, address: SocketAddr) -> Option<ConnectionId> {
         self.by_address.get(&address).map(|&slot| self.id_of(slot))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha20Rng;
+
+    use super::*;
+    use crate::sim::{Link, LinkConfig};
+    use crate::token::TokenIssuer;
+    use crate::{Client, ClientState};
+
+    const PROTOCOL_ID: u64 = 0x7157_0003;
+    const UNIX_TIME: u64 = 1_800_000_000;
+
+    impl Server {
+        /// What the ready queue and the heap promise, checked against a scan of every
+        /// connection, after `handle_timeout(now)` and a full `poll_transmit` drain.
+        fn check_drained(&self, now: Instant) {
+            let mut earliest = None::<Instant>;
+            for (slot, entry) in self.slots.iter().enumerate() {
+                let slot = slot as u32;
+                let Some(connection) = entry.connection.as_ref() else {
+                    assert_eq!(self.deadlines.get(slot), None, "slot {slot} is empty");
+                    continue;
+                };
+                assert!(
+                    !connection.wants_to_send(),
+                    "slot {slot} still has something to send after the drain"
+                );
+                let deadline = connection.next_timeout();
+                assert!(
+                    deadline > now,
+                    "slot {slot}'s deadline {:?} passed without being served",
+                    now - deadline
+                );
+                assert_eq!(
+                    self.deadlines.get(slot),
+                    Some(deadline),
+                    "slot {slot}'s filed deadline is not its real one"
+                );
+                earliest = Some(earliest.map_or(deadline, |e| e.min(deadline)));
+            }
+            assert_eq!(
+                self.poll_timeout(),
+                earliest,
+                "poll_timeout must be the earliest deadline of any connection"
+            );
+            assert!(self.ready.is_empty(), "the ready queue was drained");
+        }
+    }
+
+    /// Many connections over a lossy, jittery, reordering link, with random traffic on
+    /// every channel both ways and some clients falling silent: after every turn, a scan
+    /// of every connection finds nothing the ready queue and the heap missed.
+    #[test]
+    fn ready_queue_and_deadlines_agree_with_a_scan_of_every_connection() {
+        let start = Instant::now();
+        let mut now = start;
+        let mut rng = ChaCha20Rng::seed_from_u64(42);
+        let server_address: SocketAddr = "127.0.0.1:40000".parse().expect("valid");
+        let key = Key([9; 32]);
+        let mut config = ServerConfig::new(PROTOCOL_ID, key.clone(), vec![server_address]);
+        config.params.timeout = Duration::from_secs(2);
+        let mut server = Server::new(config, now, UNIX_TIME, &mut rng).expect("valid config");
+        let issuer = TokenIssuer {
+            protocol_id: PROTOCOL_ID,
+            key,
+            server_addresses: vec![server_address],
+            validity_seconds: 60,
+            timeout_seconds: 5,
+        };
+        let count = 40;
+        let addresses: Vec<SocketAddr> = (0..count)
+            .map(|i| SocketAddr::from(([127, 0, 0, 2], 2000 + i as u16)))
+            .collect();
+        let mut clients: Vec<Client> = (0..count)
+            .map(|i| {
+                let token = issuer
+                    .issue(&mut rng, UNIX_TIME, i as u64, &[])
+                    .expect("token issues");
+                Client::new(token, now, UNIX_TIME, ReliabilityConfig::default())
+            })
+            .collect();
+        let mut link = Link::new(
+            LinkConfig {
+                latency: Duration::from_millis(20),
+                jitter: Duration::from_millis(8),
+                loss: 0.1,
+                duplicate: 0.02,
+                reorder: 0.05,
+                mtu: 1500,
+            },
+            42,
+        );
+        // Clients 30.. fall silent at 4 s, so their connections time out on the server.
+        let silent_from = start + Duration::from_secs(4);
+        let mut ids: Vec<Option<ConnectionId>> = vec![None; count];
+        let mut buf = vec![0u8; MAX_DATAGRAM_BYTES];
+        let mut timed_out = 0;
+        let mut next_traffic = start;
+        while now < start + Duration::from_secs(10) {
+            while let Some(datagram) = link.deliver(now) {
+                if datagram.to == server_address {
+                    server.handle_datagram(now, datagram.from, &datagram.bytes);
+                } else if let Some(i) = addresses.iter().position(|a| *a == datagram.to) {
+                    clients[i].handle_datagram(now, server_address, &datagram.bytes);
+                }
+            }
+            if now >= next_traffic {
+                next_traffic = now + Duration::from_millis(rng.random_range(5..40));
+                for _ in 0..rng.random_range(0..30) {
+                    let i = rng.random_range(0..count);
+                    let channel = rng.random_range(0..3u8);
+                    let len = if rng.random_bool(0.05) {
+                        rng.random_range(1200..5000)
+                    } else {
+                        rng.random_range(1..200)
+                    };
+                    let message = Bytes::from(vec![i as u8; len]);
+                    let len = if channel == 0 { len } else { len.min(900) };
+                    if rng.random_bool(0.5) {
+                        if let Some(id) = ids[i] {
+                            let _ = server.send(now, id, channel, message.slice(..len));
+                        }
+                    } else if i < 30 || now < silent_from {
+                        let _ = clients[i].send(channel, message.slice(..len));
+                    }
+                }
+            }
+            if server.poll_timeout().is_some_and(|at| at <= now) {
+                server.handle_timeout(now);
+            }
+            while let Some(event) = server.poll_event() {
+                match event {
+                    ServerEvent::Connected {
+                        connection,
+                        client_id,
+                        ..
+                    } => ids[client_id as usize] = Some(connection),
+                    ServerEvent::Disconnected {
+                        client_id, reason, ..
+                    } => {
+                        assert_eq!(reason, DisconnectReason::TimedOut);
+                        assert!(client_id >= 30, "only the silent clients time out");
+                        ids[client_id as usize] = None;
+                        timed_out += 1;
+                    }
+                    ServerEvent::Message { .. } => {}
+                }
+            }
+            while let Some(transmit) = server.poll_transmit(now, &mut buf) {
+                link.send(
+                    now,
+                    server_address,
+                    transmit.destination,
+                    &buf[..transmit.len],
+                );
+            }
+            server.check_drained(now);
+            for (i, client) in clients.iter_mut().enumerate() {
+                if i >= 30 && now >= silent_from {
+                    continue;
+                }
+                client.handle_timeout(now);
+                while client.poll_event().is_some() {}
+                while let Some(transmit) = client.poll_transmit(now, &mut buf) {
+                    link.send(
+                        now,
+                        addresses[i],
+                        transmit.destination,
+                        &buf[..transmit.len],
+                    );
+                }
+            }
+            let next = [
+                link.next_delivery(),
+                server.poll_timeout(),
+                Some(next_traffic),
+            ]
+            .into_iter()
+            .chain(clients.iter().map(Client::poll_timeout))
+            .flatten()
+            .filter(|at| *at > now)
+            .min()
+            .expect("something is always next");
+            now = next;
+        }
+        assert_eq!(
+            timed_out, 10,
+            "every silent client timed out, and only those"
+        );
+        assert!(
+            clients[..30]
+                .iter()
+                .all(|client| client.state() == ClientState::Connected),
+            "the talking clients stayed connected"
+        );
     }
 }

@@ -56,6 +56,35 @@ impl Bits256 {
         }
     }
 
+    /// Bits `start..start + 32` as a `u32` (bit `start` lowest); bits past 255 read as 0.
+    pub(crate) fn u32_at(&self, start: u32) -> u32 {
+        let (word, shift) = ((start / 64) as usize, start % 64);
+        let Some(&low) = self.0.get(word) else {
+            return 0;
+        };
+        let mut bits = low >> shift;
+        if shift > 32
+            && let Some(&high) = self.0.get(word + 1)
+        {
+            bits |= high << (64 - shift);
+        }
+        bits as u32
+    }
+
+    /// Clears bits `start..end` (those below 256).
+    pub(crate) fn clear_range(&mut self, start: u32, end: u32) {
+        let end = end.min(256);
+        let mut at = start;
+        while at < end {
+            let word = (at / 64) as usize;
+            let low = at % 64;
+            let high = (end - word as u32 * 64).min(64);
+            let mask = (u64::MAX >> (64 - (high - low))) << low;
+            self.0[word] &= !mask;
+            at = word as u32 * 64 + high;
+        }
+    }
+
     pub(crate) fn lowest_set(&self) -> Option<u32> {
         self.0
             .iter()
@@ -133,15 +162,8 @@ impl ReceivedPackets {
     pub(crate) fn take_ack(&mut self) -> Option<Ack> {
         let latest = self.latest?;
         let from = self.unreported.lowest_set().unwrap_or(0);
-        let mut bits = 0u32;
-        for j in 0..32 {
-            if self.received.get(from + 1 + j) {
-                bits |= 1 << j;
-            }
-        }
-        for i in from..=from + 32 {
-            self.unreported.set(i, false);
-        }
+        let bits = self.received.u32_at(from + 1);
+        self.unreported.clear_range(from, from + 33);
         Some(Ack {
             ack: latest.wrapping_sub(from as u16),
             bits,
@@ -294,6 +316,30 @@ mod tests {
         assert_eq!(bits.lowest_set(), Some(195));
         bits.shift_up(256);
         assert!(bits.is_empty());
+    }
+
+    #[test]
+    fn word_reads_and_clears_match_bit_by_bit_ones() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(5);
+        for _ in 0..2000 {
+            let bits = Bits256([rng.random(), rng.random(), rng.random(), rng.random()]);
+            let start = rng.random_range(0..300);
+            let expected = (0..32).fold(0u32, |acc, j| acc | u32::from(bits.get(start + j)) << j);
+            assert_eq!(
+                bits.u32_at(start),
+                expected,
+                "32 bits from {start} of {bits:?}"
+            );
+            let end = start + rng.random_range(0..70);
+            let mut cleared = bits;
+            cleared.clear_range(start, end);
+            let mut slow = bits;
+            for i in start..end {
+                slow.set(i, false);
+            }
+            assert_eq!(cleared, slow, "clearing {start}..{end} of {bits:?}");
+        }
     }
 
     #[test]

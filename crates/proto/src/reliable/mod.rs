@@ -180,22 +180,21 @@ impl Reliability {
     /// one waits for the next packet, the oldest being dropped (and counted) when
     /// `max_unreliable_queue` are waiting.
     pub fn send(&mut self, channel: u8, message: Bytes) -> Result<(), SendError> {
-        let max = self
-            .max_message_len(channel)
-            .ok_or(SendError::UnknownChannel {
-                channel,
-                channels: self.channels.len(),
-            })?;
+        let channels = self.channels.len();
+        let Some(state) = self.channels.get_mut(usize::from(channel)) else {
+            return Err(SendError::UnknownChannel { channel, channels });
+        };
+        // The same bounds as `max_message_len`, read from the channel itself: a send touches
+        // no more of the connection than it must.
+        let max = match state {
+            Channel::Reliable { .. } => self.config.max_message_size,
+            Channel::Unreliable { .. } => self.layout.max_unreliable,
+            Channel::Sequenced { .. } => self.layout.max_sequenced,
+        };
         let len = message.len();
         if len > max {
             return Err(SendError::TooLarge { len, max });
         }
-        let Some(state) = self.channels.get_mut(usize::from(channel)) else {
-            return Err(SendError::UnknownChannel {
-                channel,
-                channels: self.config.channels.len(),
-            });
-        };
         if let Channel::Reliable { send, .. } = state {
             let max = self.config.max_reliable_queue_bytes;
             if self.reliable_queue_bytes + len > max {
@@ -338,6 +337,21 @@ impl Reliability {
             reliable_queue_bytes: self.reliable_queue_bytes,
             reassembly_bytes: self.held.bytes,
         }
+    }
+
+    /// True when [`write_packet`](Self::write_packet) has something to write now without
+    /// `force`: an owed ack, queued unreliable messages, or reliable units not yet sent (new
+    /// messages the window admits, or units a full packet left behind). It may say true when
+    /// `write_packet` then finds nothing, never false when it would write; resends that come
+    /// due later are [`next_timeout`](Self::next_timeout)'s.
+    pub fn wants_to_send(&self) -> bool {
+        self.received.ack_owed()
+            || self.channels.iter().any(|channel| match channel {
+                Channel::Reliable { send, .. } => {
+                    send.has_sendable(self.span_bytes, self.config.max_reassembly_bytes)
+                }
+                other => other.has_unreliable(),
+            })
     }
 
     /// True while unreliable messages wait or reliable ones are queued or unacked.

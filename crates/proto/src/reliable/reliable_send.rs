@@ -112,6 +112,8 @@ pub(crate) struct ReliableSender {
     /// Absolute number of `window[0]`; a message's id is its number's low 16 bits.
     oldest: u64,
     cursor: ScanCursor,
+    /// The last `write_due` left due units unwritten for want of room in its packet.
+    stalled: bool,
 }
 
 impl ReliableSender {
@@ -203,12 +205,23 @@ impl ReliableSender {
             m += 1;
             u = 0;
         }
+        self.stalled = resume.is_some();
         let (message, unit) = resume.unwrap_or((self.window.len(), 0));
         self.cursor = ScanCursor {
             now: Some(ctx.now),
             message,
             unit,
         };
+    }
+
+    /// Whether a packet written now would carry something of this channel's without waiting
+    /// for a resend timer: a queued message the window admits, or due units the last packet
+    /// had no room for. `span_bytes` and `max_span` are as in [`admit`](Self::admit).
+    pub(crate) fn has_sendable(&self, span_bytes: usize, max_span: usize) -> bool {
+        self.stalled
+            || self.pending.front().is_some_and(|next| {
+                self.window.len() < MESSAGE_WINDOW && span_bytes + next.len() <= max_span
+            })
     }
 
     /// Marks a unit acked; returns its length if this is news (to leave bytes in flight).

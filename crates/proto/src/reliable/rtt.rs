@@ -26,30 +26,39 @@ pub(crate) struct RttEstimator {
     smoothed: Duration,
     variance: Duration,
     sampled: bool,
+    /// Derived from the two above at each sample: every packet written reads it.
+    resend_timeout: Duration,
 }
 
 impl Default for RttEstimator {
     fn default() -> Self {
         // Until a sample: 100 ms ± 50 ms, so a first resend after 300 ms.
-        Self {
-            smoothed: INITIAL_RTT,
-            variance: INITIAL_RTT / 2,
-            sampled: false,
-        }
+        Self::with(INITIAL_RTT, INITIAL_RTT / 2, false)
     }
 }
 
 impl RttEstimator {
-    pub(crate) fn sample(&mut self, rtt: Duration) {
-        if !self.sampled {
-            self.smoothed = rtt;
-            self.variance = rtt / 2;
-            self.sampled = true;
-            return;
+    fn with(smoothed: Duration, variance: Duration, sampled: bool) -> Self {
+        Self {
+            smoothed,
+            variance,
+            sampled,
+            resend_timeout: (smoothed + (variance * 4).max(RESEND_MARGIN))
+                .clamp(MIN_RESEND_TIMEOUT, MAX_RESEND_TIMEOUT),
         }
-        let deviation = self.smoothed.abs_diff(rtt);
-        self.variance = (self.variance * 3 + deviation) / 4;
-        self.smoothed = (self.smoothed * 7 + rtt) / 8;
+    }
+
+    pub(crate) fn sample(&mut self, rtt: Duration) {
+        *self = if self.sampled {
+            let deviation = self.smoothed.abs_diff(rtt);
+            Self::with(
+                (self.smoothed * 7 + rtt) / 8,
+                (self.variance * 3 + deviation) / 4,
+                true,
+            )
+        } else {
+            Self::with(rtt, rtt / 2, true)
+        };
     }
 
     pub(crate) fn smoothed(&self) -> Duration {
@@ -62,8 +71,7 @@ impl RttEstimator {
 
     /// How long an unacked reliable unit waits before it is sent again.
     pub(crate) fn resend_timeout(&self) -> Duration {
-        (self.smoothed + (self.variance * 4).max(RESEND_MARGIN))
-            .clamp(MIN_RESEND_TIMEOUT, MAX_RESEND_TIMEOUT)
+        self.resend_timeout
     }
 
     /// How long an unacked packet waits before it counts as lost in the loss estimate: two
