@@ -211,6 +211,8 @@ impl TickTimes {
 /// The rooms and players of one worker thread.
 pub struct Shard {
     config: ShardConfig,
+    /// The grid every room's ticks are aligned to: set when the first room is created.
+    epoch: Option<Instant>,
     rooms: HashMap<RoomId, HostedRoom>,
     players: HashMap<PlayerId, Seated>,
     outputs: Vec<ShardOutput>,
@@ -228,6 +230,7 @@ impl Shard {
     pub fn new(config: ShardConfig) -> Self {
         Self {
             config,
+            epoch: None,
             rooms: HashMap::new(),
             players: HashMap::new(),
             outputs: Vec::new(),
@@ -254,7 +257,8 @@ impl Shard {
         room: Box<dyn Room>,
         capacity: u16,
     ) -> Result<(), TickRateError> {
-        let host = RoomHost::new(id, room, now, capacity)?;
+        let start = self.aligned_start(now, room.tick_rate_hz());
+        let host = RoomHost::new(id, room, start, capacity)?;
         self.rooms.insert(
             id,
             HostedRoom {
@@ -265,6 +269,22 @@ impl Shard {
             },
         );
         Ok(())
+    }
+
+    /// When a room created at `now` ticking at `rate_hz` starts: the first instant at or
+    /// after `now` on the shard's grid for that rate. Rooms of a rate then tick in the same
+    /// turn of the worker, which wakes once per tick for all of them and sends their
+    /// snapshots in one batch, instead of once per room at a phase of its own (a hundred
+    /// small rooms made six thousand wake-ups and small `sendmmsg` calls a second). The
+    /// cost: a room waits for the rooms ticked before it in that turn, a few milliseconds
+    /// at most on a full shard.
+    fn aligned_start(&mut self, now: Instant, rate_hz: u32) -> Instant {
+        let epoch = *self.epoch.get_or_insert(now);
+        let rate = u128::from(rate_hz.max(1));
+        let elapsed = now.saturating_duration_since(epoch).as_nanos();
+        let tick = (elapsed * rate).div_ceil(1_000_000_000);
+        let offset = u64::try_from(tick * 1_000_000_000 / rate).unwrap_or(u64::MAX);
+        epoch + Duration::from_nanos(offset)
     }
 
     /// Seats a player in a room.
@@ -819,6 +839,36 @@ mod tests {
         fn publish(&mut self, ctx: &mut crate::room::RoomContext<'_>) {
             ctx.broadcast(0, Bytes::from(format!("publish after {}", self.ticks)));
         }
+    }
+
+    #[test]
+    fn rooms_created_apart_tick_on_one_grid() {
+        let start = Instant::now();
+        let mut shard = Shard::new(ShardConfig::default());
+        shard
+            .create_room(start, RoomId(1), "phases", Box::new(Phases::default()), 4)
+            .unwrap();
+        // 5 ms later, between two 60 Hz ticks: the second room starts on the next one.
+        let later = start + Duration::from_millis(5);
+        shard
+            .create_room(later, RoomId(2), "phases", Box::new(Phases::default()), 4)
+            .unwrap();
+        let next = |shard: &Shard, id| shard.rooms[&RoomId(id)].host.next_deadline();
+        assert_eq!(next(&shard, 1), start);
+        assert_eq!(
+            next(&shard, 2),
+            start + Duration::from_nanos(16_666_666),
+            "the second room waits for the shard's next 60 Hz tick"
+        );
+        shard.run(start);
+        assert_eq!(
+            next(&shard, 1).saturating_duration_since(next(&shard, 2)),
+            Duration::ZERO,
+            "both rooms are next due together"
+        );
+        assert!(
+            next(&shard, 2).saturating_duration_since(next(&shard, 1)) <= Duration::from_nanos(1)
+        );
     }
 
     #[test]

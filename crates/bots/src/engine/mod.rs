@@ -9,12 +9,15 @@
 //!
 //! - **UDP** ([`udp`]): one task drives every bot of the group. Each bot has its own
 //!   socket (the server tells clients apart by address) and a sans-IO
-//!   [`tickwire_proto::Client`]; all of the group's sockets sit in one epoll set, itself
-//!   watched through tokio, so the task wakes when any bot has data and receives only from
-//!   the sockets epoll names, each with one `recvmmsg` ([`BatchSocket::try_recv_batch`])
-//!   into the group's single receive batch. A 1 ms tick paces sends and protocol timers;
-//!   each bot's datagrams go out with one `sendmmsg` from the group's single send batch.
-//!   Buffers exist once per group, not per bot.
+//!   [`tickwire_proto::Client`]; all of the group's sockets sit in one epoll set that a
+//!   1 ms tick asks without waiting, and the task receives only from the sockets it names,
+//!   each with one `recvmmsg` ([`BatchSocket::try_recv_batch`]) into the group's single
+//!   receive batch. Nothing sleeps on the sockets, so the server's `sendmmsg` never pays
+//!   for waking a bot (on loopback the sender pays for the receiver's wake-up; remote
+//!   players would pay their own); bots add at most 1 ms to what they measure. The same
+//!   tick paces sends and protocol timers; each bot's datagrams go out with one
+//!   `sendmmsg` from the group's single send batch. Buffers exist once per group, not per
+//!   bot.
 //! - **WebSocket** ([`ws`]): one small task per bot on the group's runtime, each owning a
 //!   [`tickwire_client::Link`]. A TCP connection has kernel buffers per connection by
 //!   nature, and its user-space framing state is per connection too; the task adds a
