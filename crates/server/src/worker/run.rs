@@ -210,7 +210,10 @@ impl Worker {
     }
 
     /// Hands the batch just received to the protocol, then everything else already waiting
-    /// in the socket, up to [`RECV_BATCHES_PER_TURN`] batches.
+    /// in the socket, up to [`RECV_BATCHES_PER_TURN`] batches. Each batch's messages go
+    /// through the shard onto connections before the next batch is read, so the event and
+    /// output buffers hold one batch's worth, not a turn's; what they queued is sent at the
+    /// turn's end.
     fn take_datagrams(&mut self) -> io::Result<()> {
         let now = Instant::now();
         for turn in 0..RECV_BATCHES_PER_TURN {
@@ -224,6 +227,8 @@ impl Worker {
             for (from, datagram) in &self.inbox {
                 self.server.handle_datagram(now, from, datagram);
             }
+            self.take_events(now);
+            self.route_outputs(now);
             if self.inbox.len() < self.inbox.capacity() {
                 // A short batch emptied the socket.
                 break;
