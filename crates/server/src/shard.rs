@@ -213,6 +213,15 @@ pub struct Shard {
     config: ShardConfig,
     /// The grid every room's ticks are aligned to: set when the first room is created.
     epoch: Option<Instant>,
+    /// No room has anything due (a tick or its disposal) before this. Never later than the
+    /// true earliest deadline: changes that may bring one forward lower it, and a pass over
+    /// the rooms sets it exactly; so a turn with nothing due skips the rooms altogether.
+    rooms_due: Option<Instant>,
+    /// Held seats by expiry. An entry whose player came back (or left) is stale and skipped
+    /// when it comes up: its expiry no longer matches the seat's.
+    held: std::collections::BTreeSet<(Instant, PlayerId)>,
+    /// Rooms that ticked and await their publish phase.
+    unpublished: Vec<RoomId>,
     rooms: HashMap<RoomId, HostedRoom>,
     players: HashMap<PlayerId, Seated>,
     outputs: Vec<ShardOutput>,
@@ -220,7 +229,6 @@ pub struct Shard {
     tick_times: HashMap<String, TickTimes>,
     /// Reused every turn so routing and ticking allocate nothing in steady state.
     scratch_commands: Vec<Command>,
-    scratch_players: Vec<PlayerId>,
     scratch_rooms: Vec<RoomId>,
     tick_observer: Option<TickObserver>,
 }
@@ -231,13 +239,15 @@ impl Shard {
         Self {
             config,
             epoch: None,
+            rooms_due: None,
+            held: std::collections::BTreeSet::new(),
+            unpublished: Vec::new(),
             rooms: HashMap::new(),
             players: HashMap::new(),
             outputs: Vec::new(),
             stats: ShardStats::default(),
             tick_times: HashMap::new(),
             scratch_commands: Vec::new(),
-            scratch_players: Vec::new(),
             scratch_rooms: Vec::new(),
             tick_observer: None,
         }
@@ -259,6 +269,7 @@ impl Shard {
     ) -> Result<(), TickRateError> {
         let start = self.aligned_start(now, room.tick_rate_hz());
         let host = RoomHost::new(id, room, start, capacity)?;
+        self.lower_rooms_due(start.min(now + self.config.empty_room_ttl));
         self.rooms.insert(
             id,
             HostedRoom {
@@ -269,6 +280,11 @@ impl Shard {
             },
         );
         Ok(())
+    }
+
+    /// Something in a room may be due as early as `at`.
+    fn lower_rooms_due(&mut self, at: Instant) {
+        self.rooms_due = Some(self.rooms_due.map_or(at, |due| due.min(at)));
     }
 
     /// When a room created at `now` ticking at `rate_hz` starts: the first instant at or
@@ -352,7 +368,9 @@ impl Shard {
         let Some(seated) = self.players.get_mut(&player) else {
             return;
         };
-        seated.held_until = Some(now + self.config.reconnect_grace);
+        let until = now + self.config.reconnect_grace;
+        seated.held_until = Some(until);
+        self.held.insert((until, player));
         let room = seated.room;
         if let Some(hosted) = self.rooms.get_mut(&room) {
             hosted.host.disconnected(now, player);
@@ -386,6 +404,7 @@ impl Shard {
             }
             self.route(seated.room, now);
         }
+        self.lower_rooms_due(now + self.config.empty_room_ttl);
     }
 
     /// Runs every room's due ticks, then the publish phase of the rooms that ticked, gives
@@ -423,57 +442,82 @@ impl Shard {
     }
 
     fn tick_rooms(&mut self, now: Instant, mut clock: Option<&mut dyn FnMut() -> Instant>) {
-        let mut expired = std::mem::take(&mut self.scratch_players);
-        expired.extend(
-            self.players
-                .iter()
-                .filter(|(_, seated)| seated.held_until.is_some_and(|until| until <= now))
-                .map(|(player, _)| *player),
-        );
-        for player in expired.drain(..) {
-            self.stats.seats_expired += 1;
-            self.leave(now, player, LeaveReason::GraceExpired);
+        while let Some(&(until, player)) = self.held.first() {
+            if until > now {
+                break;
+            }
+            self.held.pop_first();
+            let still_held = self
+                .players
+                .get(&player)
+                .is_some_and(|seated| seated.held_until == Some(until));
+            if still_held {
+                self.stats.seats_expired += 1;
+                self.leave(now, player, LeaveReason::GraceExpired);
+            }
         }
-        self.scratch_players = expired;
+        if self.rooms_due.is_some_and(|due| due > now) {
+            return;
+        }
         let mut ids = std::mem::take(&mut self.scratch_rooms);
         ids.extend(self.rooms.keys().copied());
+        let mut due_next: Option<Instant> = None;
         for id in ids.drain(..) {
             let Some(hosted) = self.rooms.get_mut(&id) else {
                 continue;
             };
-            if hosted.empty_since.is_some_and(|since| {
-                now.saturating_duration_since(since) >= self.config.empty_room_ttl
-            }) {
+            let disposal = hosted
+                .empty_since
+                .map(|since| since + self.config.empty_room_ttl);
+            if disposal.is_some_and(|at| at <= now) {
                 self.rooms.remove(&id);
                 self.stats.rooms_disposed += 1;
                 self.outputs.push(ShardOutput::RoomDisposed { room: id });
                 continue;
             }
-            let started = clock.as_mut().map(|clock| clock());
-            let due = hosted.host.advance(now);
-            if due.ticks > 0 {
-                let took = match (started, clock.as_mut()) {
-                    (Some(started), Some(clock)) => clock().saturating_duration_since(started),
-                    _ => Duration::ZERO,
-                };
-                let (ticks, time) = hosted.unpublished.unwrap_or_default();
-                hosted.unpublished = Some((ticks + due.ticks, time + took));
+            if hosted.host.next_deadline() <= now {
+                let started = clock.as_mut().map(|clock| clock());
+                let due = hosted.host.advance(now);
+                if due.ticks > 0 {
+                    let took = match (started, clock.as_mut()) {
+                        (Some(started), Some(clock)) => clock().saturating_duration_since(started),
+                        _ => Duration::ZERO,
+                    };
+                    match &mut hosted.unpublished {
+                        Some((ticks, time)) => {
+                            *ticks += due.ticks;
+                            *time += took;
+                        }
+                        None => {
+                            hosted.unpublished = Some((due.ticks, took));
+                            self.unpublished.push(id);
+                        }
+                    }
+                }
+                self.stats.ticks += u64::from(due.ticks);
+                self.stats.ticks_skipped += due.skipped;
+                self.route(id, now);
             }
-            self.stats.ticks += u64::from(due.ticks);
-            self.stats.ticks_skipped += due.skipped;
-            self.route(id, now);
+            // The room may have emptied while routing; its disposal is then `now` + ttl.
+            if let Some(hosted) = self.rooms.get(&id) {
+                let next = hosted.host.next_deadline();
+                let next = match hosted.empty_since {
+                    Some(since) => next.min(since + self.config.empty_room_ttl),
+                    None => next,
+                };
+                due_next = Some(due_next.map_or(next, |due| due.min(next)));
+            }
         }
         self.scratch_rooms = ids;
+        // Whatever lowered the bound meanwhile (a room emptied by a kick) still counts.
+        self.rooms_due = match (due_next, self.rooms_due) {
+            (Some(next), Some(lowered)) if lowered > now => Some(next.min(lowered)),
+            (next, _) => next,
+        };
     }
 
     fn publish_rooms(&mut self, now: Instant, mut clock: Option<&mut dyn FnMut() -> Instant>) {
-        let mut ids = std::mem::take(&mut self.scratch_rooms);
-        ids.extend(
-            self.rooms
-                .iter()
-                .filter(|(_, hosted)| hosted.unpublished.is_some())
-                .map(|(id, _)| *id),
-        );
+        let mut ids = std::mem::take(&mut self.unpublished);
         for id in ids.drain(..) {
             let Some(hosted) = self.rooms.get_mut(&id) else {
                 continue;
@@ -502,7 +546,7 @@ impl Shard {
             }
             self.route(id, now);
         }
-        self.scratch_rooms = ids;
+        self.unpublished = ids;
     }
 
     /// Turns a room's commands into sends and disconnects.
@@ -511,10 +555,15 @@ impl Shard {
             return;
         };
         let mut kicked = Vec::new();
-        let connected = |host: &RoomHost, player: PlayerId| {
-            host.members()
-                .iter()
-                .any(|member| member.id == player && member.connected)
+        // Seated here with a live connection, and not kicked by an earlier command (the
+        // host has removed those already). A map lookup: scanning the members for every
+        // send was quadratic in a room's size.
+        let players = &self.players;
+        let connected = |player: PlayerId, kicked: &[PlayerId]| {
+            players
+                .get(&player)
+                .is_some_and(|seated| seated.room == id && seated.held_until.is_none())
+                && !kicked.contains(&player)
         };
         let mut commands = std::mem::take(&mut self.scratch_commands);
         commands.extend(hosted.host.take_commands());
@@ -525,7 +574,7 @@ impl Shard {
                     channel,
                     message,
                 } => {
-                    if connected(&hosted.host, to) {
+                    if connected(to, &kicked) {
                         self.outputs.push(ShardOutput::Send {
                             to,
                             channel,
@@ -556,7 +605,8 @@ impl Shard {
             }
         }
         self.scratch_commands = commands;
-        if hosted.host.members().is_empty() && hosted.empty_since.is_none() {
+        let emptied = hosted.host.members().is_empty() && hosted.empty_since.is_none();
+        if emptied {
             hosted.empty_since = Some(now);
         }
         for player in kicked {
@@ -566,6 +616,9 @@ impl Shard {
                     .push(ShardOutput::Unseated { player, room: id });
             }
         }
+        if emptied {
+            self.lower_rooms_due(now + self.config.empty_room_ttl);
+        }
     }
 
     /// What the transports must do, in order.
@@ -574,13 +627,13 @@ impl Shard {
     }
 
     /// When `run` next has work: a tick, a held seat's expiry or an empty room's disposal.
+    /// Kept current as rooms and seats change, so a driver asks every turn for nothing.
     pub fn next_deadline(&self) -> Option<Instant> {
-        let rooms = self.rooms.values().map(|hosted| match hosted.empty_since {
-            Some(since) => (since + self.config.empty_room_ttl).min(hosted.host.next_deadline()),
-            None => hosted.host.next_deadline(),
-        });
-        let seats = self.players.values().filter_map(|seated| seated.held_until);
-        rooms.chain(seats).min()
+        let seat = self.held.first().map(|(until, _)| *until);
+        match (self.rooms_due, seat) {
+            (Some(rooms), Some(seat)) => Some(rooms.min(seat)),
+            (rooms, seat) => rooms.or(seat),
+        }
     }
 
     /// The rooms, for listings and matchmaking.
@@ -720,6 +773,25 @@ mod tests {
         );
         shard.message(later, PlayerId(2), 0, Bytes::from_static(b"welcome back"));
         assert_eq!(sends(&mut shard).len(), 1);
+    }
+
+    #[test]
+    fn a_seat_held_again_expires_on_its_latest_hold_only() {
+        let (mut shard, now) = shard_with_relay(2);
+        let secs = |s| now + Duration::from_secs(s);
+        shard.connection_lost(now, PlayerId(1));
+        assert!(shard.reconnect(secs(5), PlayerId(1)).is_some());
+        shard.connection_lost(secs(10), PlayerId(1));
+        // The first hold (expiring at 30 s) is stale: the seat now lasts until 40 s.
+        shard.run(secs(31));
+        assert_eq!(shard.stats().seats_expired, 0);
+        assert_eq!(shard.room_of(PlayerId(1)), Some(RoomId(1)));
+        shard.run(secs(41));
+        assert_eq!(shard.stats().seats_expired, 1);
+        assert_eq!(shard.room_of(PlayerId(1)), None);
+        // Player 2 is still seated, so the room lives on; its next tick is the deadline.
+        let next = shard.next_deadline().unwrap();
+        assert!(next > secs(41) && next <= secs(41) + Duration::from_millis(17));
     }
 
     #[test]
