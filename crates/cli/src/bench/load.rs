@@ -120,6 +120,13 @@ pub struct LoadBenchReport {
     /// teleport: request → the first snapshot showing the bot in the zone, 99th percentile.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub teleport_seen_p99_ms: Option<f64>,
+    /// teleport: tick durations from one second before the burst to one second after it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub burst_ticks: Option<TickFigures>,
+    /// Arena scenarios: snapshots each bot received per second (the tick rate divided by
+    /// the snapshot interval when the server keeps up; less when it does not).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub snapshots_per_player_s: Option<f64>,
     /// Deliveries expected.
     pub expected: u64,
     /// Deliveries counted.
@@ -138,6 +145,37 @@ pub struct LoadBenchReport {
     pub bots_cpu_s: f64,
     /// The bots' full report.
     pub bots: serde_json::Value,
+}
+
+/// Tick durations over a span, from the difference of two scrapes of the histogram.
+#[derive(Debug, Clone, Serialize)]
+pub struct TickFigures {
+    /// Wall seconds the span covered.
+    pub span_s: f64,
+    /// Ticks in the span.
+    pub ticks: u64,
+    /// Median, interpolated in its bucket.
+    pub p50_ms: f64,
+    /// 99th percentile.
+    pub p99_ms: f64,
+    /// Upper bound of the highest bucket with a tick in the span.
+    pub max_ms: f64,
+}
+
+impl TickFigures {
+    fn between(start: &ServerSample, end: &ServerSample) -> Self {
+        let ticks = bucket_difference(&start.tick_buckets, &end.tick_buckets);
+        Self {
+            span_s: match (start.at, end.at) {
+                (Some(a), Some(b)) => (b - a).as_secs_f64(),
+                _ => 0.0,
+            },
+            ticks: ticks.last().map_or(0, |&(_, count)| count as u64),
+            p50_ms: quantile(&ticks, 0.5) * 1e3,
+            p99_ms: quantile(&ticks, 0.99) * 1e3,
+            max_ms: highest_bound(&ticks) * 1e3,
+        }
+    }
 }
 
 /// Kills the child when dropped: the server never outlives the harness.
@@ -276,10 +314,20 @@ pub fn run(name: &str, args: &LoadBenchArgs) -> anyhow::Result<LoadBenchReport> 
     let mut start = None;
     let mut end = None;
     let mut report = None;
+    let mut burst = None;
     for line in BufReader::new(bots_stdout).lines() {
         let line = line?;
         if line.contains("\"event\":\"measuring\"") {
             start = Some(sample_server(server_pid, &http, transport, kind)?);
+            if name == "teleport" {
+                burst = Some(sample_around_burst(
+                    server_pid,
+                    http.clone(),
+                    transport,
+                    kind,
+                    args.run.duration / 2,
+                ));
+            }
             if !args.json {
                 eprintln!("measuring {} s …", args.run.duration.as_secs_f64());
             }
@@ -303,8 +351,14 @@ pub fn run(name: &str, args: &LoadBenchArgs) -> anyhow::Result<LoadBenchReport> 
     }
     let bots_json: serde_json::Value = serde_json::from_str(&report)?;
     let bots_report: BotsFigures = serde_json::from_str(&report)?;
+    let burst_ticks = match burst.map(std::thread::JoinHandle::join) {
+        Some(Ok(Ok((before, after)))) => Some(TickFigures::between(&before, &after)),
+        Some(Ok(Err(error))) => return Err(error.context("sampling the server around the burst")),
+        Some(Err(_)) => bail!("the burst sampler panicked"),
+        None => None,
+    };
     drop(server);
-    Ok(figures(
+    let mut report = figures(
         scenario.name(),
         transport,
         &idle,
@@ -312,7 +366,30 @@ pub fn run(name: &str, args: &LoadBenchArgs) -> anyhow::Result<LoadBenchReport> 
         &end,
         bots_report,
         bots_json,
-    ))
+    );
+    report.burst_ticks = burst_ticks;
+    Ok(report)
+}
+
+/// Samples the server one second before and one second after `middle` into the window
+/// (the teleport burst: every bot warps at the window's middle), on a thread of its own
+/// so the bots' output keeps being read.
+fn sample_around_burst(
+    pid: u32,
+    http: String,
+    transport: &'static str,
+    kind: &'static str,
+    middle: Duration,
+) -> std::thread::JoinHandle<anyhow::Result<(ServerSample, ServerSample)>> {
+    let opened = Instant::now();
+    let margin = Duration::from_secs(1).min(middle);
+    std::thread::spawn(move || {
+        std::thread::sleep((opened + middle - margin).saturating_duration_since(Instant::now()));
+        let before = sample_server(pid, &http, transport, kind)?;
+        std::thread::sleep((opened + middle + margin).saturating_duration_since(Instant::now()));
+        let after = sample_server(pid, &http, transport, kind)?;
+        Ok((before, after))
+    })
 }
 
 /// Removes the benchmark's scratch directory (its database) when dropped.
@@ -364,6 +441,7 @@ struct BotsFigures {
 /// The warp figures of the bots' `arena` object.
 #[derive(Debug, serde::Deserialize)]
 struct ArenaFiguresSubset {
+    snapshots_per_s: f64,
     teleport: WarpSubset,
     teleport_seen: WarpSubset,
 }
@@ -447,6 +525,11 @@ fn figures(
         teleports_confirmed: warps.map(|arena| arena.teleport.delivered),
         teleport_confirm_p99_ms: warps.map(|arena| arena.teleport.latency_p99_ms),
         teleport_seen_p99_ms: warps.map(|arena| arena.teleport_seen.latency_p99_ms),
+        burst_ticks: None,
+        snapshots_per_player_s: bots
+            .arena
+            .as_ref()
+            .map(|arena| arena.snapshots_per_s / bots.players.max(1) as f64),
         expected: bots.expected,
         delivered: bots.delivered,
         lost: bots.lost,
@@ -641,6 +724,18 @@ pub fn render(report: &LoadBenchReport) -> String {
             "warp → confirmation / in zone p99",
             format!("{confirm:.2} / {seen:.2} ms"),
         );
+    }
+    if let Some(burst) = &report.burst_ticks {
+        row(
+            "tick p50 / p99 / max, burst ± 1 s",
+            format!(
+                "{:.3} / {:.3} / ≤ {:.3} ms ({} ticks)",
+                burst.p50_ms, burst.p99_ms, burst.max_ms, burst.ticks
+            ),
+        );
+    }
+    if let Some(rate) = report.snapshots_per_player_s {
+        row("snapshots per player per s", format!("{rate:.1}"));
     }
     row(
         "rtt p50 / p99",

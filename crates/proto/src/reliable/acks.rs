@@ -16,6 +16,25 @@ pub const RECEIVED_WINDOW: u32 = 256;
 /// Most of our packets tracked in flight; past it the oldest is given up as lost.
 const MAX_SENT_RECORDS: usize = 1024;
 
+/// Longest an ack for a packet of unreliable messages waits for a packet of ours to ride
+/// on before it goes alone: the default keepalive interval. A game's streams (snapshots one
+/// way, inputs every few ticks the other) carry every ack well within it, so a lone ack is
+/// rarely needed; without the wait, every snapshot and every input would cost a second
+/// datagram back. Reliable data and pings are acked at once: resends and RTT samples
+/// depend on it. The wait only delays the loss estimate.
+pub const MAX_ACK_DELAY: Duration = Duration::from_millis(100);
+
+/// How soon the peer must acknowledge a packet it received.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum AckWanted {
+    /// Only acks: acknowledged whenever the peer next sends anything.
+    Never,
+    /// Unreliable messages only: within [`MAX_ACK_DELAY`].
+    Soon,
+    /// Reliable data or a ping: in the peer's next packet, sent at once.
+    Now,
+}
+
 /// 256 bits indexed from 0, stored as four little-endian words.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Bits256([u64; 4]);
@@ -116,10 +135,14 @@ pub(crate) struct ReceivedPackets {
     received: Bits256,
     /// Received ack-eliciting packets not yet covered by an ack we sent.
     unreported: Bits256,
+    /// Some unreported packet wants its ack at once ([`AckWanted::Now`]).
+    urgent: bool,
+    /// When the oldest unreported [`AckWanted::Soon`] packet arrived.
+    soon_since: Option<Instant>,
 }
 
 impl ReceivedPackets {
-    pub(crate) fn insert(&mut self, sequence: u16, eliciting: bool) -> Arrival {
+    pub(crate) fn insert(&mut self, sequence: u16, wanted: AckWanted, now: Instant) -> Arrival {
         let back = match self.latest {
             Some(latest) if !sequence_newer(sequence, latest) => {
                 u32::from(latest.wrapping_sub(sequence))
@@ -144,15 +167,34 @@ impl ReceivedPackets {
             return Arrival::Duplicate;
         }
         self.received.set(back, true);
-        if eliciting {
-            self.unreported.set(back, true);
+        match wanted {
+            AckWanted::Never => {}
+            AckWanted::Soon => {
+                self.unreported.set(back, true);
+                self.soon_since.get_or_insert(now);
+            }
+            AckWanted::Now => {
+                self.unreported.set(back, true);
+                self.urgent = true;
+            }
         }
         Arrival::New
     }
 
-    /// True while some ack-eliciting packet has not been acknowledged in a packet we sent.
+    /// True while a packet that wants its ack at once has not been acknowledged in a packet
+    /// we sent.
     pub(crate) fn ack_owed(&self) -> bool {
-        !self.unreported.is_empty()
+        self.urgent
+    }
+
+    /// When an ack owed for unreliable messages must leave, alone if nothing else does.
+    pub(crate) fn ack_deadline(&self) -> Option<Instant> {
+        self.soon_since.map(|since| since + MAX_ACK_DELAY)
+    }
+
+    /// Whether a packet must be sent now for its ack alone.
+    pub(crate) fn ack_due(&self, now: Instant) -> bool {
+        self.urgent || self.ack_deadline().is_some_and(|at| at <= now)
     }
 
     /// The ack for the next packet we send, or `None` before any packet arrived. It names the
@@ -164,6 +206,12 @@ impl ReceivedPackets {
         let from = self.unreported.lowest_set().unwrap_or(0);
         let bits = self.received.u32_at(from + 1);
         self.unreported.clear_range(from, from + 33);
+        // Older unreported packets (a burst past 33) keep what they asked for until the
+        // next packet's ack covers them.
+        if self.unreported.is_empty() {
+            self.urgent = false;
+            self.soon_since = None;
+        }
         Some(Ack {
             ack: latest.wrapping_sub(from as u16),
             bits,
@@ -188,14 +236,17 @@ struct SentRecord {
     entries_end: u64,
     acked: bool,
     eliciting: bool,
+    /// Asked for its ack at once, so the ack's delay is the path's: an RTT sample.
+    probe: bool,
 }
 
 /// A packet of ours that the peer just acknowledged.
 pub(crate) struct AckedPacket {
     pub(crate) sent_at: Instant,
-    /// Whether it asked for an ack. Only those give RTT samples: the peer acks the others
-    /// whenever it next has something to send, which says nothing about the path.
-    pub(crate) eliciting: bool,
+    /// Whether it asked for its ack at once (reliable data or a ping). Only those give RTT
+    /// samples: the peer holds other acks until it has something to send (up to
+    /// [`MAX_ACK_DELAY`]), which says nothing about the path.
+    pub(crate) probe: bool,
     pub(crate) entries: Range<u64>,
 }
 
@@ -218,18 +269,31 @@ impl SentPackets {
         self.front_sequence.wrapping_add(self.records.len() as u16)
     }
 
+    /// Reliable units noted so far: grows while a packet carries some.
+    pub(crate) fn entries_pushed(&self) -> u64 {
+        self.entries_base + self.entries.len() as u64
+    }
+
     /// Notes a reliable unit carried by the packet being written.
     pub(crate) fn push_entry(&mut self, entry: SentEntry) {
         self.entries.push_back(entry);
     }
 
     /// Finishes the packet being written (its entries were pushed already).
-    pub(crate) fn push_packet(&mut self, now: Instant, eliciting: bool, loss: &mut LossEstimator) {
+    /// `wanted` is the ack the packet asked for; all but acks-only count in the loss
+    /// estimate.
+    pub(crate) fn push_packet(
+        &mut self,
+        now: Instant,
+        wanted: AckWanted,
+        loss: &mut LossEstimator,
+    ) {
         self.records.push_back(SentRecord {
             sent_at: now,
             entries_end: self.entries_base + self.entries.len() as u64,
             acked: false,
-            eliciting,
+            eliciting: wanted != AckWanted::Never,
+            probe: wanted == AckWanted::Now,
         });
         if self.records.len() > MAX_SENT_RECORDS {
             self.pop_front(loss);
@@ -250,7 +314,7 @@ impl SentPackets {
         record.acked = true;
         Some(AckedPacket {
             sent_at: record.sent_at,
-            eliciting: record.eliciting,
+            probe: record.probe,
             entries: start..record.entries_end,
         })
     }
@@ -297,6 +361,10 @@ impl SentPackets {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn now() -> Instant {
+        Instant::now()
+    }
 
     #[test]
     fn bits_shift_across_words() {
@@ -348,7 +416,7 @@ mod tests {
         assert_eq!(received.take_ack(), None, "no ack before any packet");
         for sequence in [65530u16, 65531, 65533, 0, 2] {
             assert_eq!(
-                received.insert(sequence, true),
+                received.insert(sequence, AckWanted::Now, now()),
                 Arrival::New,
                 "{sequence} is new"
             );
@@ -364,32 +432,38 @@ mod tests {
     #[test]
     fn duplicates_and_stale_packets_are_told_apart() {
         let mut received = ReceivedPackets::default();
-        assert_eq!(received.insert(1000, true), Arrival::New);
-        assert_eq!(received.insert(1000, true), Arrival::Duplicate);
+        assert_eq!(received.insert(1000, AckWanted::Now, now()), Arrival::New);
         assert_eq!(
-            received.insert(999, false),
+            received.insert(1000, AckWanted::Now, now()),
+            Arrival::Duplicate
+        );
+        assert_eq!(
+            received.insert(999, AckWanted::Never, now()),
             Arrival::New,
             "an older packet not seen yet"
         );
-        assert_eq!(received.insert(999, true), Arrival::Duplicate);
         assert_eq!(
-            received.insert(1000 - 255, true),
+            received.insert(999, AckWanted::Now, now()),
+            Arrival::Duplicate
+        );
+        assert_eq!(
+            received.insert(1000 - 255, AckWanted::Now, now()),
             Arrival::New,
             "inside the 256 window"
         );
         assert_eq!(
-            received.insert(1000 - 256, true),
+            received.insert(1000 - 256, AckWanted::Now, now()),
             Arrival::Stale,
             "just outside the window"
         );
         assert_eq!(
-            received.insert(1000u16.wrapping_add(32768), true),
+            received.insert(1000u16.wrapping_add(32768), AckWanted::Now, now()),
             Arrival::Stale,
             "half the circle away is not newer, so it is old and stale"
         );
-        assert_eq!(received.insert(1300, true), Arrival::New);
+        assert_eq!(received.insert(1300, AckWanted::Now, now()), Arrival::New);
         assert_eq!(
-            received.insert(1000, true),
+            received.insert(1000, AckWanted::Now, now()),
             Arrival::Stale,
             "1000 fell out of the window"
         );
@@ -399,7 +473,7 @@ mod tests {
     fn bursts_longer_than_the_bitfield_are_acked_over_several_packets() {
         let mut received = ReceivedPackets::default();
         for sequence in 0..100u16 {
-            received.insert(sequence, true);
+            received.insert(sequence, AckWanted::Now, now());
         }
         let mut acked = std::collections::BTreeSet::new();
         let mut packets = 0;
@@ -424,6 +498,38 @@ mod tests {
     }
 
     #[test]
+    fn acks_for_unreliable_packets_wait_their_delay_and_go_at_once_for_reliable_ones() {
+        let start = Instant::now();
+        let mut received = ReceivedPackets::default();
+        received.insert(0, AckWanted::Never, start);
+        assert!(
+            !received.ack_due(start + Duration::from_secs(1)),
+            "an ack-only packet wants no ack"
+        );
+        assert_eq!(received.ack_deadline(), None);
+        received.insert(1, AckWanted::Soon, start);
+        received.insert(2, AckWanted::Soon, start + Duration::from_millis(5));
+        assert!(!received.ack_owed(), "unreliable packets wait for a ride");
+        assert_eq!(
+            received.ack_deadline(),
+            Some(start + MAX_ACK_DELAY),
+            "the oldest waiting packet sets the deadline"
+        );
+        assert!(!received.ack_due(start + MAX_ACK_DELAY - Duration::from_millis(1)));
+        assert!(received.ack_due(start + MAX_ACK_DELAY));
+        received.insert(3, AckWanted::Now, start + Duration::from_millis(6));
+        assert!(received.ack_owed(), "reliable data is acked at once");
+        let ack = received.take_ack().expect("packets arrived");
+        assert_eq!(
+            (ack.ack, ack.bits & 0b111),
+            (3, 0b111),
+            "one ack covers all four"
+        );
+        assert!(!received.ack_owed());
+        assert_eq!(received.ack_deadline(), None, "nothing is waiting any more");
+    }
+
+    #[test]
     fn sent_packets_map_acks_to_their_entries_and_retire_in_order() {
         let start = Instant::now();
         let mut loss = LossEstimator::default();
@@ -437,7 +543,11 @@ mod tests {
                     message: u64::from(n),
                 });
             }
-            sent.push_packet(start + Duration::from_millis(u64::from(n)), true, &mut loss);
+            sent.push_packet(
+                start + Duration::from_millis(u64::from(n)),
+                AckWanted::Now,
+                &mut loss,
+            );
         }
         let acked = sent.ack(2).expect("packet 2 is in flight");
         assert_eq!(acked.entries, 1..3, "packet 2 carried entries 1 and 2");

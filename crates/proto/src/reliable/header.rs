@@ -8,7 +8,8 @@ pub const HEADER_LEN: usize = 9;
 /// Flag: `ack` and `ack_bits` are meaningful. Clear until the first packet from the peer
 /// arrives, so that "ack 0" never falsely acknowledges the peer's packet 0.
 const FLAG_ACK: u8 = 0x01;
-/// Flag: the packet carries no frames but asks for an ack anyway (keepalive, RTT probe).
+/// Flag: acknowledge this packet at once: a keepalive without frames, or a packet of
+/// unreliable messages that serves as an RTT probe.
 const FLAG_PING: u8 = 0x02;
 const FLAGS_KNOWN: u8 = FLAG_ACK | FLAG_PING;
 

@@ -69,7 +69,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 
-pub use acks::RECEIVED_WINDOW;
+pub use acks::{MAX_ACK_DELAY, RECEIVED_WINDOW};
 pub use config::{
     ChannelKind, ConfigError, MAX_CHANNELS, MAX_FRAGMENTS, MAX_PACKET_PAYLOAD, MIN_FRAGMENT_SIZE,
     MIN_PACKET_PAYLOAD, ReliabilityConfig,
@@ -79,7 +79,7 @@ pub use header::HEADER_LEN;
 pub use rtt::{INITIAL_RTT, LOSS_WINDOW, MAX_RESEND_TIMEOUT, MIN_RESEND_TIMEOUT};
 pub use stats::ReliabilityStats;
 
-use acks::{Arrival, ReceivedPackets, SentPackets};
+use acks::{AckWanted, Arrival, ReceivedPackets, SentPackets};
 use channel::{Channel, accept_sequenced};
 use config::Layout;
 use frame::{Frame, FrameReader, PacketWriter};
@@ -88,6 +88,11 @@ use reliable_recv::{Delivered, Held};
 use reliable_send::WriteContext;
 use rtt::{LossEstimator, RttEstimator};
 use sequence::sequence_newer;
+
+/// How often, at least, a packet asks for its ack at once (the ping flag) when nothing
+/// reliable is being sent: the RTT estimate lives on such packets, since acks for packets of
+/// unreliable messages may wait up to [`MAX_ACK_DELAY`] for a ride.
+pub const RTT_PROBE_INTERVAL: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// Most reliable messages a channel has in flight (admitted, not yet all acked). The
 /// receiver holds ids up to this far ahead of the next one it expects.
@@ -120,6 +125,8 @@ pub struct Reliability {
     /// Newest of our packets acked so far; only an ack past it yields an RTT sample, so
     /// late or repeated acks (which include extra delay) do not skew the estimate.
     largest_acked: Option<u16>,
+    /// When we last sent a packet that asked for its ack at once.
+    last_probe_sent: Option<Instant>,
     delivered: Delivered,
     /// Reliable bytes queued or unacked, across channels.
     reliable_queue_bytes: usize,
@@ -152,6 +159,7 @@ impl Reliability {
             rtt: RttEstimator::default(),
             loss: LossEstimator::default(),
             largest_acked: None,
+            last_probe_sent: None,
             delivered: VecDeque::new(),
             reliable_queue_bytes: 0,
             span_bytes: 0,
@@ -237,6 +245,7 @@ impl Reliability {
             }
         }
         let mut writer = PacketWriter::new(body);
+        let entries_before = self.sent.entries_pushed();
         let mut ctx = WriteContext {
             now,
             resend_timeout: self.rtt.resend_timeout(),
@@ -254,18 +263,30 @@ impl Reliability {
             channel.write_unreliable(id as u8, &mut writer);
         }
         let frames = writer.frames();
-        if frames == 0 && !force && !self.received.ack_owed() {
+        if frames == 0 && !force && !self.received.ack_due(now) {
             return None;
         }
-        let ping = frames == 0 && force;
+        let carries_reliable = self.sent.entries_pushed() > entries_before;
+        let probe_due = self
+            .last_probe_sent
+            .is_none_or(|at| now.saturating_duration_since(at) >= RTT_PROBE_INTERVAL);
+        // A keepalive, or a packet of unreliable messages that keeps the RTT estimate fed.
+        let ping = !carries_reliable && (force || (frames > 0 && probe_due));
+        let wanted = if carries_reliable || ping {
+            self.last_probe_sent = Some(now);
+            AckWanted::Now
+        } else if frames > 0 {
+            AckWanted::Soon
+        } else {
+            AckWanted::Never
+        };
         let header = PacketHeader {
             sequence: self.sent.next_sequence(),
             ack: self.received.take_ack(),
             ping,
         };
         header.encode(head);
-        self.sent
-            .push_packet(now, frames > 0 || ping, &mut self.loss);
+        self.sent.push_packet(now, wanted, &mut self.loss);
         self.counters.packets_sent += 1;
         Some(HEADER_LEN + writer.len())
     }
@@ -277,10 +298,15 @@ impl Reliability {
     /// which the caller drains with [`Reliability::receive`]).
     pub fn read_packet(&mut self, now: Instant, payload: &[u8]) -> Result<(), ReadError> {
         let header = PacketHeader::decode(payload)?;
-        let frames = self.check_frames(payload)?;
-        let arrival = self
-            .received
-            .insert(header.sequence, frames > 0 || header.ping);
+        let (frames, reliable) = self.check_frames(payload)?;
+        let wanted = if reliable > 0 || header.ping {
+            AckWanted::Now
+        } else if frames > 0 {
+            AckWanted::Soon
+        } else {
+            AckWanted::Never
+        };
+        let arrival = self.received.insert(header.sequence, wanted, now);
         if arrival == Arrival::Stale {
             // Its acks are as old as it is; ignore them too.
             self.counters.packets_stale += 1;
@@ -303,9 +329,11 @@ impl Reliability {
         self.delivered.pop_front()
     }
 
-    /// When the earliest unacked reliable unit becomes due for a resend; `None` when nothing
-    /// is in flight. New messages and owed acks go out on the driver's next
-    /// [`Reliability::write_packet`] regardless; this is only about resends.
+    /// When [`Reliability::write_packet`] next has something to write without being asked:
+    /// the earliest resend of an unacked reliable unit, or the last moment for an ack owed
+    /// for unreliable messages (held up to [`MAX_ACK_DELAY`] for a packet to ride on).
+    /// `None` when neither is pending. New messages and acks owed at once go out on the
+    /// driver's next `write_packet` regardless ([`Reliability::wants_to_send`]).
     pub fn next_timeout(&self) -> Option<Instant> {
         let resend_timeout = self.rtt.resend_timeout();
         self.channels
@@ -314,6 +342,7 @@ impl Reliability {
                 Channel::Reliable { send, .. } => send.next_timeout(resend_timeout),
                 _ => None,
             })
+            .chain(self.received.ack_deadline())
             .min()
     }
 
@@ -340,7 +369,7 @@ impl Reliability {
     }
 
     /// True when [`write_packet`](Self::write_packet) has something to write now without
-    /// `force`: an owed ack, queued unreliable messages, or reliable units not yet sent (new
+    /// `force`: an ack owed at once, queued unreliable messages, or reliable units not yet sent (new
     /// messages the window admits, or units a full packet left behind). It may say true when
     /// `write_packet` then finds nothing, never false when it would write; resends that come
     /// due later are [`next_timeout`](Self::next_timeout)'s.
@@ -361,11 +390,17 @@ impl Reliability {
 
     /// Every check that needs no change of state, so that a packet refused here has had no
     /// effect. Returns the number of frames.
-    fn check_frames(&self, payload: &[u8]) -> Result<usize, ReadError> {
-        let mut frames = 0;
+    /// Checks every frame of `payload`; returns how many there are and how many of them
+    /// are reliable.
+    fn check_frames(&self, payload: &[u8]) -> Result<(usize, usize), ReadError> {
+        let (mut frames, mut reliable) = (0, 0);
         for frame in FrameReader::new(payload, HEADER_LEN, &self.config.channels) {
             frames += 1;
-            match frame? {
+            let frame = frame?;
+            if matches!(frame, Frame::Reliable { .. } | Frame::Fragment { .. }) {
+                reliable += 1;
+            }
+            match frame {
                 Frame::Reliable { channel, id, data } => {
                     self.check_size(data.len())?;
                     if let Some(Channel::Reliable { receive, .. }) = self.channel(channel) {
@@ -387,7 +422,7 @@ impl Reliability {
                 Frame::Unreliable { .. } | Frame::Sequenced { .. } => {}
             }
         }
-        Ok(frames)
+        Ok((frames, reliable))
     }
 
     fn check_size(&self, len: usize) -> Result<(), ReadError> {
@@ -485,7 +520,7 @@ impl Reliability {
                     .is_none_or(|largest| sequence_newer(sequence, largest))
             {
                 self.largest_acked = Some(sequence);
-                if acked.eliciting {
+                if acked.probe {
                     self.rtt
                         .sample(now.saturating_duration_since(acked.sent_at));
                 }

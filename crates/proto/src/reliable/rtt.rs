@@ -75,9 +75,10 @@ impl RttEstimator {
     }
 
     /// How long an unacked packet waits before it counts as lost in the loss estimate: two
-    /// resend timeouts, so late acks (jitter, the peer's tick) are not miscounted as losses.
+    /// resend timeouts plus the longest the peer may hold an ack, so late acks (jitter, the
+    /// peer's tick, a delayed ack) are not miscounted as losses.
     pub(crate) fn loss_delay(&self) -> Duration {
-        self.resend_timeout() * 2
+        self.resend_timeout() * 2 + super::MAX_ACK_DELAY
     }
 }
 

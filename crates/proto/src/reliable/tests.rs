@@ -304,6 +304,68 @@ fn a_late_ack_of_an_ack_only_packet_is_not_an_rtt_sample() {
 }
 
 #[test]
+fn game_streams_carry_each_others_acks_and_the_rtt_stays_true() {
+    // `server` sends a snapshot every 16 ms, `client` an input every 40 ms, both unreliable,
+    // over a link of 10 ms each way; both write whatever is due every millisecond.
+    let (mut server, mut client) = default_pair();
+    let t0 = Instant::now();
+    let one_way = ms(10);
+    let mut in_flight: Vec<(Instant, bool, Vec<u8>)> = Vec::new();
+    let mut lone_acks = [0usize; 2];
+    let mut packets = [0usize; 2];
+    for step in 0..=4000u64 {
+        let now = t0 + ms(step);
+        let mut index = 0;
+        while index < in_flight.len() {
+            if in_flight[index].0 <= now {
+                let (_, to_client, packet) = in_flight.swap_remove(index);
+                let to = if to_client { &mut client } else { &mut server };
+                to.read_packet(now, &packet).expect("valid");
+            } else {
+                index += 1;
+            }
+        }
+        if step % 16 == 0 {
+            server
+                .send(CHANNEL_UNRELIABLE, message(step as u32, 100))
+                .expect("room");
+        }
+        if step % 40 == 0 {
+            client
+                .send(CHANNEL_UNRELIABLE, message(step as u32, 20))
+                .expect("room");
+        }
+        for (side, from) in [&mut server, &mut client].into_iter().enumerate() {
+            for packet in drain(from, now) {
+                packets[side] += 1;
+                lone_acks[side] += usize::from(packet.len() == HEADER_LEN);
+                in_flight.push((now + one_way, side == 0, packet));
+            }
+        }
+    }
+    // 4 s: 251 snapshots and 101 inputs; an ack goes alone only to answer the other side's
+    // RTT probe (one each RTT_PROBE_INTERVAL that finds nothing to ride on).
+    assert_eq!(packets[0] - lone_acks[0], 251, "one packet per snapshot");
+    assert_eq!(packets[1] - lone_acks[1], 101, "one packet per input");
+    let probes = (4000 / RTT_PROBE_INTERVAL.as_millis() + 1) as usize;
+    for (side, lone) in lone_acks.into_iter().enumerate() {
+        assert!(
+            lone <= probes,
+            "side {side} sent {lone} ack-only packets; at most {probes} (the probes) expected"
+        );
+    }
+    for (name, r) in [("server", &server), ("client", &client)] {
+        let stats = r.stats();
+        assert_eq!(
+            stats.rtt,
+            ms(20),
+            "{name}'s RTT must be the path's 20 ms, not include held acks"
+        );
+        assert_eq!(stats.packet_loss, 0.0, "{name} saw loss on a lossless link");
+    }
+}
+
+#[test]
 fn acks_are_owed_only_for_packets_that_ask_for_them() {
     let (mut a, mut b) = default_pair();
     let t0 = Instant::now();
