@@ -476,10 +476,17 @@ impl Store {
                 let backend = Backend::Postgres;
                 let options = PgConnectOptions::from_str(url)
                     .map_err(|source| ConnectError::BadUrl { backend, source })?;
+                let port = options.get_port();
                 Pool::Postgres(
                     PgPoolOptions::new()
                         .acquire_timeout(timeout)
                         .max_connections(max)
+                        .after_connect(move |_, _| {
+                            Box::pin(async move {
+                                crate::nodelay::set_on_sockets_to(port);
+                                Ok(())
+                            })
+                        })
                         .connect_with(options)
                         .await
                         .map_err(|source| ConnectError::Connect { backend, source })?,
@@ -494,10 +501,17 @@ impl Store {
                 let options = MySqlConnectOptions::from_str(&url)
                     .map_err(|source| ConnectError::BadUrl { backend, source })?
                     .charset("utf8mb4");
+                let port = options.get_port();
                 Pool::MySql(
                     MySqlPoolOptions::new()
                         .acquire_timeout(timeout)
                         .max_connections(max)
+                        .after_connect(move |_, _| {
+                            Box::pin(async move {
+                                crate::nodelay::set_on_sockets_to(port);
+                                Ok(())
+                            })
+                        })
                         .connect_with(options)
                         .await
                         .map_err(|source| ConnectError::Connect { backend, source })?,
