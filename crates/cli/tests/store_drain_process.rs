@@ -118,7 +118,7 @@ async fn drain_with_a_full_queue_commits_everything_accepted_and_exits_zero() {
     for i in 0..PLAYERS {
         let answer = matchmake(
             &server,
-            &MatchRequest::kind("arena").named(&format!("p{i}")),
+            &MatchRequest::kind("arena").named(format!("p{i}")),
             WAIT,
         )
         .await

@@ -797,7 +797,8 @@ impl Store {
         Ok(())
     }
 
-    /// Closes the connection pool (waits for connections in use to be returned).
+    /// Closes the connection pool (waits for connections in use to be returned). Close this
+    /// store's [`StatWriter`]s first: a writer keeps one connection until it stops.
     pub async fn close(&self) {
         with_pool!(&self.inner.pool, pool => pool.close().await)
     }
