@@ -57,6 +57,14 @@ impl ArenaSettings {
 
     /// The arena's room factory, its stats going to `writer` when persistence is on.
     pub fn factory(&self, writer: Option<StatWriter>) -> anyhow::Result<ArenaRoomFactory> {
+        self.factory_with_sink(writer.map(|writer| Arc::new(StoreSink::new(writer)) as _))
+    }
+
+    /// The arena's room factory, its stats going to `sink` (none: dropped).
+    pub fn factory_with_sink(
+        &self,
+        sink: Option<Arc<dyn StatSink>>,
+    ) -> anyhow::Result<ArenaRoomFactory> {
         let map = Arc::new(self.load_map()?);
         let seed = self.seed.unwrap_or_else(rand::random);
         let mut config = ArenaConfig {
@@ -66,8 +74,8 @@ impl ArenaSettings {
         config.world.warp_cooldown_ticks = self.warp_cooldown_ticks;
         let factory =
             ArenaRoomFactory::new(map, config, seed).context("the arena's configuration")?;
-        Ok(match writer {
-            Some(writer) => factory.with_stat_sink(Arc::new(StoreSink { writer })),
+        Ok(match sink {
+            Some(sink) => factory.with_stat_sink(sink),
             None => factory,
         })
     }
@@ -75,8 +83,16 @@ impl ArenaSettings {
 
 /// Hands the arena's stat events to the store's queue without ever waiting: a full queue
 /// refuses the event, and the writer counts it (`tickwire_store_rejected_full_total`).
-struct StoreSink {
+#[derive(Debug, Clone)]
+pub struct StoreSink {
     writer: StatWriter,
+}
+
+impl StoreSink {
+    /// A sink into `writer`'s queue.
+    pub fn new(writer: StatWriter) -> Self {
+        Self { writer }
+    }
 }
 
 impl StatSink for StoreSink {

@@ -236,13 +236,17 @@ async fn open_store(config: &StoreConfig) -> anyhow::Result<Option<(Store, StatW
 /// The room kinds the binary hosts: the arena game (32 seats), `relay` (16) and `chat`
 /// (100); `rooms.kinds.<kind>.capacity` changes a capacity.
 pub fn room_kinds(arena: &ArenaSettings, stats: Option<StatWriter>) -> anyhow::Result<RoomKinds> {
-    let arena = arena.factory(stats)?;
+    Ok(room_kinds_with_arena(arena.factory(stats)?))
+}
+
+/// [`room_kinds`] with the arena's factory made by the caller (its own stat sink, say).
+pub fn room_kinds_with_arena(arena: tickwire_arena::room::ArenaRoomFactory) -> RoomKinds {
     let mut kinds = RoomKinds::new();
     kinds
         .register("arena", 32, arena.into_factory())
         .register("relay", 16, || Box::new(RelayRoom::default()))
         .register("chat", 100, || Box::new(ChatRoom::default()));
-    Ok(kinds)
+    kinds
 }
 
 /// Runs the server until it has shut down; `Ok` is a clean exit.
@@ -322,7 +326,12 @@ pub fn run(config: Config) -> anyhow::Result<()> {
             let flushed = tokio::time::timeout(grace, writer.close()).await;
             let stats = writer.stats();
             match flushed {
-                Ok(()) => tracing::info!(committed = stats.events_committed, "persistence flushed"),
+                Ok(()) => tracing::info!(
+                    accepted = stats.events_accepted,
+                    committed = stats.events_committed,
+                    rejected_full = stats.rejected_full,
+                    "persistence flushed"
+                ),
                 Err(_) => {
                     tracing::error!(
                         queued = stats.queue_depth,

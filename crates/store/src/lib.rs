@@ -50,6 +50,7 @@ pub mod bench;
 mod event;
 pub mod http;
 mod migrate;
+mod nodelay;
 mod sql;
 mod store;
 mod writer;

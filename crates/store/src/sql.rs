@@ -144,16 +144,65 @@ pub(crate) fn migrations(backend: Backend, prefix: &str) -> Vec<Migration> {
     }]
 }
 
-/// Statements, specialised for one backend and prefix. Multi-row statements are built per
-/// batch from the `*_head`/`*_row`/`*_tail` parts.
+/// Rows in the largest multi-row statement: 512 rows of 9 columns are 4,608 parameters,
+/// under every backend's limit (SQLite 32,766; PostgreSQL and MySQL 65,535).
+pub(crate) const MAX_ROWS_PER_STATEMENT: usize = 512;
+
+/// `items` cut into the chunks the writer's multi-row statements take: as many of
+/// [`MAX_ROWS_PER_STATEMENT`] rows as fit, then one chunk per power of two of the rest,
+/// largest first (300 rows: 256 + 32 + 8 + 4). So a table has at most ten statement shapes,
+/// each prepared once per connection and then reused from sqlx's statement cache, where
+/// one shape per batch size would prepare (and evict) a new statement for nearly every
+/// batch.
+pub(crate) fn shaped_chunks<T>(items: &[T]) -> impl Iterator<Item = &[T]> {
+    let mut rest = items;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let rows = if rest.len() >= MAX_ROWS_PER_STATEMENT {
+            MAX_ROWS_PER_STATEMENT
+        } else {
+            1 << rest.len().ilog2()
+        };
+        let (chunk, tail) = rest.split_at(rows);
+        rest = tail;
+        Some(chunk)
+    })
+}
+
+/// One multi-row statement in every shape [`shaped_chunks`] makes, built once.
+#[derive(Debug)]
+pub(crate) struct MultiRow {
+    /// Index `k`: the statement for `2^k` rows.
+    by_log2: Vec<Arc<str>>,
+}
+
+impl MultiRow {
+    fn new(backend: Backend, head: &str, columns: usize, tail: &str) -> Self {
+        let shapes = MAX_ROWS_PER_STATEMENT.ilog2() + 1;
+        Self {
+            by_log2: (0..shapes)
+                .map(|k| multi_row(backend, head, columns, 1 << k, tail).into())
+                .collect(),
+        }
+    }
+
+    /// The statement for `rows` rows, a power of two up to [`MAX_ROWS_PER_STATEMENT`].
+    pub(crate) fn rows(&self, rows: usize) -> Arc<str> {
+        debug_assert!(rows.is_power_of_two() && rows <= MAX_ROWS_PER_STATEMENT);
+        self.by_log2[rows.ilog2() as usize].clone()
+    }
+}
+
+/// Statements, specialised for one backend and prefix.
 #[derive(Debug)]
 pub(crate) struct Statements {
     pub(crate) backend: Backend,
     pub(crate) prefix: String,
-    pub(crate) upsert_players_head: String,
-    pub(crate) upsert_players_tail: String,
-    pub(crate) insert_matches_head: String,
-    pub(crate) insert_match_players_head: String,
+    pub(crate) upsert_players: MultiRow,
+    pub(crate) insert_matches: MultiRow,
+    pub(crate) insert_match_players: MultiRow,
     pub(crate) bump_match_sequence: Arc<str>,
     pub(crate) read_match_sequence: Arc<str>,
     pub(crate) player: Arc<str>,
@@ -200,21 +249,35 @@ impl Statements {
         Self {
             backend,
             prefix: prefix.to_owned(),
-            upsert_players_head: expand(
+            upsert_players: MultiRow::new(
                 backend,
-                prefix,
-                "INSERT INTO {p}players (id, name, created_ms, last_seen_ms, kills, deaths, score, play_time_ms, matches) VALUES ",
+                &expand(
+                    backend,
+                    prefix,
+                    "INSERT INTO {p}players (id, name, created_ms, last_seen_ms, kills, deaths, score, play_time_ms, matches) VALUES ",
+                ),
+                9,
+                &upsert_players_tail,
             ),
-            upsert_players_tail,
-            insert_matches_head: expand(
+            insert_matches: MultiRow::new(
                 backend,
-                prefix,
-                "INSERT INTO {p}matches (id, room, started_ms, ended_ms) VALUES ",
+                &expand(
+                    backend,
+                    prefix,
+                    "INSERT INTO {p}matches (id, room, started_ms, ended_ms) VALUES ",
+                ),
+                4,
+                "",
             ),
-            insert_match_players_head: expand(
+            insert_match_players: MultiRow::new(
                 backend,
-                prefix,
-                "INSERT INTO {p}match_players (match_id, player_id, kills, deaths, score, play_time_ms) VALUES ",
+                &expand(
+                    backend,
+                    prefix,
+                    "INSERT INTO {p}match_players (match_id, player_id, kills, deaths, score, play_time_ms) VALUES ",
+                ),
+                6,
+                "",
             ),
             bump_match_sequence: s(
                 "UPDATE {p}sequences SET next_id = next_id + ? WHERE name = 'match'",
@@ -246,35 +309,35 @@ impl Statements {
             ),
         }
     }
+}
 
-    /// `head (?, …, ?), (?, …, ?) … tail` with `rows` rows of `columns` placeholders,
-    /// numbered for PostgreSQL.
-    pub(crate) fn multi_row(&self, head: &str, columns: usize, rows: usize, tail: &str) -> String {
-        let mut sql = String::with_capacity(head.len() + tail.len() + rows * (columns * 4 + 4));
-        sql.push_str(head);
-        let mut n = 0;
-        for row in 0..rows {
-            if row > 0 {
+/// `head (?, …, ?), (?, …, ?) … tail` with `rows` rows of `columns` placeholders, numbered
+/// for PostgreSQL.
+fn multi_row(backend: Backend, head: &str, columns: usize, rows: usize, tail: &str) -> String {
+    let mut sql = String::with_capacity(head.len() + tail.len() + rows * (columns * 4 + 4));
+    sql.push_str(head);
+    let mut n = 0;
+    for row in 0..rows {
+        if row > 0 {
+            sql.push(',');
+        }
+        sql.push('(');
+        for column in 0..columns {
+            if column > 0 {
                 sql.push(',');
             }
-            sql.push('(');
-            for column in 0..columns {
-                if column > 0 {
-                    sql.push(',');
-                }
-                if self.backend == Backend::Postgres {
-                    n += 1;
-                    sql.push('$');
-                    sql.push_str(&n.to_string());
-                } else {
-                    sql.push('?');
-                }
+            if backend == Backend::Postgres {
+                n += 1;
+                sql.push('$');
+                sql.push_str(&n.to_string());
+            } else {
+                sql.push('?');
             }
-            sql.push(')');
         }
-        sql.push_str(tail);
-        sql
+        sql.push(')');
     }
+    sql.push_str(tail);
+    sql
 }
 
 #[cfg(test)]
@@ -288,9 +351,38 @@ mod tests {
             "a = $1 AND (b = $2 OR c < $3)"
         );
         assert_eq!(placeholders(Backend::MySql, "a = ?"), "a = ?");
-        let s = Statements::new(Backend::Postgres, "t_");
-        assert_eq!(s.multi_row("X ", 2, 2, " Y"), "X ($1,$2),($3,$4) Y");
-        let s = Statements::new(Backend::Sqlite, "t_");
-        assert_eq!(s.multi_row("X ", 2, 2, ""), "X (?,?),(?,?)");
+        assert_eq!(
+            multi_row(Backend::Postgres, "X ", 2, 2, " Y"),
+            "X ($1,$2),($3,$4) Y"
+        );
+        assert_eq!(multi_row(Backend::Sqlite, "X ", 2, 2, ""), "X (?,?),(?,?)");
+        let s = Statements::new(Backend::MySql, "t_");
+        assert_eq!(s.insert_matches.rows(2).matches("(?,?,?,?)").count(), 2);
+    }
+
+    #[test]
+    fn batches_are_cut_into_few_fixed_shapes() {
+        for len in [0, 1, 2, 3, 300, 511, 512, 513, 1000, 4096, 4097] {
+            let items: Vec<usize> = (0..len).collect();
+            let chunks: Vec<&[usize]> = shaped_chunks(&items).collect();
+            let sizes: Vec<usize> = chunks.iter().map(|c| c.len()).collect();
+            assert_eq!(
+                chunks.concat(),
+                items,
+                "{len} rows: every row once, in order"
+            );
+            assert!(
+                sizes
+                    .iter()
+                    .all(|n| n.is_power_of_two() && *n <= MAX_ROWS_PER_STATEMENT),
+                "{len} rows: shapes {sizes:?}"
+            );
+            let rest = len % MAX_ROWS_PER_STATEMENT;
+            assert_eq!(
+                sizes.len(),
+                len / MAX_ROWS_PER_STATEMENT + rest.count_ones() as usize,
+                "{len} rows: fewest statements, {sizes:?}"
+            );
+        }
     }
 }

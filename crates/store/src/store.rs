@@ -14,7 +14,7 @@ use sqlx::sqlite::{
 use sqlx::{AssertSqlSafe, Row};
 
 use crate::event::{InvalidEvent, MatchResult, PlayerId, StatEvent};
-use crate::sql::{Backend, Statements};
+use crate::sql::{Backend, Statements, shaped_chunks};
 use crate::writer::{StatWriter, WriterConfig};
 
 /// Longest table prefix, in bytes.
@@ -205,6 +205,14 @@ pub(crate) enum Pool {
     MySql(MySqlPool),
 }
 
+/// A connection taken from the store's pool; back to the pool when dropped.
+#[derive(Debug)]
+pub(crate) enum Connection {
+    Sqlite(sqlx::pool::PoolConnection<sqlx::Sqlite>),
+    Postgres(sqlx::pool::PoolConnection<sqlx::Postgres>),
+    MySql(sqlx::pool::PoolConnection<sqlx::MySql>),
+}
+
 /// Runs `$body` with `$p` bound to the concrete pool: sqlx's query API is the same on each,
 /// only the types differ.
 macro_rules! with_pool {
@@ -337,24 +345,14 @@ impl<'a> Plan<'a> {
     }
 }
 
-/// Rows per multi-row statement: well under every backend's bind-parameter limit
-/// (SQLite 32,766, PostgreSQL and MySQL 65,535).
-const ROWS_PER_STATEMENT: usize = 500;
-
 /// Writes a [`Plan`] inside the open transaction `$tx`.
 macro_rules! write_plan {
     ($sql:expr, $plan:expr, $tx:ident) => {{
         let sql: &Statements = $sql;
         let plan: &Plan<'_> = $plan;
         let players: Vec<(&i64, &PlayerDelta<'_>)> = plan.players.iter().collect();
-        for chunk in players.chunks(ROWS_PER_STATEMENT) {
-            let text = sql.multi_row(
-                &sql.upsert_players_head,
-                9,
-                chunk.len(),
-                &sql.upsert_players_tail,
-            );
-            let mut query = sqlx::query(AssertSqlSafe(text));
+        for chunk in shaped_chunks(&players) {
+            let mut query = sqlx::query(AssertSqlSafe(sql.upsert_players.rows(chunk.len())));
             for (id, delta) in chunk {
                 query = query
                     .bind(**id)
@@ -386,9 +384,8 @@ macro_rules! write_plan {
                 .enumerate()
                 .map(|(i, m)| (first_id + i as i64, *m))
                 .collect();
-            for chunk in numbered.chunks(ROWS_PER_STATEMENT) {
-                let text = sql.multi_row(&sql.insert_matches_head, 4, chunk.len(), "");
-                let mut query = sqlx::query(AssertSqlSafe(text));
+            for chunk in shaped_chunks(&numbered) {
+                let mut query = sqlx::query(AssertSqlSafe(sql.insert_matches.rows(chunk.len())));
                 for (id, m) in chunk {
                     query = query
                         .bind(*id)
@@ -402,9 +399,9 @@ macro_rules! write_plan {
                 .iter()
                 .flat_map(|(id, m)| m.outcomes.iter().map(move |o| (*id, o)))
                 .collect();
-            for chunk in rows.chunks(ROWS_PER_STATEMENT) {
-                let text = sql.multi_row(&sql.insert_match_players_head, 6, chunk.len(), "");
-                let mut query = sqlx::query(AssertSqlSafe(text));
+            for chunk in shaped_chunks(&rows) {
+                let mut query =
+                    sqlx::query(AssertSqlSafe(sql.insert_match_players.rows(chunk.len())));
                 for (id, o) in chunk {
                     query = query
                         .bind(*id)
@@ -450,7 +447,19 @@ impl Store {
                         SqliteSync::Normal => SqliteSynchronous::Normal,
                     })
                     .busy_timeout(Duration::from_secs(10))
-                    .foreign_keys(true);
+                    .foreign_keys(true)
+                    // A multi-row upsert inside a transaction keeps a statement journal (to
+                    // undo just that statement); in memory it costs no file writes. Nothing
+                    // durable lives there: it is gone at the statement's end either way.
+                    .pragma("temp_store", "memory")
+                    // 16 MiB of pages per connection (SQLite's default is 2 MiB): the
+                    // players table and its score index of a busy server stay in memory,
+                    // so an upsert or a leaderboard read rarely goes to the OS.
+                    .pragma("cache_size", "-16384")
+                    // A leaderboard page is up to 1,000 rows: the connection's thread steps
+                    // through all of them without waiting for the reader to take each batch
+                    // of sqlx's default 50.
+                    .row_buffer_size(1024);
                 let in_memory = url.contains(":memory:") || url.contains("mode=memory");
                 let pool = if in_memory {
                     // Every connection would see its own empty database: keep exactly one,
@@ -476,10 +485,17 @@ impl Store {
                 let backend = Backend::Postgres;
                 let options = PgConnectOptions::from_str(url)
                     .map_err(|source| ConnectError::BadUrl { backend, source })?;
+                let port = options.get_port();
                 Pool::Postgres(
                     PgPoolOptions::new()
                         .acquire_timeout(timeout)
                         .max_connections(max)
+                        .after_connect(move |_, _| {
+                            Box::pin(async move {
+                                crate::nodelay::set_on_sockets_to(port);
+                                Ok(())
+                            })
+                        })
                         .connect_with(options)
                         .await
                         .map_err(|source| ConnectError::Connect { backend, source })?,
@@ -494,10 +510,17 @@ impl Store {
                 let options = MySqlConnectOptions::from_str(&url)
                     .map_err(|source| ConnectError::BadUrl { backend, source })?
                     .charset("utf8mb4");
+                let port = options.get_port();
                 Pool::MySql(
                     MySqlPoolOptions::new()
                         .acquire_timeout(timeout)
                         .max_connections(max)
+                        .after_connect(move |_, _| {
+                            Box::pin(async move {
+                                crate::nodelay::set_on_sockets_to(port);
+                                Ok(())
+                            })
+                        })
                         .connect_with(options)
                         .await
                         .map_err(|source| ConnectError::Connect { backend, source })?,
@@ -548,26 +571,54 @@ impl Store {
 
     /// [`Store::apply`] for events already validated (the writer validates on record).
     pub(crate) async fn apply_valid(&self, events: &[StatEvent]) -> Result<(), StoreError> {
+        let mut conn = self.acquire().await?;
+        self.apply_on(&mut conn, events).await
+    }
+
+    /// A connection from the pool, for a caller that writes many batches in a row (the
+    /// writer): on one connection its prepared statements and, on SQLite, its page cache
+    /// stay warm, where the pool hands out its connections in turn.
+    pub(crate) async fn acquire(&self) -> Result<Connection, StoreError> {
+        Ok(match &self.inner.pool {
+            Pool::Sqlite(pool) => Connection::Sqlite(pool.acquire().await?),
+            Pool::Postgres(pool) => Connection::Postgres(pool.acquire().await?),
+            Pool::MySql(pool) => Connection::MySql(pool.acquire().await?),
+        })
+    }
+
+    /// Whether a writer may keep a connection between batches: not when it is the pool's
+    /// only one (SQLite in memory), which readers need too.
+    pub(crate) fn writer_keeps_connection(&self) -> bool {
+        let size = with_pool!(&self.inner.pool, pool => pool.options().get_max_connections());
+        size > 1
+    }
+
+    /// [`Store::apply_valid`] on `conn`, in one transaction.
+    pub(crate) async fn apply_on(
+        &self,
+        conn: &mut Connection,
+        events: &[StatEvent],
+    ) -> Result<(), StoreError> {
         if events.is_empty() {
             return Ok(());
         }
         let plan = Plan::new(events);
         let sql = &self.inner.sql;
-        match &self.inner.pool {
-            Pool::Sqlite(pool) => {
+        match conn {
+            Connection::Sqlite(conn) => {
                 // IMMEDIATE takes the write lock up front: a deferred transaction that read
                 // first could fail to upgrade under another writer instead of waiting.
-                let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+                let mut tx = sqlx::Connection::begin_with(&mut **conn, "BEGIN IMMEDIATE").await?;
                 write_plan!(sql, &plan, tx);
                 tx.commit().await?;
             }
-            Pool::Postgres(pool) => {
-                let mut tx = pool.begin().await?;
+            Connection::Postgres(conn) => {
+                let mut tx = sqlx::Connection::begin(&mut **conn).await?;
                 write_plan!(sql, &plan, tx);
                 tx.commit().await?;
             }
-            Pool::MySql(pool) => {
-                let mut tx = pool.begin().await?;
+            Connection::MySql(conn) => {
+                let mut tx = sqlx::Connection::begin(&mut **conn).await?;
                 write_plan!(sql, &plan, tx);
                 tx.commit().await?;
             }
@@ -746,7 +797,8 @@ impl Store {
         Ok(())
     }
 
-    /// Closes the connection pool (waits for connections in use to be returned).
+    /// Closes the connection pool (waits for connections in use to be returned). Close this
+    /// store's [`StatWriter`]s first: a writer keeps one connection until it stops.
     pub async fn close(&self) {
         with_pool!(&self.inner.pool, pool => pool.close().await)
     }

@@ -16,7 +16,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
 
 use crate::event::{InvalidEvent, StatEvent};
-use crate::store::Store;
+use crate::store::{Connection, Store};
 
 /// The writer's queue and batching. Deployment config, under `[store.writer]`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -26,7 +26,10 @@ pub struct WriterConfig {
     /// several seconds of a busy server's events, so a database hiccup shows up as queue
     /// depth, not as refusals.
     pub queue_capacity: usize,
-    /// Most events in one transaction. Default 512.
+    /// Most events in one transaction. Default 4,096: a transaction's cost is mostly the
+    /// pages it touches (each written once to the WAL or log, however many rows changed
+    /// in it) and its commit's flush, so bigger batches make each event cheaper; the flush
+    /// interval still bounds how long an event waits.
     pub batch_max_events: usize,
     /// Longest an accepted event waits for its batch to commit, in milliseconds: the most a
     /// crash can lose. Default 100.
@@ -37,7 +40,7 @@ impl Default for WriterConfig {
     fn default() -> Self {
         Self {
             queue_capacity: 65_536,
-            batch_max_events: 512,
+            batch_max_events: 4096,
             flush_interval_ms: 100,
         }
     }
@@ -241,6 +244,7 @@ impl StatWriter {
         });
         let task = Task {
             store,
+            conn: None,
             rx,
             shared: shared.clone(),
             batch_max: config.batch_max_events.max(1),
@@ -361,6 +365,8 @@ impl StatWriter {
 
 struct Task {
     store: Store,
+    /// The connection the writer keeps between batches (see [`Store::acquire`]).
+    conn: Option<Connection>,
     rx: mpsc::Receiver<Command>,
     shared: Arc<Shared>,
     batch_max: usize,
@@ -446,7 +452,7 @@ impl Task {
 
     /// Commits `batch`, retrying with backoff until it succeeds: accepted events are never
     /// dropped. Failures are counted and logged.
-    async fn commit(&self, batch: &mut Vec<StatEvent>) {
+    async fn commit(&mut self, batch: &mut Vec<StatEvent>) {
         if batch.is_empty() {
             return;
         }
@@ -454,7 +460,23 @@ impl Task {
         let mut backoff = Duration::from_millis(50);
         loop {
             let started = Instant::now();
-            match self.store.apply_valid(batch).await {
+            let applied = match self.conn.take() {
+                Some(conn) => Ok(conn),
+                None => self.store.acquire().await,
+            };
+            let applied = match applied {
+                Ok(mut conn) => {
+                    let result = self.store.apply_on(&mut conn, batch).await;
+                    // A connection that failed may be broken: the next attempt takes a
+                    // fresh one.
+                    if result.is_ok() && self.store.writer_keeps_connection() {
+                        self.conn = Some(conn);
+                    }
+                    result
+                }
+                Err(error) => Err(error),
+            };
+            match applied {
                 Ok(()) => {
                     let us = started.elapsed().as_micros() as u64;
                     counters.last_flush_us.store(us, Ordering::Relaxed);
