@@ -335,6 +335,7 @@ async fn a_session_without_a_token_is_closed_at_the_handshake_timeout() {
 async fn sessions_past_the_per_address_cap_are_refused() {
     let mut config = test_config();
     config.webtransport.max_sessions_per_ip = 1;
+    config.limits.exempt.clear();
     let runtime = Runtime::start(config, relay_kinds()).await.unwrap();
     let http_address = runtime.addresses().http;
     let answer = matchmake(http_address, json!({"kind": "relay", "name": "one"})).await;

@@ -40,6 +40,9 @@ pub struct WtConfig {
     pub max_sessions: usize,
     /// Most sessions open at once from one IP address.
     pub max_sessions_per_ip: usize,
+    /// Addresses the per-address cap does not apply to (the total cap still does): a load
+    /// generator on the same machine, a trusted proxy.
+    pub exempt: Vec<IpAddr>,
     /// Time from the first packet to the connect token's arrival on the control stream;
     /// past it the session is closed with [`CloseCode::HandshakeTimedOut`].
     pub handshake_timeout: Duration,
@@ -54,6 +57,7 @@ impl Default for WtConfig {
         Self {
             max_sessions: 4096,
             max_sessions_per_ip: 16,
+            exempt: Vec::new(),
             handshake_timeout: Duration::from_secs(5),
             retry: true,
         }
@@ -306,7 +310,7 @@ impl WtEndpoint {
                 incoming.refuse();
                 return;
             }
-            if at_ip >= inner.config.max_sessions_per_ip {
+            if at_ip >= inner.config.max_sessions_per_ip && !inner.config.exempt.contains(&ip) {
                 drop(slots);
                 WtCounters::bump(&inner.counters.refused_per_ip);
                 incoming.refuse();
