@@ -671,17 +671,19 @@ async fn read_datagrams(
     }
 }
 
-/// How a connection that closed under us ended: a client's application close carries its
-/// close code (a client leaving sends 4001); anything else is a lost connection.
+/// How a connection that closed under us ended: a client's application close with a
+/// tickwire code (4000–4999; a client leaving sends 4001) is the client's close; anything
+/// else (HTTP/3's own codes when a page goes away, a dropped client, the idle timeout) is a
+/// lost connection, whose seat is held.
 fn closed_by(error: ConnectionError) -> Closing {
     match error {
         ConnectionError::ApplicationClosed(close) => {
             match u16::try_from(close.code().into_inner()) {
-                Ok(code) => Closing::Peer(
+                Ok(code @ 4000..=4999) => Closing::Peer(
                     Some(code),
                     String::from_utf8_lossy(close.reason()).into_owned(),
                 ),
-                Err(_) => Closing::Lost,
+                _ => Closing::Lost,
             }
         }
         _ => Closing::Lost,
