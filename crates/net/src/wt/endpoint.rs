@@ -486,6 +486,10 @@ impl WtEndpoint {
     }
 }
 
+/// Streams a session may open besides its control stream (each reset at once) before it is
+/// closed with [`CloseCode::ProtocolViolation`].
+const MAX_EXTRA_STREAMS: u32 = 8;
+
 /// A stream window that holds one largest frame, and never less than 64 KiB.
 fn window(max_frame: usize) -> wtransport::quinn::VarInt {
     let bytes = (max_frame + FRAME_HEADER_BYTES).max(64 << 10) as u64;
@@ -632,6 +636,18 @@ async fn read_datagrams(
     let mut receiver = DatagramReceiver::new(channels.len());
     let mut closing = outbox.subscribe_closing();
     let refused = VarInt::from_u32(CloseCode::ProtocolViolation.code().into());
+    let mut extra_streams = 0u32;
+    let mut stray = |outbox: &Outbox| {
+        extra_streams += 1;
+        WtCounters::bump(&counters.extra_streams);
+        // A client that keeps opening streams is not a confused one.
+        if extra_streams > MAX_EXTRA_STREAMS {
+            outbox.close(Closing::Server(
+                CloseCode::ProtocolViolation,
+                format!("more than {MAX_EXTRA_STREAMS} streams besides the control stream").into(),
+            ));
+        }
+    };
     loop {
         tokio::select! {
             biased;
@@ -656,15 +672,15 @@ async fn read_datagrams(
             }
             stream = connection.accept_bi() => {
                 if let Ok((mut send, recv)) = stream {
-                    WtCounters::bump(&counters.extra_streams);
                     let _ = send.reset(refused);
                     recv.stop(refused);
+                    stray(&outbox);
                 }
             }
             stream = connection.accept_uni() => {
                 if let Ok(recv) = stream {
-                    WtCounters::bump(&counters.extra_streams);
                     recv.stop(refused);
+                    stray(&outbox);
                 }
             }
         }
