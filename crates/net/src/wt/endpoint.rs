@@ -466,6 +466,7 @@ impl WtEndpoint {
             outbox.clone(),
             admission.inbound,
             counters.clone(),
+            inner.messages.clone(),
             channels.clone(),
         ));
         write(
@@ -631,6 +632,7 @@ async fn read_datagrams(
     outbox: Arc<Outbox>,
     inbound: mpsc::Sender<(u8, Bytes)>,
     counters: Arc<WtCounters>,
+    messages: Arc<WsCounters>,
     channels: Arc<[ChannelKind]>,
 ) {
     let mut receiver = DatagramReceiver::new(channels.len());
@@ -661,14 +663,21 @@ async fn read_datagrams(
                     outbox.close(Closing::Lost);
                     break;
                 };
-                let delivered = receiver
-                    .accept(datagram.payload(), &channels)
-                    .is_ok_and(|message| inbound.try_send(message).is_ok());
-                WtCounters::bump(if delivered {
-                    &counters.datagrams_received
-                } else {
-                    &counters.datagrams_dropped
-                });
+                let delivered = match receiver.accept(datagram.payload(), &channels) {
+                    Ok(message) => {
+                        let len = message.1.len() as u64;
+                        inbound.try_send(message).is_ok().then_some(len)
+                    }
+                    Err(_) => None,
+                };
+                match delivered {
+                    Some(len) => {
+                        WtCounters::bump(&counters.datagrams_received);
+                        WsCounters::bump(&messages.messages_received);
+                        WsCounters::add(&messages.bytes_received, len);
+                    }
+                    None => WtCounters::bump(&counters.datagrams_dropped),
+                }
             }
             stream = connection.accept_bi() => {
                 if let Ok((mut send, recv)) = stream {
