@@ -27,6 +27,7 @@ fn run_against_server(scenario: RelayScenario, transport: Transport) -> RunRepor
         };
         config.http.listen = "127.0.0.1:0".parse().unwrap();
         config.udp.listen = "127.0.0.1:0".parse().unwrap();
+        config.webtransport.listen = "127.0.0.1:0".parse().unwrap();
         config.console.enabled = false;
         let mut kinds = RoomKinds::new();
         kinds.register("relay", capacity, || Box::new(RelayRoom::default()));
@@ -105,6 +106,18 @@ fn sfs_over_udp_relays_every_message_to_the_other_members() {
     assert!(
         report.rtt_samples > 0,
         "round trips were sampled: {report:#?}"
+    );
+}
+
+#[test]
+fn sfs_over_webtransport_relays_every_message_to_the_other_members() {
+    let report = run_against_server(small_sfs(), Transport::Wt);
+    assert_flowed(&report, 8, 2);
+    // Unreliable datagrams, but on loopback at this scale nothing should be lost beyond a
+    // trace.
+    assert!(
+        report.delivery.delivered * 10 >= report.delivery.expected * 9,
+        "{report:#?}"
     );
 }
 
