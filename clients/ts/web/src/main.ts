@@ -1,5 +1,6 @@
 // The arena in the browser: a name, then the game. The SDK's ArenaClient does the network
-// (matchmaking, WebSocket, snapshots, prediction, interpolation, reconnection); this file
+// (matchmaking, WebTransport or WebSocket, snapshots, prediction, interpolation,
+// reconnection); `?transport=ws` or `?transport=wt` in the URL forces a transport. This file
 // ties it to pixi.js, the keyboard and mouse, and the HUD, and tells the player in words
 // whenever the game is not simply running.
 import {
@@ -9,6 +10,8 @@ import {
   ArenaClient,
   MAX_NAME_BYTES,
   type MatchmakeRequest,
+  type TransportChoice,
+  type TransportKind,
   fetchArenaMap,
 } from "@tickwire/client";
 
@@ -35,6 +38,12 @@ export interface DebugView {
   rttMs: number | null;
   frames: number;
   problems: number;
+  /** The transport of the current (or last) connection. */
+  transport: TransportKind | null;
+  /** What the URL asked for: `auto` unless `?transport=ws|wt`. */
+  transportChoice: TransportChoice;
+  /** Why WebTransport was given up on, when the page fell back to WebSocket. */
+  fallback: string | null;
 }
 
 declare global {
@@ -43,7 +52,16 @@ declare global {
   }
 }
 
+/** `?transport=ws` or `?transport=wt` forces a transport; without it the SDK prefers WebTransport. */
+function transportFromUrl(): TransportChoice {
+  const asked = new URLSearchParams(location.search).get("transport");
+  return asked === "ws" ? "websocket" : asked === "wt" ? "webtransport" : "auto";
+}
+
 window.__tickwire = {
+  transport: null,
+  transportChoice: transportFromUrl(),
+  fallback: null,
   state: "idle",
   you: null,
   name: null,
@@ -142,8 +160,8 @@ function play(name: string, map: ArenaMapInfo, scene: Scene): void {
     saved !== null && saved.startsWith(`${name}\n`)
       ? { session: saved.slice(name.length + 1), kind: "arena" }
       : { kind: "arena", name };
-  const arena = new ArenaClient({ map, request });
   const debug = window.__tickwire;
+  const arena = new ArenaClient({ map, request, transport: debug.transportChoice });
   debug.name = name;
 
   let retryAt: number | null = null;
@@ -155,6 +173,14 @@ function play(name: string, map: ArenaMapInfo, scene: Scene): void {
   const rejoin = (): void => location.reload();
 
   arena.client.on("matched", (answer) => sessionStorage.setItem(SESSION_KEY, `${name}\n${answer.session}`));
+  arena.client.on("connected", (_params, transport) => {
+    debug.transport = transport;
+    hud.transport(transport, debug.fallback);
+  });
+  arena.client.on("fallback", (why) => {
+    debug.fallback = `${why.reason}: ${why.message}`;
+    hud.system(`WebTransport failed (${why.reason}); connecting over WebSocket`);
+  });
   let shutdownSeen = false;
   arena.on("status", (status) => {
     debug.state = status.state;
