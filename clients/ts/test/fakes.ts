@@ -133,7 +133,12 @@ export class FakeWebTransport implements WebTransportLike {
   static instances: FakeWebTransport[] = [];
   readonly ready: Promise<unknown>;
   readonly closed: Promise<{ closeCode?: number; reason?: string }>;
-  readonly datagrams: { readable: ReadableStream<Uint8Array>; writable: WritableStream<Uint8Array>; maxDatagramSize: number };
+  readonly datagrams: {
+    readable: ReadableStream<Uint8Array>;
+    createWritable?: () => WritableStream<Uint8Array>;
+    writable?: WritableStream<Uint8Array>;
+    maxDatagramSize: number;
+  };
   /** What the client wrote on the control stream, chunk by chunk. */
   readonly streamWrites: Uint8Array[] = [];
   /** Datagrams the client sent. */
@@ -160,6 +165,8 @@ export class FakeWebTransport implements WebTransportLike {
     this.closed.catch(() => {});
     this.datagrams = {
       readable: new ReadableStream<Uint8Array>({ start: (controller) => void (this.datagramsToClient = controller) }),
+      // As Chromium: the current `createWritable()` and the older `writable` (tests remove either).
+      createWritable: () => new WritableStream<Uint8Array>({ write: (chunk) => void this.sentDatagrams.push(chunk.slice()) }),
       writable: new WritableStream<Uint8Array>({ write: (chunk) => void this.sentDatagrams.push(chunk.slice()) }),
       maxDatagramSize: 1200,
     };

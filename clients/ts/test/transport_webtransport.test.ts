@@ -211,6 +211,38 @@ describe("WtConnection", () => {
     expect(connection.counts).toMatchObject({ datagramsSent: 4, framesSent: 2 });
   });
 
+  it("sends datagrams through whichever writable the browser has, or on the stream without one", async () => {
+    for (const missing of [["createWritable"], ["writable"], ["createWritable", "writable"]] as const) {
+      FakeWebTransport.reset();
+      const setup = await open();
+      for (const key of missing) delete setup.session.datagrams[key];
+      setup.session.accept();
+      await settle();
+      setup.session.sendChunk(encodeFrame(DEFAULT_ACCEPTED));
+      await settle();
+      setup.connection.send(1, bytes(7));
+      await settle();
+      const both = missing.length === 2;
+      expect(setup.session.sentDatagrams.map(hex), `without ${missing.join(" and ")}`).toEqual(both ? [] : ["0107"]);
+      expect(setup.session.framesFromClient().slice(1).map(hex)).toEqual(both ? ["0107"] : []);
+    }
+  });
+
+  it("drops datagrams rather than queue them without bound when the browser takes none", async () => {
+    const setup = await open();
+    // A sink that never finishes a write: everything after the first waits in the stream's queue.
+    setup.session.datagrams.createWritable = () => new WritableStream<Uint8Array>({ write: () => new Promise<void>(() => {}) });
+    setup.session.accept();
+    await settle();
+    setup.session.sendChunk(encodeFrame(DEFAULT_ACCEPTED));
+    await settle();
+    for (let i = 0; i < 200; i++) {
+      expect(setup.connection.send(1, bytes(i))).toBe(true);
+    }
+    expect(setup.connection.counts.datagramsSent, "queued up to the bound").toBeLessThanOrEqual(66);
+    expect(setup.connection.counts.datagramsNotQueued).toBe(200 - setup.connection.counts.datagramsSent);
+  });
+
   it("sends an unreliable message too large for a datagram on the stream", async () => {
     const { connection, session } = await connected();
     // maxDatagramSize is 1200: 1199 bytes + the channel byte fit, 1198 + 3 do not.

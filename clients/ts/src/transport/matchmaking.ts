@@ -63,7 +63,7 @@ export interface MatchmakeAnswer {
   reconnect: boolean;
   /** Proof of being this player, for the next matchmake (reconnection). */
   session: string;
-  /** The connect token: the first WebSocket message. Single use. */
+  /** The connect token: the first WebSocket message or WebTransport frame. Single use. */
   token: Uint8Array;
   /** Unix seconds after which the token is refused. */
   expiresAt: number;

@@ -54,7 +54,10 @@ export interface WebTransportLike {
   readonly closed: Promise<{ closeCode?: number; reason?: string }>;
   readonly datagrams: {
     readonly readable: ReadableStream<Uint8Array>;
-    readonly writable: WritableStream<Uint8Array>;
+    /** The current spec's way to send datagrams (Safari has only this). */
+    createWritable?(): WritableStream<Uint8Array>;
+    /** The older way, removed from the spec and still the only one in some browsers. */
+    readonly writable?: WritableStream<Uint8Array>;
     /** The largest datagram the session takes now, bytes (absent in some browsers). */
     readonly maxDatagramSize?: number;
   };
@@ -71,7 +74,7 @@ export interface WebTransportOptionsLike {
 /** A `WebTransport` constructor: the global one, or a fake in tests. */
 export type WebTransportConstructor = new (url: string, options?: WebTransportOptionsLike) => WebTransportLike;
 
-/** The browser's `WebTransport`, or `undefined` where there is none (Node, Safari before 26). */
+/** The browser's `WebTransport`, or `undefined` where there is none (Node, some browsers). */
 export function globalWebTransport(): WebTransportConstructor | undefined {
   return (globalThis as { WebTransport?: WebTransportConstructor }).WebTransport;
 }
@@ -111,6 +114,8 @@ export interface WtDrops {
 /** Datagrams and control-stream frames each way. */
 export interface WtCounts {
   datagramsSent: number;
+  /** Datagrams dropped before the browser took them: its queue was full. */
+  datagramsNotQueued: number;
   datagramsReceived: number;
   framesSent: number;
   framesReceived: number;
@@ -118,6 +123,8 @@ export interface WtCounts {
 
 /** Largest datagram assumed when the browser does not say (below any QUIC path's). */
 const DEFAULT_MAX_DATAGRAM = 1024;
+/** Datagrams waiting in the browser's writable past which more are dropped, not queued. */
+const MAX_QUEUED_DATAGRAMS = 64;
 /** A second look before a silence counts, ms (as for WebSocket). */
 const SILENCE_CONFIRM_MS = 250;
 /** How long a leaving client lets its CLOSE frame drain before closing the session, ms. */
@@ -136,7 +143,7 @@ export class WtConnection implements Connection {
   /** What was dropped on receipt. */
   readonly drops: WtDrops = { stale: 0, invalid: 0, early: 0 };
   /** What went each way. */
-  readonly counts: WtCounts = { datagramsSent: 0, datagramsReceived: 0, framesSent: 0, framesReceived: 0 };
+  readonly counts: WtCounts = { datagramsSent: 0, datagramsNotQueued: 0, datagramsReceived: 0, framesSent: 0, framesReceived: 0 };
   private readonly session: WebTransportLike | null = null;
   private readonly clock: Clock;
   private readonly token: Uint8Array;
@@ -233,6 +240,11 @@ export class WtConnection implements Connection {
         this.nextSequence.set(channel, (sequence + 1) & 0xffff);
       }
       const datagram = encodeDatagram(channel, sequence, message);
+      if ((this.datagramWriter.desiredSize ?? 0) < -MAX_QUEUED_DATAGRAMS) {
+        // The browser is not taking them: lost, as any datagram may be, rather than queued without bound.
+        this.counts.datagramsNotQueued += 1;
+        return true;
+      }
       // A datagram the browser cannot queue is lost, as any datagram may be.
       this.datagramWriter.write(datagram).catch(() => {});
       this.counts.datagramsSent += 1;
@@ -265,7 +277,8 @@ export class WtConnection implements Connection {
     }
     this.stateValue = "handshaking";
     this.streamWriter = stream.writable.getWriter();
-    this.datagramWriter = session.datagrams.writable.getWriter();
+    // Without a way to send datagrams, every message goes on the stream (`send`).
+    this.datagramWriter = (session.datagrams.createWritable?.() ?? session.datagrams.writable)?.getWriter() ?? null;
     this.writeFrame(encodeFrame(this.token));
     void this.readStream(stream.readable);
     void this.readDatagrams(session.datagrams.readable);

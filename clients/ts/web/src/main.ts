@@ -27,6 +27,8 @@ export interface DebugView {
   name: string | null;
   /** Drawn (predicted) and server-confirmed local position, metres. */
   me: { x: number; y: number; serverX: number; serverY: number; alive: boolean; health: number } | null;
+  /** Every name in the room's roster, the local player's included (drawn or not). */
+  roster: string[];
   /** The other players as drawn this frame. */
   players: { id: number; name: string; x: number; y: number; alive: boolean }[];
   chat: { name: string; text: string; mine: boolean }[];
@@ -66,6 +68,7 @@ window.__tickwire = {
   you: null,
   name: null,
   me: null,
+  roster: [],
   players: [],
   chat: [],
   snapshots: 0,
@@ -377,6 +380,7 @@ function play(name: string, map: ArenaMapInfo, scene: Scene): void {
         hud.status(arena.status, retryAt, now, rejoin, shutdownSeen && arena.status.reason !== "server_shutdown");
       }
       debug.rttMs = report.rttMs;
+      debug.roster = [...arena.names.values()];
     }
     debug.me =
       view.me === null
