@@ -33,6 +33,7 @@ fn run_against_server(
         };
         config.http.listen = "127.0.0.1:0".parse().unwrap();
         config.udp.listen = "127.0.0.1:0".parse().unwrap();
+        config.webtransport.listen = "127.0.0.1:0".parse().unwrap();
         config.console.enabled = false;
         let factory =
             ArenaRoomFactory::new(Arc::new(map.load().unwrap()), ArenaConfig::default(), 5)

@@ -27,6 +27,7 @@ fn run_against_server(scenario: RelayScenario, transport: Transport) -> RunRepor
         };
         config.http.listen = "127.0.0.1:0".parse().unwrap();
         config.udp.listen = "127.0.0.1:0".parse().unwrap();
+        config.webtransport.listen = "127.0.0.1:0".parse().unwrap();
         config.console.enabled = false;
         let mut kinds = RoomKinds::new();
         kinds.register("relay", capacity, || Box::new(RelayRoom::default()));

@@ -26,7 +26,7 @@ pub const ENV_PREFIX: &str = "TICKWIRE_";
 
 /// The configuration's top-level keys: other `TICKWIRE_*` variables (a test's
 /// `TICKWIRE_BLESS`) are not configuration.
-const TOP_LEVEL_KEYS: [&str; 15] = [
+const TOP_LEVEL_KEYS: [&str; 16] = [
     "store",
     "arena",
     "web",
@@ -35,6 +35,7 @@ const TOP_LEVEL_KEYS: [&str; 15] = [
     "http",
     "tls",
     "udp",
+    "webtransport",
     "connection",
     "console",
     "admin",
@@ -71,6 +72,12 @@ pub struct ServeArgs {
     /// First shard's UDP address; shard i listens on its port + i (udp.listen).
     #[arg(long, value_name = "ADDR")]
     pub udp: Option<SocketAddr>,
+    /// WebTransport UDP address (webtransport.listen).
+    #[arg(long, value_name = "ADDR")]
+    pub wt: Option<SocketAddr>,
+    /// Serve no WebTransport (webtransport.enabled = false).
+    #[arg(long)]
+    pub no_wt: bool,
     /// Admin console address (console.listen).
     #[arg(long, value_name = "ADDR")]
     pub console: Option<SocketAddr>,
@@ -114,6 +121,12 @@ impl ServeArgs {
         }
         if let Some(udp) = self.udp {
             set(Some("udp"), "listen", json!(udp));
+        }
+        if let Some(wt) = self.wt {
+            set(Some("webtransport"), "listen", json!(wt));
+        }
+        if self.no_wt {
+            set(Some("webtransport"), "enabled", json!(false));
         }
         if let Some(console) = self.console {
             set(Some("console"), "listen", json!(console));

@@ -34,6 +34,7 @@ async fn an_arena_session_lands_in_the_database_and_on_the_api() {
     };
     config.http.listen = "127.0.0.1:0".parse().unwrap();
     config.udp.listen = "127.0.0.1:0".parse().unwrap();
+    config.webtransport.listen = "127.0.0.1:0".parse().unwrap();
     config.console.enabled = false;
     config.admin.token = "arena-store-test".into();
     let extras = Extras::default().routes(tickwire_store::http::router(store.clone()));

@@ -112,6 +112,8 @@ async fn sigterm_tells_every_player_and_exits_zero_within_the_grace_period() {
             "127.0.0.1:0",
             "--udp",
             "127.0.0.1:0",
+            "--wt",
+            "127.0.0.1:0",
             "--console",
             "127.0.0.1:0",
             "--shards",
@@ -293,7 +295,15 @@ async fn configuration_layers_file_then_environment_then_flags() {
 
     std::fs::remove_file(dir.join("tickwire.toml")).unwrap();
     let unopenable = tickwire(&dir)
-        .args(["serve", "--http", "127.0.0.1:0", "--udp", "127.0.0.1:0"])
+        .args([
+            "serve",
+            "--http",
+            "127.0.0.1:0",
+            "--udp",
+            "127.0.0.1:0",
+            "--wt",
+            "127.0.0.1:0",
+        ])
         .env(
             "TICKWIRE_STORE__URL",
             "postgres://nobody:secret@127.0.0.1:1/none",

@@ -23,6 +23,7 @@ async fn relay_server() -> (Runtime, String) {
     };
     config.http.listen = "127.0.0.1:0".parse().unwrap();
     config.udp.listen = "127.0.0.1:0".parse().unwrap();
+    config.webtransport.listen = "127.0.0.1:0".parse().unwrap();
     config.console.enabled = false;
     config.admin.token = "client-sdk-test-token".into();
     config.connection.timeout_ms = 500;
@@ -272,6 +273,7 @@ async fn wss_connects_when_the_client_trusts_the_servers_certificate() {
     };
     config.http.listen = "127.0.0.1:0".parse().unwrap();
     config.udp.listen = "127.0.0.1:0".parse().unwrap();
+    config.webtransport.listen = "127.0.0.1:0".parse().unwrap();
     config.tls.listen = Some("127.0.0.1:0".parse().unwrap());
     config.tls.cert = Some(cert_path);
     config.tls.key = Some(key_path);

@@ -37,9 +37,11 @@
 //! | [`udp::RecvStats`], [`udp::SendStats`] | per-batch counters, drops by reason |
 //! | [`udp::bind_reuseport`] | the socket setup: `SO_REUSEPORT`, buffer sizes, dual stack |
 //! | [`ws::WsEndpoint`], [`ws::HttpListener`] | the WebSocket transport: `/ws`, tokens, bounded per-connection outboxes, TLS |
+//! | [`wt::WtEndpoint`] | the WebTransport transport: `/wt` over HTTP/3, datagrams for unreliable channels |
 //! | [`bench::raw_sendmmsg`] | the machine's raw send limit, which the full path is held against |
 
 pub mod bench;
 pub mod driver;
 pub mod udp;
 pub mod ws;
+pub mod wt;

@@ -30,6 +30,8 @@ pub struct ServeConfig {
     pub tls: TlsConfig,
     /// The UDP protocol.
     pub udp: UdpConfig,
+    /// WebTransport (HTTP/3 over QUIC): browsers' datagrams, on its own UDP port.
+    pub webtransport: WebTransportConfig,
     /// What every connection is told, whatever its transport.
     pub connection: ConnectionConfig,
     /// The admin console.
@@ -54,6 +56,7 @@ impl Default for ServeConfig {
             http: HttpConfig::default(),
             tls: TlsConfig::default(),
             udp: UdpConfig::default(),
+            webtransport: WebTransportConfig::default(),
             connection: ConnectionConfig::default(),
             console: ConsoleConfig::default(),
             admin: AdminConfig::default(),
@@ -130,6 +133,43 @@ pub struct TlsConfig {
     /// Without `cert` and `key`: generate a self-signed certificate at start (development
     /// only: browsers warn about it).
     pub self_signed: bool,
+}
+
+/// The WebTransport endpoint (`https://host:port/wt` over HTTP/3).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WebTransportConfig {
+    /// Serve WebTransport; matchmaking offers it (`endpoints.wt`) only when on.
+    pub enabled: bool,
+    /// The UDP address to listen on (its port must be open to UDP in firewalls).
+    pub listen: SocketAddr,
+    /// PEM certificate chain (production: one browsers trust). Without `cert` and `key`, a
+    /// self-signed ECDSA P-256 certificate valid for 13 days is made at each start and its
+    /// SHA-256 hash handed out by matchmaking (browsers accept it by hash).
+    pub cert: Option<PathBuf>,
+    /// PEM private key.
+    pub key: Option<PathBuf>,
+    /// Most WebTransport sessions open at once, handshakes included.
+    pub max_sessions: usize,
+    /// Most WebTransport sessions open at once from one IP address.
+    pub max_sessions_per_ip: usize,
+    /// Answer each new client address with a QUIC Retry (address validation: one more round
+    /// trip, no amplification or held slots from spoofed addresses).
+    pub retry: bool,
+}
+
+impl Default for WebTransportConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            listen: SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 4433),
+            cert: None,
+            key: None,
+            max_sessions: 4096,
+            max_sessions_per_ip: 16,
+            retry: true,
+        }
+    }
 }
 
 /// The UDP protocol's sockets and tokens.
@@ -394,6 +434,22 @@ impl ServeConfig {
                 "tls.listen",
                 self.tls.listen.map_or(String::new(), |a| a.to_string()),
                 "needs tls.cert and tls.key, or tls.self_signed = true",
+            ));
+        }
+        if self.webtransport.cert.is_some() != self.webtransport.key.is_some() {
+            return Err(invalid(
+                "webtransport.cert",
+                "(set without its pair)",
+                "webtransport.cert and webtransport.key go together",
+            ));
+        }
+        if self.webtransport.max_sessions == 0 || self.webtransport.max_sessions_per_ip == 0 {
+            return Err(invalid(
+                "webtransport.max_sessions",
+                self.webtransport
+                    .max_sessions
+                    .min(self.webtransport.max_sessions_per_ip),
+                "max_sessions and max_sessions_per_ip must be positive",
             ));
         }
         if self.auth.mode == AuthMode::SharedSecret && self.auth.shared_secret.len() < 16 {

@@ -195,6 +195,8 @@ pub fn run(name: &str, args: &LoadBenchArgs) -> anyhow::Result<LoadBenchReport> 
             "127.0.0.1:0",
             "--udp",
             "127.0.0.1:0",
+            "--wt",
+            "127.0.0.1:0",
             "--shards",
             "1",
         ])

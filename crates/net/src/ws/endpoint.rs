@@ -260,7 +260,7 @@ impl WsEndpoint {
 
     /// Frees a client id held by `outbox`'s connection; a newer connection that replaced
     /// it keeps the id.
-    fn forget(&self, client_id: u64, outbox: &Arc<Outbox>) {
+    pub(crate) fn forget(&self, client_id: u64, outbox: &Arc<Outbox>) {
         let mut live = self.live();
         if live
             .connections
@@ -357,7 +357,56 @@ impl WsEndpoint {
                 Ok(Some(Ok(Inbound::Binary(token)))) => break token,
             }
         };
-        let authenticated = match inner.auth.authenticate(&token, unix_now()) {
+        let admission = match self.admit(&token, peer, "ws", counters, deadline).await {
+            Ok(admission) => admission,
+            Err((code, reason)) => {
+                return refuse(sink, stream, true, inner.config.close_timeout, code, reason).await;
+            }
+        };
+        let accepted = Outbound::Binary(inner.accepted.clone());
+        // The accepted message is tiny; only a client that never reads could stall it.
+        if !matches!(
+            tokio::time::timeout(inner.config.close_timeout, sink.send(accepted)).await,
+            Ok(Ok(()))
+        ) {
+            self.forget(admission.client_id, &admission.outbox);
+            return None;
+        }
+        WsCounters::bump(&counters.connections_accepted);
+        let Admission {
+            permit,
+            connection,
+            outbox,
+            inbound,
+            client_id,
+        } = admission;
+        // The application holds the connection now; the socket stays with its tasks.
+        permit.send(connection);
+        Some(Accepted {
+            client_id,
+            outbox,
+            sink,
+            stream,
+            inbound,
+        })
+    }
+
+    /// The checks every transport makes once a client's connect token is in: the token,
+    /// the server's phase and capacity, a connection already open for the same client id
+    /// (replaced), and room in the hand-off queue by `deadline`. On success the client id is
+    /// held (give it back with [`forget`](Self::forget) if the accepted message cannot be
+    /// sent) and the connection is ready to hand over; refusals are counted on `counters`
+    /// and come back as the close code and reason to send.
+    pub(crate) async fn admit(
+        &self,
+        token: &[u8],
+        peer: Option<SocketAddr>,
+        transport: &'static str,
+        counters: &Arc<WsCounters>,
+        deadline: tokio::time::Instant,
+    ) -> Result<Admission<'_>, (CloseCode, String)> {
+        let inner = &*self.inner;
+        let authenticated = match inner.auth.authenticate(token, unix_now()) {
             Ok(authenticated) => authenticated,
             Err(error) => {
                 let counter = match error {
@@ -369,15 +418,7 @@ impl WsEndpoint {
                     | AuthError::WrongServer { .. } => &counters.refused_bad_token,
                 };
                 WsCounters::bump(counter);
-                return refuse(
-                    sink,
-                    stream,
-                    true,
-                    inner.config.close_timeout,
-                    error.close_code(),
-                    error.to_string(),
-                )
-                .await;
+                return Err((error.close_code(), error.to_string()));
             }
         };
         let client_id = authenticated.client_id;
@@ -422,7 +463,7 @@ impl WsEndpoint {
             } else {
                 &counters.refused_full
             });
-            return refuse(sink, stream, true, inner.config.close_timeout, code, reason).await;
+            return Err((code, reason));
         }
         // From here the client id is held; every early return gives it back.
         let release = || self.forget(client_id, &outbox);
@@ -431,43 +472,18 @@ impl WsEndpoint {
             Ok(Err(_)) => {
                 release();
                 WsCounters::bump(&counters.refused_shutdown);
-                return refuse(
-                    sink,
-                    stream,
-                    true,
-                    inner.config.close_timeout,
-                    CloseCode::ServerShutdown,
-                    "server shutting down".into(),
-                )
-                .await;
+                return Err((CloseCode::ServerShutdown, "server shutting down".into()));
             }
             Err(_) => {
                 release();
                 WsCounters::bump(&counters.refused_full);
-                return refuse(
-                    sink,
-                    stream,
-                    true,
-                    inner.config.close_timeout,
-                    CloseCode::ServerFull,
-                    "server busy".into(),
-                )
-                .await;
+                return Err((CloseCode::ServerFull, "server busy".into()));
             }
         };
-        let accepted = Outbound::Binary(inner.accepted.clone());
-        // The accepted message is tiny; only a client that never reads could stall it.
-        if !matches!(
-            tokio::time::timeout(inner.config.close_timeout, sink.send(accepted)).await,
-            Ok(Ok(()))
-        ) {
-            release();
-            return None;
-        }
-        WsCounters::bump(&counters.connections_accepted);
         let sender = WsSender {
             outbox: outbox.clone(),
             client_id,
+            transport,
         };
         let (inbound, inbound_queue) = mpsc::channel(INBOUND_QUEUE);
         let connection = WsConnection {
@@ -477,16 +493,44 @@ impl WsEndpoint {
             inbound: inbound_queue,
             sender,
         };
-        // The application holds the connection now; the socket stays with its tasks.
-        permit.send(connection);
-        Some(Accepted {
-            client_id,
+        Ok(Admission {
+            permit,
+            connection,
             outbox,
-            sink,
-            stream,
             inbound,
+            client_id,
         })
     }
+
+    /// The connection parameters every client is sent first.
+    pub(crate) fn accepted(&self) -> &Bytes {
+        &self.inner.accepted
+    }
+
+    /// The endpoint's configuration.
+    pub(crate) fn config(&self) -> &WsConfig {
+        &self.inner.config
+    }
+
+    /// Each channel's kind, by channel id.
+    pub(crate) fn channels(&self) -> &Arc<[ChannelKind]> {
+        &self.inner.channels
+    }
+}
+
+/// A client admitted by [`WsEndpoint::admit`]: its id is held and the hand-off queue has
+/// room for it.
+pub(crate) struct Admission<'a> {
+    /// Room in the hand-off queue: `send` the connection once the accepted message is out.
+    pub(crate) permit: mpsc::Permit<'a, WsConnection>,
+    /// What the application gets.
+    pub(crate) connection: WsConnection,
+    /// The connection's queues, which the transport's writer drains.
+    pub(crate) outbox: Arc<Outbox>,
+    /// Where the transport's reader puts the client's messages.
+    pub(crate) inbound: mpsc::Sender<(u8, Bytes)>,
+    /// The client id from the token.
+    pub(crate) client_id: u64,
 }
 
 /// A connection that passed the handshake: what its reader and writer run on.

@@ -39,3 +39,6 @@ pub use listen::{HttpListener, ListenConfig, ListenMetrics, ListenStats};
 pub use outbox::{OutboxDepth, OutboxLimits, WsSendError, WsSender};
 pub use stats::WsStats;
 pub use tls::{TlsError, TlsIdentity};
+
+pub(crate) use outbox::{Closing, Outbox, Take};
+pub(crate) use stats::WsCounters;

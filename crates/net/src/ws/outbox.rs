@@ -359,6 +359,7 @@ impl Outbox {
 pub struct WsSender {
     pub(crate) outbox: Arc<Outbox>,
     pub(crate) client_id: u64,
+    pub(crate) transport: &'static str,
 }
 
 impl std::fmt::Debug for WsSender {
@@ -395,6 +396,11 @@ impl WsSender {
     /// The client id from the connect token.
     pub fn client_id(&self) -> u64 {
         self.client_id
+    }
+
+    /// The transport carrying the connection: `"ws"` (ws and wss) or `"wt"` (WebTransport).
+    pub fn transport(&self) -> &'static str {
+        self.transport
     }
 
     /// What is queued now.

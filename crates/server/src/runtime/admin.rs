@@ -49,6 +49,7 @@ pub(super) fn stats(app: &App) -> StatsSnapshot {
         for player in &view.players {
             match player.transport.as_str() {
                 "udp" => snapshot.players_udp += 1,
+                "wt" => snapshot.players_webtransport += 1,
                 _ => snapshot.players_ws += 1,
             }
         }

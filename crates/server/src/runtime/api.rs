@@ -110,6 +110,17 @@ struct Endpoints {
     udp: String,
     ws: String,
     wss: Option<String>,
+    /// WebTransport, when enabled.
+    wt: Option<WtEndpointInfo>,
+}
+
+#[derive(Debug, Serialize)]
+struct WtEndpointInfo {
+    /// `https://host:port/wt`.
+    url: String,
+    /// Lowercase hex SHA-256 of the self-signed certificate's DER (a browser's
+    /// `serverCertificateHashes`); null with an operator certificate.
+    cert_sha256: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -203,6 +214,7 @@ async fn matchmake(
         server_addresses: std::iter::once(shard.udp_public)
             .chain(std::iter::once(app.http_public))
             .chain(app.https_public)
+            .chain(app.wt.as_ref().map(|(_, public)| *public))
             .collect(),
         validity_seconds: app.config.udp.token_validity_secs,
         timeout_seconds: app.config.udp.handshake_timeout_secs,
@@ -225,6 +237,10 @@ async fn matchmake(
         Ok(Some((false, url))) => ws = url,
         Ok(None) | Err(_) => {}
     }
+    let wt = app.wt.as_ref().map(|(endpoint, public)| WtEndpointInfo {
+        url: format!("https://{host_name}:{}/wt", public.port()),
+        cert_sha256: endpoint.cert_sha256().map(str::to_owned),
+    });
     Ok(axum::Json(MatchmakeAnswer {
         player_id: identity.player.0,
         session: app.identities.session(&identity),
@@ -238,6 +254,7 @@ async fn matchmake(
             udp: shard.udp_public.to_string(),
             ws,
             wss,
+            wt,
         },
     }))
 }

@@ -94,7 +94,7 @@ impl Metrics {
 
     /// Brings every scraped figure up to date and renders the text format.
     pub(super) fn render(&self, app: &App) -> String {
-        let mut players = [0u64; 2];
+        let mut players = [0u64; 3];
         let mut held = 0;
         // Every hosted kind, so a kind whose last room closed reads 0 rather than its
         // last count.
@@ -110,7 +110,11 @@ impl Metrics {
         for link in &app.shards {
             let view = link.view.read();
             for player in &view.players {
-                players[usize::from(player.transport != "udp")] += 1;
+                players[match player.transport.as_str() {
+                    "udp" => 0,
+                    "wt" => 2,
+                    _ => 1,
+                }] += 1;
             }
             held += view.players_held;
             for room in &view.rooms {
@@ -140,6 +144,11 @@ impl Metrics {
             "tickwire_players",
             &[("transport", "ws")],
             players[1] as f64,
+        );
+        self.gauge(
+            "tickwire_players",
+            &[("transport", "wt")],
+            players[2] as f64,
         );
         self.gauge("tickwire_players_reconnecting", &[], held as f64);
         for (kind, count) in &rooms {
@@ -257,6 +266,9 @@ impl Metrics {
             &[],
             self.matchmade.load(Ordering::Relaxed),
         );
+        if let Some((wt, _)) = &app.wt {
+            self.render_wt(wt);
+        }
         self.counter("tickwire_ticks_total", &[], shard.ticks);
         self.counter("tickwire_ticks_skipped_total", &[], shard.ticks_skipped);
         for (kind, count) in &overruns {
@@ -265,6 +277,88 @@ impl Metrics {
         self.counter("tickwire_rooms_disposed_total", &[], shard.rooms_disposed);
         self.counter("tickwire_seats_expired_total", &[], shard.seats_expired);
         self.handle.render()
+    }
+}
+
+impl Metrics {
+    /// The WebTransport endpoint's counters (`docs/OPERATIONS.md`, metrics).
+    fn render_wt(&self, wt: &tickwire_net::wt::WtEndpoint) {
+        let stats = wt.stats();
+        let counts = wt.counts();
+        self.counter("tickwire_wt_sessions_total", &[], counts.sessions_opened);
+        self.gauge(
+            "tickwire_wt_sessions_open",
+            &[],
+            counts
+                .sessions_opened
+                .saturating_sub(counts.sessions_closed) as f64,
+        );
+        for (name, value) in [
+            (
+                "tickwire_wt_datagrams_received_total",
+                counts.datagrams_received,
+            ),
+            (
+                "tickwire_wt_datagrams_dropped_total",
+                counts.datagrams_dropped,
+            ),
+            ("tickwire_wt_datagrams_sent_total", counts.datagrams_sent),
+            (
+                "tickwire_wt_datagrams_too_large_total",
+                counts.datagrams_too_large,
+            ),
+            (
+                "tickwire_wt_stream_frames_received_total",
+                counts.stream_frames_received,
+            ),
+            (
+                "tickwire_wt_stream_frames_sent_total",
+                counts.stream_frames_sent,
+            ),
+            ("tickwire_wt_extra_streams_total", counts.extra_streams),
+            ("tickwire_wt_retries_total", counts.retries_sent),
+        ] {
+            self.counter(name, &[], value);
+        }
+        for (reason, count) in [
+            ("per_ip", counts.refused_per_ip),
+            ("total", counts.refused_total),
+            ("handshake_failed", counts.handshakes_failed),
+            ("path", counts.refused_path),
+            ("handshake_timeout", counts.handshake_timeouts),
+            ("malformed", stats.refused_malformed),
+            ("bad_token", stats.refused_bad_token),
+            ("expired", stats.refused_expired),
+            ("replayed", stats.refused_replayed),
+            ("full", stats.refused_full),
+            ("shutdown", stats.refused_shutdown),
+            ("too_large", stats.closed_too_large),
+        ] {
+            self.counter("tickwire_wt_refused_total", &[("reason", reason)], count);
+        }
+        let labels = [("transport", "wt")];
+        self.counter(
+            "tickwire_packets_received_total",
+            &labels,
+            stats.messages_received,
+        );
+        self.counter("tickwire_packets_sent_total", &labels, stats.messages_sent);
+        self.counter(
+            "tickwire_bytes_received_total",
+            &labels,
+            stats.bytes_received,
+        );
+        self.counter("tickwire_bytes_sent_total", &labels, stats.bytes_sent);
+        self.counter(
+            "tickwire_connections_accepted_total",
+            &labels,
+            stats.connections_accepted,
+        );
+        self.counter(
+            "tickwire_connections_replaced_total",
+            &labels,
+            stats.connections_replaced,
+        );
     }
 }
 

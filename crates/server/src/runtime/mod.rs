@@ -36,6 +36,7 @@ use std::time::{Duration, Instant};
 use tickwire_net::ws::{
     HttpListener, ListenConfig, TlsIdentity, TokenAuthenticator, WsConfig, WsConnection, WsEndpoint,
 };
+use tickwire_net::wt::{WtCertificate, WtConfig, WtEndpoint};
 use tickwire_proto::ServerConfig;
 use tickwire_proto::crypto::Key;
 use tokio::sync::{mpsc, watch};
@@ -66,6 +67,8 @@ pub struct Addresses {
     pub https: Option<SocketAddr>,
     /// Each shard's UDP socket.
     pub udp: Vec<SocketAddr>,
+    /// WebTransport's UDP socket, when enabled.
+    pub wt: Option<SocketAddr>,
     /// The admin console, when enabled.
     pub console: Option<SocketAddr>,
 }
@@ -115,6 +118,9 @@ pub enum StartError {
     /// The TLS certificate or key could not be used.
     #[error("tls: {0}")]
     Tls(#[from] tickwire_net::ws::TlsError),
+    /// The WebTransport endpoint could not start.
+    #[error(transparent)]
+    WebTransport(#[from] tickwire_net::wt::WtError),
     /// Anything else.
     #[error("{0}")]
     Other(String),
@@ -145,6 +151,8 @@ pub(crate) struct App {
     http_public: SocketAddr,
     https_public: Option<SocketAddr>,
     ws: WsEndpoint,
+    /// The WebTransport endpoint and the address tokens name for it, when enabled.
+    wt: Option<(WtEndpoint, SocketAddr)>,
     phase: watch::Sender<Phase>,
     admin_token: String,
     matchmake_limiter: Mutex<IpLimiter>,
@@ -331,11 +339,28 @@ impl Runtime {
         }
         drop(events_in);
 
+        // Bound before the authenticator is made: tokens name its address.
+        let wt_socket = if config.webtransport.enabled {
+            let address = config.webtransport.listen;
+            let socket =
+                std::net::UdpSocket::bind(address).map_err(bind_error("webtransport", address))?;
+            let bound = socket
+                .local_addr()
+                .map_err(bind_error("webtransport", address))?;
+            Some((socket, SocketAddr::new(public_ip, bound.port())))
+        } else {
+            None
+        };
+        let wt_public = wt_socket.as_ref().map(|(_, public)| *public);
+
         let (handoff, connections) = mpsc::channel(HANDOFF_QUEUE);
         let authenticator = TokenAuthenticator::new(
             config.udp.protocol_id,
             key.clone(),
-            std::iter::once(http_public).chain(https_public).collect(),
+            std::iter::once(http_public)
+                .chain(https_public)
+                .chain(wt_public)
+                .collect(),
             65_536,
         );
         let ws = WsEndpoint::new(
@@ -348,6 +373,33 @@ impl Runtime {
             handoff,
         )
         .map_err(|error| StartError::Other(error.to_string()))?;
+        let wt = match wt_socket {
+            Some((socket, public)) => {
+                let settings = &config.webtransport;
+                let certificate = match (&settings.cert, &settings.key) {
+                    (Some(cert), Some(key)) => WtCertificate::PemFiles {
+                        cert: cert.clone(),
+                        key: key.clone(),
+                    },
+                    _ => WtCertificate::SelfSigned(
+                        ["localhost", "127.0.0.1", "::1"]
+                            .into_iter()
+                            .map(str::to_owned)
+                            .chain((!public_ip.is_loopback()).then(|| public_ip.to_string()))
+                            .collect(),
+                    ),
+                };
+                let wt_config = WtConfig {
+                    max_sessions: settings.max_sessions,
+                    max_sessions_per_ip: settings.max_sessions_per_ip,
+                    handshake_timeout: WsConfig::default().handshake_timeout,
+                    retry: settings.retry,
+                };
+                let endpoint = WtEndpoint::bind(socket, wt_config, certificate, ws.clone()).await?;
+                Some((endpoint, public))
+            }
+            None => None,
+        };
 
         let admin_token = if config.admin.token.is_empty() {
             let mut bytes = [0u8; 16];
@@ -395,6 +447,7 @@ impl Runtime {
             http_public,
             https_public,
             ws: ws.clone(),
+            wt: wt.clone(),
             phase,
             admin_token,
             metrics,
@@ -409,6 +462,19 @@ impl Runtime {
         tasks.spawn(finish_drain(app.clone()));
 
         let (stop_listeners, stopped) = watch::channel(false);
+        let wt_address = match &wt {
+            Some((endpoint, _)) => {
+                let address = endpoint
+                    .local_addr()
+                    .map_err(bind_error("webtransport", app.config.webtransport.listen))?;
+                let mut stopped = stopped.clone();
+                tasks.spawn(endpoint.clone().serve(async move {
+                    let _ = stopped.wait_for(|stop| *stop).await;
+                }));
+                Some(address)
+            }
+            None => None,
+        };
         let router = api::router(app.clone())
             .merge(ws.router())
             .merge(extras.routes);
@@ -462,6 +528,7 @@ impl Runtime {
             http: http_address,
             https: https_address,
             udp: workers.iter().map(ShardWorker::udp_address).collect(),
+            wt: wt_address,
             console,
         };
         Ok(Self {

@@ -518,9 +518,9 @@ impl Worker {
                 view.players.push(PlayerSummary {
                     id: member.id,
                     name: member.name.clone(),
-                    transport: match connected.link {
+                    transport: match &connected.link {
                         Link::Udp(_) => "udp",
-                        Link::Ws { .. } => "ws",
+                        Link::Ws { sender, .. } => sender.transport(),
                     }
                     .to_string(),
                     room: Some(room.id.0),

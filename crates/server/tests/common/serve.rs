@@ -29,6 +29,7 @@ pub fn test_config() -> ServeConfig {
     };
     config.http.listen = "127.0.0.1:0".parse().unwrap();
     config.udp.listen = "127.0.0.1:0".parse().unwrap();
+    config.webtransport.listen = "127.0.0.1:0".parse().unwrap();
     config.console.listen = "127.0.0.1:0".parse().unwrap();
     config.admin.token = ADMIN_TOKEN.into();
     config.connection.timeout_ms = 500;

@@ -1,0 +1,826 @@
+//! The WebTransport endpoint: accepts QUIC connections within per-address and total caps,
+//! takes the session's one control stream and the connect token in it within the handshake
+//! timeout, admits the client through the WebSocket endpoint's core (the same token checks,
+//! client-id table and hand-off), then moves messages: Reliable channels as frames on the
+//! control stream, unreliable ones as datagrams.
+
+use std::collections::{HashMap, VecDeque};
+use std::future::Future;
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use tickwire_proto::reliable::ChannelKind;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+use wtransport::endpoint::IncomingSession;
+use wtransport::endpoint::endpoint_side::Server;
+use wtransport::error::{ConnectionError, SendDatagramError, StreamReadExactError};
+use wtransport::tls::Sha256DigestFmt;
+use wtransport::tls::self_signed::time::{Duration as CertDuration, OffsetDateTime};
+use wtransport::{Connection, Endpoint, Identity, RecvStream, SendStream, ServerConfig, VarInt};
+
+use super::framing::{
+    DatagramReceiver, FRAME_HEADER_BYTES, Frame, FrameLengthError, WT_PATH, check_frame_length,
+    close_frame, datagram_header_bytes, max_frame_bytes, parse_frame, put_data_frame, put_frame,
+    write_datagram,
+};
+use super::stats::{WtCounters, WtCounts};
+use crate::ws::{CloseCode, WsEndpoint, WsStats};
+use crate::ws::{Closing, Outbox, Take, WsCounters};
+
+/// How the WebTransport endpoint runs. The connection parameters, hand-off and close
+/// timeout are the WebSocket endpoint's, whose core it shares.
+#[derive(Debug, Clone)]
+pub struct WtConfig {
+    /// Most sessions open at once (handshakes included); more are refused at the first
+    /// packet.
+    pub max_sessions: usize,
+    /// Most sessions open at once from one IP address.
+    pub max_sessions_per_ip: usize,
+    /// Time from the first packet to the connect token's arrival on the control stream;
+    /// past it the session is closed with [`CloseCode::HandshakeTimedOut`].
+    pub handshake_timeout: Duration,
+    /// Answer each new address with a QUIC Retry first, so a spoofed source address cannot
+    /// make the server send its handshake (amplification) or hold a session slot.
+    pub retry: bool,
+}
+
+impl Default for WtConfig {
+    /// 4096 sessions, 16 per address, a 5 s handshake, Retry on.
+    fn default() -> Self {
+        Self {
+            max_sessions: 4096,
+            max_sessions_per_ip: 16,
+            handshake_timeout: Duration::from_secs(5),
+            retry: true,
+        }
+    }
+}
+
+/// The certificate the endpoint presents.
+#[derive(Debug, Clone)]
+pub enum WtCertificate {
+    /// A self-signed ECDSA P-256 certificate for these names, valid from an hour ago for
+    /// 13 days (browsers accept a certificate by its hash only if its validity is at most
+    /// 14 days), made at start.
+    SelfSigned(Vec<String>),
+    /// The operator's certificate chain and private key, PEM files.
+    PemFiles {
+        /// The certificate chain.
+        cert: PathBuf,
+        /// The private key.
+        key: PathBuf,
+    },
+}
+
+/// Why the endpoint could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum WtError {
+    /// The certificate could not be made or loaded.
+    #[error("webtransport certificate: {0}")]
+    Certificate(String),
+    /// The socket could not be bound.
+    #[error("webtransport socket: {0}")]
+    Bind(#[from] std::io::Error),
+}
+
+/// The WebTransport transport of one server. Authenticated sessions are handed over as
+/// [`WsConnection`](crate::ws::WsConnection)s through the [`WsEndpoint`] given at bind:
+/// the application serves both transports the same way.
+///
+/// ```no_run
+/// # use tickwire_net::ws::WsEndpoint;
+/// # use tickwire_net::wt::{WtCertificate, WtConfig, WtEndpoint};
+/// # async fn run(ws: WsEndpoint) -> Result<(), tickwire_net::wt::WtError> {
+/// let socket = std::net::UdpSocket::bind("0.0.0.0:4433")?;
+/// let wt = WtEndpoint::bind(
+///     socket,
+///     WtConfig::default(),
+///     WtCertificate::SelfSigned(vec!["localhost".into()]),
+///     ws,
+/// )
+/// .await?;
+/// println!("https://localhost:{}/wt, hash {:?}", wt.local_addr()?.port(), wt.cert_sha256());
+/// tokio::spawn(wt.clone().serve(std::future::pending()));
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct WtEndpoint {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for WtEndpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WtEndpoint")
+            .field("cert_sha256", &self.inner.cert_sha256)
+            .finish_non_exhaustive()
+    }
+}
+
+struct Inner {
+    config: WtConfig,
+    ws: WsEndpoint,
+    endpoint: Endpoint<Server>,
+    cert_sha256: Option<String>,
+    counters: Arc<WtCounters>,
+    /// The message layer's counters for this transport (the WebSocket endpoint keeps its own).
+    messages: Arc<WsCounters>,
+    slots: Mutex<Slots>,
+}
+
+#[derive(Default)]
+struct Slots {
+    total: usize,
+    per_ip: HashMap<IpAddr, usize>,
+}
+
+/// A session's place under the caps, given back on drop.
+struct Slot {
+    inner: Arc<Inner>,
+    ip: IpAddr,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let mut slots = lock(&self.inner.slots);
+        slots.total = slots.total.saturating_sub(1);
+        if let Some(count) = slots.per_ip.get_mut(&self.ip) {
+            *count -= 1;
+            if *count == 0 {
+                slots.per_ip.remove(&self.ip);
+            }
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poison| poison.into_inner())
+}
+
+impl WtEndpoint {
+    /// Makes or loads the certificate and serves on `socket` (bound by the caller, so its
+    /// address can go into the connect tokens `ws` checks first). Sessions are admitted by
+    /// `ws`'s core and handed to its hand-off queue.
+    pub async fn bind(
+        socket: std::net::UdpSocket,
+        config: WtConfig,
+        certificate: WtCertificate,
+        ws: WsEndpoint,
+    ) -> Result<Self, WtError> {
+        let (identity, self_signed) = match certificate {
+            WtCertificate::SelfSigned(names) => {
+                let now = OffsetDateTime::now_utc();
+                let identity = Identity::self_signed_builder()
+                    .subject_alt_names(&names)
+                    .validity_period(now - CertDuration::hours(1), now + CertDuration::days(13))
+                    .build()
+                    .map_err(|error| WtError::Certificate(error.to_string()))?;
+                (identity, true)
+            }
+            WtCertificate::PemFiles { cert, key } => {
+                let identity = Identity::load_pemfiles(&cert, &key)
+                    .await
+                    .map_err(|error| {
+                        WtError::Certificate(format!(
+                            "{} / {}: {error}",
+                            cert.display(),
+                            key.display()
+                        ))
+                    })?;
+                (identity, false)
+            }
+        };
+        let cert_sha256 = self_signed
+            .then(|| {
+                identity.certificate_chain().as_slice().first().map(|cert| {
+                    cert.hash()
+                        .fmt(Sha256DigestFmt::DottedHex)
+                        .replace(':', "")
+                        .to_ascii_lowercase()
+                })
+            })
+            .flatten();
+        let ws_config = ws.config();
+        let params = &ws_config.params;
+        let max_frame = max_frame_bytes(params.max_message_size);
+        let mut transport = wtransport::quinn::TransportConfig::default();
+        // The dictated timeout and keepalive: QUIC keeps the session alive, no ping frames.
+        transport
+            .max_idle_timeout(params.timeout.try_into().ok())
+            .keep_alive_interval(Some(params.keepalive_interval))
+            // The HTTP/3 CONNECT stream and the control stream, and room to see (and stop)
+            // a stray one; HTTP/3's control and QPACK streams one way.
+            .max_concurrent_bidi_streams(4u32.into())
+            .max_concurrent_uni_streams(8u32.into())
+            // One largest frame in flight per stream, a little more per connection.
+            .stream_receive_window(window(max_frame))
+            .receive_window(window(max_frame * 2))
+            .send_window((max_frame as u64 * 2).max(256 << 10))
+            // Datagrams waiting to be read or sent: beyond these the oldest are dropped.
+            .datagram_receive_buffer_size(Some(64 << 10))
+            .datagram_send_buffer_size(64 << 10);
+        socket.set_nonblocking(true)?;
+        let server = ServerConfig::builder()
+            .with_bind_socket(socket)
+            .with_custom_transport(identity, transport)
+            .build();
+        let endpoint = Endpoint::server(server)?;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                config,
+                ws,
+                endpoint,
+                cert_sha256,
+                counters: Arc::new(WtCounters::default()),
+                messages: Arc::new(WsCounters::default()),
+                slots: Mutex::new(Slots::default()),
+            }),
+        })
+    }
+
+    /// The bound UDP address.
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.inner.endpoint.local_addr()
+    }
+
+    /// Lowercase hex SHA-256 of the self-signed certificate's DER, for a browser's
+    /// `serverCertificateHashes`; `None` with an operator certificate.
+    pub fn cert_sha256(&self) -> Option<&str> {
+        self.inner.cert_sha256.as_deref()
+    }
+
+    /// This transport's message-layer counters (accepted, refused by reason, messages).
+    pub fn stats(&self) -> WsStats {
+        self.inner.messages.snapshot()
+    }
+
+    /// This transport's own counters (sessions, datagrams, frames, refusals at the door).
+    pub fn counts(&self) -> WtCounts {
+        self.inner.counters.snapshot()
+    }
+
+    /// Sessions open now, handshakes included.
+    pub fn session_count(&self) -> usize {
+        lock(&self.inner.slots).total
+    }
+
+    /// Accepts sessions until `stop` completes, then closes the endpoint (every session
+    /// still open ends with [`CloseCode::ServerShutdown`]).
+    pub async fn serve(self, stop: impl Future<Output = ()>) {
+        tokio::pin!(stop);
+        loop {
+            let incoming = tokio::select! {
+                biased;
+                () = &mut stop => break,
+                incoming = self.inner.endpoint.accept() => incoming,
+            };
+            self.take(incoming);
+        }
+        let code = CloseCode::ServerShutdown;
+        self.inner.endpoint.close(
+            VarInt::from_u32(code.code().into()),
+            code.default_reason().as_bytes(),
+        );
+    }
+
+    /// Sorts one connection attempt: Retry, refusal at a cap, or a session task.
+    fn take(&self, incoming: IncomingSession) {
+        let inner = &self.inner;
+        WtCounters::bump(&inner.counters.incoming);
+        if inner.config.retry && !incoming.remote_address_validated() {
+            WtCounters::bump(&inner.counters.retries_sent);
+            incoming.retry();
+            return;
+        }
+        let ip = incoming.remote_address().ip().to_canonical();
+        {
+            let mut slots = lock(&inner.slots);
+            let at_ip = slots.per_ip.get(&ip).copied().unwrap_or(0);
+            if slots.total >= inner.config.max_sessions {
+                drop(slots);
+                WtCounters::bump(&inner.counters.refused_total);
+                incoming.refuse();
+                return;
+            }
+            if at_ip >= inner.config.max_sessions_per_ip {
+                drop(slots);
+                WtCounters::bump(&inner.counters.refused_per_ip);
+                incoming.refuse();
+                return;
+            }
+            slots.total += 1;
+            *slots.per_ip.entry(ip).or_default() += 1;
+        }
+        let slot = Slot {
+            inner: inner.clone(),
+            ip,
+        };
+        tokio::spawn(self.clone().session(incoming, slot));
+    }
+
+    async fn session(self, incoming: IncomingSession, _slot: Slot) {
+        let inner = &*self.inner;
+        let counters = &inner.counters;
+        let deadline = Instant::now() + inner.config.handshake_timeout;
+        let peer = incoming.remote_address();
+        let request = match tokio::time::timeout_at(deadline, incoming).await {
+            Ok(Ok(request)) => request,
+            Ok(Err(_)) => {
+                WtCounters::bump(&counters.handshakes_failed);
+                return;
+            }
+            Err(_) => {
+                WtCounters::bump(&counters.handshake_timeouts);
+                return;
+            }
+        };
+        if request.path() != WT_PATH {
+            WtCounters::bump(&counters.refused_path);
+            let _ = tokio::time::timeout_at(deadline, request.not_found()).await;
+            return;
+        }
+        let connection = match tokio::time::timeout_at(deadline, request.accept()).await {
+            Ok(Ok(connection)) => connection,
+            Ok(Err(_)) => {
+                WtCounters::bump(&counters.handshakes_failed);
+                return;
+            }
+            Err(_) => {
+                WtCounters::bump(&counters.handshake_timeouts);
+                return;
+            }
+        };
+        WtCounters::bump(&counters.sessions_opened);
+        self.run_session(connection, peer, deadline).await;
+        WtCounters::bump(&counters.sessions_closed);
+    }
+
+    async fn run_session(&self, connection: Connection, peer: SocketAddr, deadline: Instant) {
+        let inner = &*self.inner;
+        let counters = &inner.counters;
+        let close_timeout = inner.ws.config().close_timeout;
+        let timed_out = || {
+            WtCounters::bump(&counters.handshake_timeouts);
+            WsCounters::bump(&inner.messages.handshake_timeouts);
+            format!(
+                "no connect token within {:?}",
+                inner.config.handshake_timeout
+            )
+        };
+        let (mut send, mut recv) =
+            match tokio::time::timeout_at(deadline, connection.accept_bi()).await {
+                Ok(Ok(streams)) => streams,
+                Ok(Err(_)) => return,
+                Err(_) => {
+                    let reason = timed_out();
+                    close_connection(&connection, CloseCode::HandshakeTimedOut, &reason);
+                    return;
+                }
+            };
+        let max_frame = max_frame_bytes(inner.ws.config().params.max_message_size);
+        let token = match tokio::time::timeout_at(deadline, read_frame(&mut recv, max_frame)).await
+        {
+            Ok(Ok(Some(token))) => token,
+            Ok(Ok(None) | Err(ReadError::Lost)) => return,
+            Ok(Err(ReadError::Length(error))) => {
+                let code = match error {
+                    FrameLengthError::Empty => {
+                        WsCounters::bump(&inner.messages.refused_malformed);
+                        CloseCode::ProtocolViolation
+                    }
+                    FrameLengthError::TooLarge { .. } => {
+                        WsCounters::bump(&inner.messages.closed_too_large);
+                        CloseCode::MessageTooLarge
+                    }
+                };
+                refuse(
+                    &connection,
+                    &mut send,
+                    code,
+                    &error.to_string(),
+                    close_timeout,
+                )
+                .await;
+                return;
+            }
+            Err(_) => {
+                let reason = timed_out();
+                refuse(
+                    &connection,
+                    &mut send,
+                    CloseCode::HandshakeTimedOut,
+                    &reason,
+                    close_timeout,
+                )
+                .await;
+                return;
+            }
+        };
+        WtCounters::bump(&counters.stream_frames_received);
+        let admission = match inner
+            .ws
+            .admit(&token, Some(peer), "wt", &inner.messages, deadline)
+            .await
+        {
+            Ok(admission) => admission,
+            Err((code, reason)) => {
+                refuse(&connection, &mut send, code, &reason, close_timeout).await;
+                return;
+            }
+        };
+        let mut accepted = BytesMut::new();
+        put_frame(&mut accepted, inner.ws.accepted());
+        if !matches!(
+            tokio::time::timeout(close_timeout, send.write_all(&accepted)).await,
+            Ok(Ok(()))
+        ) {
+            inner.ws.forget(admission.client_id, &admission.outbox);
+            return;
+        }
+        WtCounters::bump(&counters.stream_frames_sent);
+        WsCounters::bump(&inner.messages.connections_accepted);
+        let outbox = admission.outbox;
+        let client_id = admission.client_id;
+        admission.permit.send(admission.connection);
+
+        let channels = inner.ws.channels().clone();
+        let reader = tokio::spawn(read_stream(
+            recv,
+            outbox.clone(),
+            admission.inbound.clone(),
+            counters.clone(),
+            inner.messages.clone(),
+            channels.len(),
+            max_frame,
+        ));
+        let side = tokio::spawn(read_datagrams(
+            connection.clone(),
+            outbox.clone(),
+            admission.inbound,
+            counters.clone(),
+            channels.clone(),
+        ));
+        write(
+            &connection,
+            &mut send,
+            &outbox,
+            &channels,
+            counters,
+            &inner.messages,
+            close_timeout,
+        )
+        .await;
+        WsCounters::bump(&inner.messages.connections_closed);
+        inner.ws.forget(client_id, &outbox);
+        // The session is closed: both readers end on their own; this only makes sure.
+        reader.abort();
+        side.abort();
+    }
+}
+
+/// A stream window that holds one largest frame, and never less than 64 KiB.
+fn window(max_frame: usize) -> wtransport::quinn::VarInt {
+    let bytes = (max_frame + FRAME_HEADER_BYTES).max(64 << 10) as u64;
+    wtransport::quinn::VarInt::from_u64(bytes).unwrap_or(wtransport::quinn::VarInt::MAX)
+}
+
+/// Closes the QUIC connection with a tickwire close code as the application error code.
+fn close_connection(connection: &Connection, code: CloseCode, reason: &str) {
+    connection.close(
+        VarInt::from_u32(code.code().into()),
+        clamp_reason(reason).as_bytes(),
+    );
+}
+
+fn clamp_reason(reason: &str) -> &str {
+    let mut end = reason.len().min(crate::ws::MAX_CLOSE_REASON_BYTES);
+    while !reason.is_char_boundary(end) {
+        end -= 1;
+    }
+    &reason[..end]
+}
+
+/// Sends a close frame, finishes the stream and waits (within `close_timeout`) for the
+/// client to acknowledge it, then closes the connection with the same code.
+async fn refuse(
+    connection: &Connection,
+    send: &mut SendStream,
+    code: CloseCode,
+    reason: &str,
+    close_timeout: Duration,
+) {
+    let frame = close_frame(code.code(), reason);
+    let _ = tokio::time::timeout(close_timeout, async {
+        if send.write_all(&frame).await.is_ok() && send.finish().await.is_ok() {
+            // Resolves once everything written is acknowledged (or the peer stops reading).
+            send.stopped().await;
+        }
+    })
+    .await;
+    close_connection(connection, code, reason);
+}
+
+/// Why reading a frame failed.
+#[derive(Debug)]
+enum ReadError {
+    /// The length prefix is refused.
+    Length(FrameLengthError),
+    /// The stream or connection failed, or ended mid-frame.
+    Lost,
+}
+
+/// The next frame's body: `None` when the stream ended cleanly between frames. The length
+/// prefix is checked before the body is buffered.
+async fn read_frame(recv: &mut RecvStream, max: usize) -> Result<Option<Bytes>, ReadError> {
+    let mut prefix = [0u8; FRAME_HEADER_BYTES];
+    match recv.read_exact(&mut prefix).await {
+        Ok(()) => {}
+        Err(StreamReadExactError::FinishedEarly(0)) => return Ok(None),
+        Err(_) => return Err(ReadError::Lost),
+    }
+    let len = check_frame_length(prefix, max).map_err(ReadError::Length)?;
+    let mut body = vec![0u8; len];
+    recv.read_exact(&mut body)
+        .await
+        .map_err(|_| ReadError::Lost)?;
+    Ok(Some(Bytes::from(body)))
+}
+
+/// Reads the control stream's frames into `inbound` until the session closes.
+async fn read_stream(
+    mut recv: RecvStream,
+    outbox: Arc<Outbox>,
+    inbound: mpsc::Sender<(u8, Bytes)>,
+    counters: Arc<WtCounters>,
+    messages: Arc<WsCounters>,
+    channel_count: usize,
+    max_frame: usize,
+) {
+    let mut closing = outbox.subscribe_closing();
+    let close = |code: CloseCode, reason: String| {
+        outbox.close(Closing::Server(code, clamp_reason(&reason).into()));
+    };
+    while !*closing.borrow_and_update() {
+        let next = tokio::select! {
+            biased;
+            _ = closing.changed() => continue,
+            next = read_frame(&mut recv, max_frame) => next,
+        };
+        let body = match next {
+            Ok(Some(body)) => body,
+            Ok(None) | Err(ReadError::Lost) => {
+                outbox.close(Closing::Lost);
+                break;
+            }
+            Err(ReadError::Length(error @ FrameLengthError::TooLarge { .. })) => {
+                WsCounters::bump(&messages.closed_too_large);
+                close(CloseCode::MessageTooLarge, error.to_string());
+                break;
+            }
+            Err(ReadError::Length(error)) => {
+                WsCounters::bump(&messages.closed_protocol_violation);
+                close(CloseCode::ProtocolViolation, error.to_string());
+                break;
+            }
+        };
+        WtCounters::bump(&counters.stream_frames_received);
+        match parse_frame(body, channel_count) {
+            Ok(Frame::Data(channel, message)) => {
+                WsCounters::bump(&messages.messages_received);
+                WsCounters::add(&messages.bytes_received, message.len() as u64);
+                // A full queue stops reading: QUIC's flow control holds the client back.
+                tokio::select! {
+                    biased;
+                    _ = closing.changed() => {}
+                    sent = inbound.send((channel, message)) => {
+                        if sent.is_err() {
+                            close(CloseCode::Kicked, "released by the server".into());
+                        }
+                    }
+                }
+            }
+            Ok(Frame::Close(code, reason)) => {
+                outbox.close(Closing::Peer(Some(code), reason));
+                break;
+            }
+            Err(error) => {
+                WsCounters::bump(&messages.closed_protocol_violation);
+                close(CloseCode::ProtocolViolation, error.to_string());
+                break;
+            }
+        }
+    }
+}
+
+/// Reads datagrams into `inbound` (dropping them when it is full: they are unreliable),
+/// stops any stream past the control stream, and notices the connection's end.
+async fn read_datagrams(
+    connection: Connection,
+    outbox: Arc<Outbox>,
+    inbound: mpsc::Sender<(u8, Bytes)>,
+    counters: Arc<WtCounters>,
+    channels: Arc<[ChannelKind]>,
+) {
+    let mut receiver = DatagramReceiver::new(channels.len());
+    let mut closing = outbox.subscribe_closing();
+    let refused = VarInt::from_u32(CloseCode::ProtocolViolation.code().into());
+    loop {
+        tokio::select! {
+            biased;
+            _ = closing.changed() => break,
+            error = connection.closed() => {
+                outbox.close(closed_by(error));
+                break;
+            }
+            datagram = connection.receive_datagram() => {
+                let Ok(datagram) = datagram else {
+                    outbox.close(Closing::Lost);
+                    break;
+                };
+                let delivered = receiver
+                    .accept(datagram.payload(), &channels)
+                    .is_ok_and(|message| inbound.try_send(message).is_ok());
+                WtCounters::bump(if delivered {
+                    &counters.datagrams_received
+                } else {
+                    &counters.datagrams_dropped
+                });
+            }
+            stream = connection.accept_bi() => {
+                if let Ok((mut send, recv)) = stream {
+                    WtCounters::bump(&counters.extra_streams);
+                    let _ = send.reset(refused);
+                    recv.stop(refused);
+                }
+            }
+            stream = connection.accept_uni() => {
+                if let Ok(recv) = stream {
+                    WtCounters::bump(&counters.extra_streams);
+                    recv.stop(refused);
+                }
+            }
+        }
+    }
+}
+
+/// How a connection that closed under us ended: a client's application close carries its
+/// close code (a client leaving sends 4001); anything else is a lost connection.
+fn closed_by(error: ConnectionError) -> Closing {
+    match error {
+        ConnectionError::ApplicationClosed(close) => {
+            match u16::try_from(close.code().into_inner()) {
+                Ok(code) => Closing::Peer(
+                    Some(code),
+                    String::from_utf8_lossy(close.reason()).into_owned(),
+                ),
+                Err(_) => Closing::Lost,
+            }
+        }
+        _ => Closing::Lost,
+    }
+}
+
+/// Drains `outbox` onto the session until it closes: Reliable messages (and unreliable ones
+/// too large for a datagram) as frames on the control stream, the rest as datagrams.
+async fn write(
+    connection: &Connection,
+    send: &mut SendStream,
+    outbox: &Outbox,
+    channels: &[ChannelKind],
+    counters: &WtCounters,
+    messages: &WsCounters,
+    close_timeout: Duration,
+) {
+    let mut batch = VecDeque::new();
+    let mut frames = BytesMut::new();
+    let mut datagram = Vec::new();
+    let mut sequences = vec![0u16; channels.len()];
+    let mut closing = outbox.subscribe_closing();
+    // Set when closing starts: everything after must finish by then.
+    let mut deadline: Option<Instant> = None;
+    loop {
+        if deadline.is_none() && outbox.is_closing() {
+            deadline = Some(Instant::now() + close_timeout);
+        }
+        match outbox.take(&mut batch) {
+            Take::Messages => {}
+            Take::Empty => {
+                outbox.notified().await;
+                continue;
+            }
+            Take::Close(how) => {
+                let deadline = deadline.unwrap_or_else(|| Instant::now() + close_timeout);
+                finish(connection, send, how, deadline, counters).await;
+                return;
+            }
+        }
+        frames.clear();
+        let (mut frame_count, mut sent, mut bytes) = (0u64, 0u64, 0u64);
+        let max_datagram = connection.max_datagram_size();
+        for (channel, message) in batch.drain(..) {
+            sent += 1;
+            bytes += message.len() as u64;
+            let kind = channels
+                .get(usize::from(channel))
+                .copied()
+                .unwrap_or(ChannelKind::Reliable);
+            if kind != ChannelKind::Reliable {
+                let header = datagram_header_bytes(kind);
+                if max_datagram.is_some_and(|max| header + message.len() <= max) {
+                    let sequence = &mut sequences[usize::from(channel)];
+                    *sequence = sequence.wrapping_add(1);
+                    write_datagram(&mut datagram, channel, kind, *sequence, &message);
+                    match connection.send_datagram(&datagram) {
+                        Ok(()) => {
+                            WtCounters::bump(&counters.datagrams_sent);
+                            continue;
+                        }
+                        // The path's datagram size shrank: the frame below carries it.
+                        Err(SendDatagramError::TooLarge) => {}
+                        Err(_) => continue,
+                    }
+                }
+                WtCounters::bump(&counters.datagrams_too_large);
+            }
+            put_data_frame(&mut frames, channel, &message);
+            frame_count += 1;
+        }
+        WsCounters::add(&messages.messages_sent, sent);
+        WsCounters::add(&messages.bytes_sent, bytes);
+        if frames.is_empty() {
+            continue;
+        }
+        WtCounters::add(&counters.stream_frames_sent, frame_count);
+        let written = send.write_all(&frames);
+        tokio::pin!(written);
+        let result = loop {
+            match deadline {
+                Some(deadline) => {
+                    break tokio::time::timeout_at(deadline, &mut written)
+                        .await
+                        .map_err(|_| ())
+                        .and_then(|result| result.map_err(|_| ()));
+                }
+                None => tokio::select! {
+                    result = &mut written => break result.map_err(|_| ()),
+                    // Closing started while the client is slow to read: the rest of this
+                    // write now has the close timeout.
+                    _ = closing.changed() => {
+                        deadline = Some(Instant::now() + close_timeout);
+                    }
+                },
+            }
+        };
+        if result.is_err() {
+            if outbox.is_closing() {
+                // The close frame cannot follow a half-written frame: the QUIC close carries
+                // the code instead.
+                WsCounters::bump(&messages.close_timeouts);
+                if let Some(Closing::Server(code, reason)) = outbox.closing_reason() {
+                    close_connection(connection, code, &reason);
+                }
+            } else {
+                outbox.close(Closing::Lost);
+            }
+            return;
+        }
+    }
+}
+
+/// Ends the session as `how` says, by `deadline`.
+async fn finish(
+    connection: &Connection,
+    send: &mut SendStream,
+    how: Closing,
+    deadline: Instant,
+    counters: &WtCounters,
+) {
+    match how {
+        Closing::Server(code, reason) => {
+            let frame = close_frame(code.code(), &reason);
+            let _ = tokio::time::timeout_at(deadline, async {
+                if send.write_all(&frame).await.is_ok() {
+                    WtCounters::bump(&counters.stream_frames_sent);
+                    if send.finish().await.is_ok() {
+                        send.stopped().await;
+                    }
+                }
+            })
+            .await;
+            close_connection(connection, code, &reason);
+        }
+        Closing::Peer(code, _) => {
+            let _ = send.finish().await;
+            let code = code.unwrap_or(CloseCode::Requested.code());
+            connection.close(VarInt::from_u32(code.into()), b"");
+        }
+        Closing::Lost => {
+            let code = CloseCode::TimedOut;
+            close_connection(connection, code, code.default_reason());
+        }
+    }
+}

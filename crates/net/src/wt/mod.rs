@@ -1,0 +1,37 @@
+//! The WebTransport transport: browsers (and the Rust client) reach the same rooms over
+//! HTTP/3 at `https://host:port/wt` on the server's own UDP port, with the message layer of
+//! the WebSocket transport plus QUIC datagrams for unreliable channels, so a lost packet
+//! costs one snapshot rather than stalling every later one. Specified in `docs/PROTOCOL.md`,
+//! "WebTransport transport".
+//!
+//! ```text
+//! client                                        server
+//!   | -- QUIC (Retry first), HTTP/3 CONNECT /wt > |  caps per address and in total
+//!   | -- opens the control stream -------------> |  one bidirectional stream per session
+//!   | -- [len u32][connect token] -------------> |  handshake timeout; same checks as ws
+//!   | <------------ [len u32][connection params] |  or a close frame and the QUIC close
+//!   | <====== [len][channel ‖ message] frames == |  Reliable channels (and oversize ones)
+//!   | <~~~~~~ datagrams [channel (‖ seq)] msg ~~ |  Unreliable and UnreliableSequenced
+//! ```
+//!
+//! Sessions are admitted through the [`WsEndpoint`](crate::ws::WsEndpoint)'s core (token
+//! checks, one connection per client id, the hand-off queue) and handed over as
+//! [`WsConnection`](crate::ws::WsConnection)s, so the application attaches them exactly as
+//! WebSocket ones.
+//!
+//! | type | role |
+//! |---|---|
+//! | [`WtEndpoint`] | the UDP endpoint: caps, Retry, sessions, counters |
+//! | [`WtConfig`], [`WtCertificate`] | how it runs; a self-signed or the operator's certificate |
+//! | [`WtClient`] | a player over WebTransport (the Rust client, bots, tests); [`WtRawSession`] before the handshake |
+//! | [`framing`] | frames, close frames and datagrams, for servers and clients |
+
+mod client;
+mod endpoint;
+pub mod framing;
+mod stats;
+
+pub use client::{WtClient, WtClientError, WtRawSession, parse_cert_sha256};
+pub use endpoint::{WtCertificate, WtConfig, WtEndpoint, WtError};
+pub use framing::WT_PATH;
+pub use stats::WtCounts;
