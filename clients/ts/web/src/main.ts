@@ -46,6 +46,8 @@ export interface DebugView {
   transportChoice: TransportChoice;
   /** Why WebTransport was given up on, when the page fell back to WebSocket. */
   fallback: string | null;
+  /** From starting the client to its first connection (matchmaking and any fallback included), ms. */
+  connectMs: number | null;
 }
 
 declare global {
@@ -64,6 +66,7 @@ window.__tickwire = {
   transport: null,
   transportChoice: transportFromUrl(),
   fallback: null,
+  connectMs: null,
   state: "idle",
   you: null,
   name: null,
@@ -177,6 +180,7 @@ function play(name: string, map: ArenaMapInfo, scene: Scene): void {
 
   arena.client.on("matched", (answer) => sessionStorage.setItem(SESSION_KEY, `${name}\n${answer.session}`));
   arena.client.on("connected", (_params, transport) => {
+    debug.connectMs ??= performance.now() - startedAt;
     debug.transport = transport;
     hud.transport(transport, debug.fallback);
   });
@@ -329,6 +333,7 @@ function play(name: string, map: ArenaMapInfo, scene: Scene): void {
   };
   setInterval(() => void checkReady(), 3000);
 
+  const startedAt = performance.now();
   arena.start();
 
   let lastMe: { x: number; y: number } | null = null;

@@ -1,5 +1,6 @@
 // The arena in a real browser: `tickwire serve` on free ports serving the built demo, two
-// bots over WebSocket (the SDK in Node), and Debian's chromium driven by playwright-core.
+// bots over WebSocket (the SDK in Node), and Debian's chromium driven by playwright-core
+// (the page connects over WebTransport, which it prefers).
 // The page joins with a name; the test checks that the bots are drawn and move, that keys
 // move the local player *on the server* (the snapshot's exact own position), that a chat
 // line comes back, saves a screenshot to target/e2e/, then drains and stops the server and
@@ -40,7 +41,9 @@ describe("the arena in chromium", () => {
     expect(existsSync(binary), `the server binary ${binary} exists (cargo build -p tickwire)`).toBe(true);
     expect(existsSync(chromiumPath), `${chromiumPath} exists (apt-get install chromium)`).toBe(true);
     scratch = mkdtempSync(join(tmpdir(), "tickwire-e2e-"));
-    ({ process: server, baseUrl } = await startServer(scratch));
+    // WebTransport on a free port too (not the default 4433, which another server may hold):
+    // the page prefers it, so this test plays the whole game over it.
+    ({ process: server, baseUrl } = await startServer(scratch, ["--wt", "127.0.0.1:0"]));
     map = await fetchArenaMap({ baseUrl });
     for (let i = 1; i <= 2; i++) {
       bots.push(startBot({ baseUrl, map, name: `bot-${i}`, seed: i }));
@@ -94,6 +97,7 @@ describe("the arena in chromium", () => {
     await page.fill("#name", "e2e-player");
     await page.click("#play");
     await page.waitForFunction(() => window.__tickwire.state === "playing", null, { timeout: 20_000 });
+    expect((await debugView(page)).transport, "the page prefers WebTransport").toBe("webtransport");
 
     // The bots come over (players see each other within 20 m), are drawn by name, and move.
     const here = await waitFor("the local player", async () => (await debugView(page)).me ?? undefined);

@@ -4,8 +4,9 @@
 //
 // 1. A page connects over WebTransport, plays (keys move it on the server), and datagrams
 //    flow both ways: the server's tickwire_wt_datagrams_{received,sent}_total grow.
-// 2. A mixed room: that page, a page forced onto WebSocket (`?transport=ws`) and the UDP bots
-//    all in one room's roster; chat lines cross between the two pages both ways.
+// 2. A mixed room: that page, a page forced onto WebSocket (`?transport=ws`) and UDP bots
+//    (`tickwire bots --transport udp`) all in one room's roster; chat lines cross between the
+//    two pages both ways.
 // 3. Fallback: matchmaking (rewritten in flight) points the page at a UDP port where nothing
 //    listens; the page falls back to WebSocket with a fresh token and plays, within seconds.
 //
@@ -16,6 +17,7 @@ import { createWriteStream, existsSync, mkdirSync, mkdtempSync, rmSync, writeFil
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
+import { fetchArenaMap } from "@tickwire/client";
 import { type Browser, type BrowserContext, type Page, chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
@@ -75,16 +77,6 @@ describe.skipIf(!serverHasWebTransport)("WebTransport in chromium", () => {
     expect(existsSync(chromiumPath), `${chromiumPath} exists (apt-get install chromium)`).toBe(true);
     scratch = mkdtempSync(join(tmpdir(), "tickwire-wt-e2e-"));
     server = await startServer(scratch, ["--wt", "127.0.0.1:0"], "server-wt.log");
-    // UDP bots in the arena's one room (join-or-create by kind), playing for longer than the test.
-    const log = createWriteStream(join(artifacts, "bots-udp.log"));
-    bots = spawn(
-      binary,
-      ["bots", "--server", server.baseUrl, "--scenario", "arena", "--transport", "udp", "--players", String(BOTS), "--rooms", "1"]
-        .concat(["--warmup", "0s", "--duration", "600s"]),
-      { cwd: scratch, stdio: ["ignore", "pipe", "pipe"] },
-    );
-    bots.stdout!.pipe(log);
-    bots.stderr!.pipe(log);
     browser = await chromium.launch({ executablePath: chromiumPath, headless: true, args: CHROMIUM_ARGS });
   });
 
@@ -95,6 +87,20 @@ describe.skipIf(!serverHasWebTransport)("WebTransport in chromium", () => {
     await stop(server?.process);
     if (scratch !== undefined) rmSync(scratch, { recursive: true, force: true });
   });
+
+  /** UDP bots in the arena's one room (join-or-create by kind), playing for longer than the test. */
+  function startUdpBots(): ChildProcess {
+    const log = createWriteStream(join(artifacts, "bots-udp.log"));
+    const child = spawn(
+      binary,
+      ["bots", "--server", server!.baseUrl, "--scenario", "arena", "--transport", "udp", "--players", String(BOTS), "--rooms", "1"]
+        .concat(["--warmup", "0s", "--duration", "600s"]),
+      { cwd: scratch, stdio: ["ignore", "pipe", "pipe"] },
+    );
+    child.stdout!.pipe(log);
+    child.stderr!.pipe(log);
+    return child;
+  }
 
   /** A page in its own browser window (so none is a background tab), its errors collected. */
   async function newPage(label: string): Promise<Page> {
@@ -142,7 +148,8 @@ describe.skipIf(!serverHasWebTransport)("WebTransport in chromium", () => {
       // Keys move the player on the server: inputs went out as datagrams, snapshots came back.
       await wtPage.click("#game canvas", { position: { x: 640, y: 400 } });
       const start = await waitFor("the local player", async () => (await debugView(wtPage)).me ?? undefined);
-      const key = start.serverX < 20 ? "KeyD" : "KeyA";
+      const map = await fetchArenaMap({ baseUrl: server!.baseUrl });
+      const key = start.serverX < map.width / 2 ? "KeyD" : "KeyA";
       const sign = key === "KeyD" ? 1 : -1;
       await wtPage.keyboard.down(key);
       await waitFor(`the server to move the player with ${key}`, async () => {
@@ -158,6 +165,11 @@ describe.skipIf(!serverHasWebTransport)("WebTransport in chromium", () => {
         const sent = (now.get("tickwire_wt_datagrams_sent_total") ?? 0) - (before.get("tickwire_wt_datagrams_sent_total") ?? 0);
         return received >= 30 && sent >= 30 ? now : undefined;
       });
+      const delta = (name: string): number => (after.get(name) ?? 0) - (before.get(name) ?? 0);
+      console.log(
+        `webtransport: datagrams received ${delta("tickwire_wt_datagrams_received_total")}, sent ${delta("tickwire_wt_datagrams_sent_total")}; ` +
+          `stream frames received ${delta("tickwire_wt_stream_frames_received_total")}, sent ${delta("tickwire_wt_stream_frames_sent_total")}`,
+      );
       expect(after.get("tickwire_wt_sessions_open"), "one WebTransport session open").toBe(1);
       expect((await debugView(wtPage)).problems, "nothing the server sent was refused").toBe(0);
       await wtPage.screenshot({ path: join(artifacts, "webtransport.png") });
@@ -165,9 +177,14 @@ describe.skipIf(!serverHasWebTransport)("WebTransport in chromium", () => {
   });
 
   it("shares a room with a WebSocket page and UDP bots", async () => {
+    // The bots come now: they shoot, and the first test wants its player alive.
+    bots = startUdpBots();
     const wsPage = await newPage("ws");
     await recorded("mixed", () => [wtPage, wsPage], async () => {
+      const t0 = Date.now();
+      const mark = (what: string): void => console.log(`mixed room: ${what} at ${((Date.now() - t0) / 1000).toFixed(1)} s`);
       await enter(wsPage, "/?transport=ws", "ws-player");
+      mark("the WebSocket page plays");
       expect((await debugView(wsPage)).transport).toBe("websocket");
       expect(await wsPage.textContent("#netstats")).toContain("WebSocket");
 
@@ -181,25 +198,28 @@ describe.skipIf(!serverHasWebTransport)("WebTransport in chromium", () => {
           return [other, ...botNames].every((name) => roster.includes(name));
         });
       }
+      mark("each page has the other and the bots in its roster");
 
       // Chat crosses both ways: the WebTransport page's reliable stream, out and in.
       for (const [from, to, text] of [
         [wtPage, wsPage, "hello over webtransport"],
         [wsPage, wtPage, "hello over websocket"],
       ] as const) {
-        await from.click("#game canvas", { position: { x: 640, y: 400 } });
-        await from.keyboard.press("Enter");
-        await from.keyboard.type(text);
-        await from.keyboard.press("Enter");
+        // Typed in one go: three pages drawing on a software renderer make each key slow.
+        await from.fill("#chat-input", text);
+        await from.press("#chat-input", "Enter");
         await waitFor(`"${text}" to reach the other page`, async () =>
           (await debugView(to)).chat.some((line) => !line.mine && line.text === text),
         );
+        mark(`"${text}" crossed`);
       }
       const metricsNow = await metrics(server!.baseUrl);
       expect(metricsNow.get("tickwire_wt_sessions_open"), "still one WebTransport session: the WebSocket page did not use it").toBe(1);
       expect(consoleErrors, "no errors in the pages' consoles").toEqual([]);
       await wsPage.screenshot({ path: join(artifacts, "mixed-ws.png") });
     });
+    // The next test times a connection: no other page drawing meanwhile.
+    for (const context of contexts.splice(0)) await context.close();
   });
 
   it("falls back to WebSocket within seconds when nothing answers on the WebTransport port", async () => {
@@ -216,14 +236,16 @@ describe.skipIf(!serverHasWebTransport)("WebTransport in chromium", () => {
       await route.fulfill({ response, json: answer });
     });
     await recorded("fallback", () => [page], async () => {
-      const clicked = Date.now();
       await enter(page, "/", "fallback-player");
-      const seconds = (Date.now() - clicked) / 1000;
       const view = await debugView(page);
+      // From the client's start (after the page and WebGL are up) to playing: both matchmakes,
+      // the failed session and the WebSocket.
+      const seconds = view.connectMs! / 1000;
+      await page.screenshot({ path: join(artifacts, "fallback.png") });
       expect(view.transport).toBe("websocket");
       expect(view.fallback, "the page says why it left WebTransport").not.toBeNull();
       expect(await page.textContent("#netstats")).toContain("WebTransport failed");
-      console.log(`fallback: playing over WebSocket ${seconds.toFixed(2)} s after Play (${view.fallback})`);
+      console.log(`fallback: connected over WebSocket ${seconds.toFixed(2)} s after the client started (${view.fallback})`);
       // The SDK's WebTransport timeout is 3 s; a refused port fails sooner.
       expect(seconds, "playing over WebSocket within a few seconds").toBeLessThan(8);
     });
