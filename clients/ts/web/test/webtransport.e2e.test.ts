@@ -8,7 +8,8 @@
 //    (`tickwire bots --transport udp`) all in one room's roster; chat lines cross between the
 //    two pages both ways.
 // 3. Fallback: matchmaking (rewritten in flight) points the page at a UDP port where nothing
-//    listens; the page falls back to WebSocket with a fresh token and plays, within seconds.
+//    listens, then at one that swallows every packet; each time the page falls back to
+//    WebSocket with a fresh token and plays, within seconds.
 //
 // Needs what arena.e2e.test.ts needs. Every wait polls a condition under a deadline.
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
@@ -222,32 +223,50 @@ describe.skipIf(!serverHasWebTransport)("WebTransport in chromium", () => {
     for (const context of contexts.splice(0)) await context.close();
   });
 
-  it("falls back to WebSocket within seconds when nothing answers on the WebTransport port", async () => {
-    const page = await newPage("fallback");
-    const deadPort = await closedUdpPort();
-    // Matchmaking still offers WebTransport, but at a port where nothing listens.
+  /**
+   * Plays with matchmaking's WebTransport URL pointed at `port` (rewritten in flight: the
+   * server still offers WebTransport), and checks the page ends up on WebSocket in seconds.
+   */
+  async function fallsBack(label: string, port: number, expected: string): Promise<void> {
+    const page = await newPage(label);
     await page.route("**/api/matchmake", async (route) => {
       const response = await route.fetch();
       const answer = (await response.json()) as { endpoints: { wt: { url: string } | null } };
       // (Without it there is nothing to fall back from, and the checks below say so.)
       if (answer.endpoints.wt !== null) {
-        answer.endpoints.wt.url = answer.endpoints.wt.url.replace(/:\d+\//, `:${deadPort}/`);
+        answer.endpoints.wt.url = answer.endpoints.wt.url.replace(/:\d+\//, `:${port}/`);
       }
       await route.fulfill({ response, json: answer });
     });
-    await recorded("fallback", () => [page], async () => {
-      await enter(page, "/", "fallback-player");
+    await recorded(label, () => [page], async () => {
+      await enter(page, "/", `${label}-player`);
       const view = await debugView(page);
       // From the client's start (after the page and WebGL are up) to playing: both matchmakes,
       // the failed session and the WebSocket.
       const seconds = view.connectMs! / 1000;
-      await page.screenshot({ path: join(artifacts, "fallback.png") });
+      await page.screenshot({ path: join(artifacts, `${label}.png`) });
       expect(view.transport).toBe("websocket");
-      expect(view.fallback, "the page says why it left WebTransport").not.toBeNull();
+      expect(view.fallback, "the page says why it left WebTransport").toMatch(expected);
       expect(await page.textContent("#netstats")).toContain("WebTransport failed");
-      console.log(`fallback: connected over WebSocket ${seconds.toFixed(2)} s after the client started (${view.fallback})`);
+      console.log(`${label}: connected over WebSocket ${seconds.toFixed(2)} s after the client started (${view.fallback})`);
       // The SDK's WebTransport timeout is 3 s; a refused port fails sooner.
       expect(seconds, "playing over WebSocket within a few seconds").toBeLessThan(8);
     });
+    await page.context().close();
+  }
+
+  it("falls back to WebSocket within seconds when nothing listens on the WebTransport port", async () => {
+    await fallsBack("fallback-closed", await closedUdpPort(), "connection_lost");
+  });
+
+  it("falls back to WebSocket within seconds when the WebTransport port swallows every packet", async () => {
+    // Bound and never answering: the QUIC handshake hangs until the SDK's 3 s timeout.
+    const blackHole = createSocket("udp4");
+    await new Promise<void>((resolve) => blackHole.bind(0, "127.0.0.1", resolve));
+    try {
+      await fallsBack("fallback-silent", blackHole.address().port, "handshake_timed_out");
+    } finally {
+      blackHole.close();
+    }
   });
 });
