@@ -117,6 +117,16 @@ fn hobo_over_websocket_confirms_every_input() {
 }
 
 #[test]
+fn hobo_over_webtransport_confirms_every_input() {
+    let report = run_against_server(small_hobo(), BuiltinMap::Courtyard, 3, Transport::Wt);
+    assert_played(&report, 9, 3);
+    // Inputs and snapshots ride datagrams; on loopback nothing should be lost beyond a
+    // trace.
+    let d = &report.delivery;
+    assert!(d.delivered * 100 >= d.sent * 99, "{report:#?}");
+}
+
+#[test]
 fn the_teleport_burst_is_confirmed_and_seen_in_the_plaza() {
     let scenario = ArenaScenario {
         players: 12,

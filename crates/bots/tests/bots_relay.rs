@@ -110,6 +110,18 @@ fn sfs_over_udp_relays_every_message_to_the_other_members() {
 }
 
 #[test]
+fn sfs_over_webtransport_relays_every_message_to_the_other_members() {
+    let report = run_against_server(small_sfs(), Transport::Wt);
+    assert_flowed(&report, 8, 2);
+    // Unreliable datagrams, but on loopback at this scale nothing should be lost beyond a
+    // trace.
+    assert!(
+        report.delivery.delivered * 10 >= report.delivery.expected * 9,
+        "{report:#?}"
+    );
+}
+
+#[test]
 fn sfs_over_websocket_relays_every_message_to_the_other_members() {
     let report = run_against_server(small_sfs(), Transport::Ws);
     assert_flowed(&report, 8, 2);

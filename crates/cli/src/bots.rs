@@ -34,7 +34,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 /// The scenario's shape and the run's pacing; every flag overrides the scenario default.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ScenarioArgs {
-    /// udp or ws.
+    /// udp, ws or wt (WebTransport).
     #[arg(long, default_value = "udp")]
     pub transport: Transport,
     /// Rooms (sfs: 138, nettest: 1, hobo: 100, teleport: 1, arena: 2).

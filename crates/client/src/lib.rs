@@ -2,7 +2,8 @@
 //! server.
 //!
 //! - [`matchmake`]: `POST /api/matchmake`, the seat and the connect token;
-//! - [`Link`]: one connection over the UDP protocol or WebSocket (`ws`/`wss`), the same
+//! - [`Link`]: one connection over the UDP protocol, WebSocket (`ws`/`wss`) or
+//!   WebTransport (`wt`: datagrams for unreliable channels), the same
 //!   calls and events whichever transport: send on a channel, receive, stats (RTT, loss,
 //!   messages and bytes);
 //! - [`Session`]: matchmaking plus a link, reconnecting with capped exponential backoff and
@@ -35,6 +36,7 @@ mod link;
 mod matchmake;
 mod session;
 mod ws;
+mod wt;
 
 use std::sync::Arc;
 
@@ -42,7 +44,7 @@ pub use link::{
     ConnectError, ConnectOptions, Ended, Link, LinkEvent, LinkStats, SendError, Transport,
 };
 pub use matchmake::{
-    Endpoints, MatchAnswer, MatchRequest, MatchmakeError, SignedIdentity, matchmake,
+    Endpoints, MatchAnswer, MatchRequest, MatchmakeError, SignedIdentity, WtEndpoint, matchmake,
 };
 pub use session::{Backoff, Session, SessionError, SessionEvent};
 pub use tickwire_proto::DisconnectReason;

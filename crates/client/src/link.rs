@@ -12,6 +12,7 @@ use tickwire_proto::{Client, ClientEvent, ConnectionParams, DisconnectReason};
 
 use crate::matchmake::MatchAnswer;
 use crate::ws::WsLink;
+use crate::wt::WtLink;
 
 /// Which transport carries a connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -22,6 +23,8 @@ pub enum Transport {
     Ws,
     /// WebSocket over TLS (the server's `tls.listen`).
     Wss,
+    /// WebTransport (HTTP/3): reliable channels on a stream, unreliable ones as datagrams.
+    Wt,
 }
 
 impl Transport {
@@ -31,6 +34,7 @@ impl Transport {
             Self::Udp => "udp",
             Self::Ws => "ws",
             Self::Wss => "wss",
+            Self::Wt => "wt",
         }
     }
 }
@@ -43,7 +47,8 @@ impl std::str::FromStr for Transport {
             "udp" => Ok(Self::Udp),
             "ws" => Ok(Self::Ws),
             "wss" => Ok(Self::Wss),
-            other => Err(format!("unknown transport {other:?} (udp, ws or wss)")),
+            "wt" => Ok(Self::Wt),
+            other => Err(format!("unknown transport {other:?} (udp, ws, wss or wt)")),
         }
     }
 }
@@ -199,6 +204,7 @@ pub struct LinkStats {
 enum Inner {
     Udp(Box<ClientDriver>),
     Ws(Box<WsLink>),
+    Wt(Box<WtLink>),
 }
 
 /// A connection to a room.
@@ -248,6 +254,13 @@ impl Link {
                     let (link, params) = WsLink::connect(url, answer, options).await?;
                     Ok((Inner::Ws(Box::new(link)), params))
                 }
+                Transport::Wt => {
+                    let endpoint = answer.endpoints.wt.as_ref().ok_or_else(|| {
+                        ConnectError::Unavailable("the server offers no WebTransport".into())
+                    })?;
+                    let (link, params) = WtLink::connect(endpoint, answer).await?;
+                    Ok((Inner::Wt(Box::new(link)), params))
+                }
             }
         };
         let (inner, params) = tokio::time::timeout(options.timeout, connecting)
@@ -294,6 +307,7 @@ impl Link {
                 .send(channel, message)
                 .map_err(|error| SendError::Refused(error.to_string()))?,
             Inner::Ws(link) => link.send(channel, &message),
+            Inner::Wt(link) => link.send(channel, &message)?,
         }
         self.stats.messages_sent += 1;
         self.stats.bytes_sent += len;
@@ -311,6 +325,7 @@ impl Link {
                 .await
                 .map_err(|error| Ended::Lost(error.to_string())),
             Inner::Ws(link) => link.flush().await,
+            Inner::Wt(link) => link.flush().await,
         };
         if let Err(ended) = &flushed {
             self.ended = Some(ended.clone());
@@ -338,6 +353,7 @@ impl Link {
                 }
             },
             Inner::Ws(link) => link.next_event().await,
+            Inner::Wt(link) => link.next_event().await,
         };
         match &event {
             LinkEvent::Message { message, .. } => {
@@ -368,6 +384,7 @@ impl Link {
                 }
             }
             Inner::Ws(link) => stats.rtt = link.rtt(),
+            Inner::Wt(link) => stats.rtt = Some(link.rtt()),
         }
         stats
     }
@@ -383,6 +400,7 @@ impl Link {
                 let _ = driver.flush().await;
             }
             Inner::Ws(link) => link.close().await,
+            Inner::Wt(link) => link.close().await,
         }
         self.ended = Some(Ended::Reason(DisconnectReason::Requested));
     }
@@ -458,7 +476,7 @@ mod tests {
 
     #[test]
     fn transports_parse_by_name() {
-        for transport in [Transport::Udp, Transport::Ws, Transport::Wss] {
+        for transport in [Transport::Udp, Transport::Ws, Transport::Wss, Transport::Wt] {
             assert_eq!(transport.name().parse::<Transport>(), Ok(transport));
         }
         assert!("tcp".parse::<Transport>().is_err());

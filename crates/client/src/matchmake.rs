@@ -95,6 +95,19 @@ pub struct Endpoints {
     pub ws: String,
     /// `wss://host:port/ws`, when the server runs TLS.
     pub wss: Option<String>,
+    /// WebTransport, when the server serves it.
+    #[serde(default)]
+    pub wt: Option<WtEndpoint>,
+}
+
+/// The server's WebTransport endpoint.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct WtEndpoint {
+    /// `https://host:port/wt`.
+    pub url: String,
+    /// Lowercase hex SHA-256 of a self-signed certificate to trust by its hash; `None` with
+    /// a certificate the system's roots validate.
+    pub cert_sha256: Option<String>,
 }
 
 /// The server's answer: who the player is, where they sit, and the token that lets them in.

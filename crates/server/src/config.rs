@@ -151,7 +151,8 @@ pub struct WebTransportConfig {
     pub key: Option<PathBuf>,
     /// Most WebTransport sessions open at once, handshakes included.
     pub max_sessions: usize,
-    /// Most WebTransport sessions open at once from one IP address.
+    /// Most WebTransport sessions open at once from one IP address (`limits.exempt`
+    /// addresses excepted).
     pub max_sessions_per_ip: usize,
     /// Answer each new client address with a QUIC Retry (address validation: one more round
     /// trip, no amplification or held slots from spoofed addresses).

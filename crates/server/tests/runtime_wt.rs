@@ -335,6 +335,7 @@ async fn a_session_without_a_token_is_closed_at_the_handshake_timeout() {
 async fn sessions_past_the_per_address_cap_are_refused() {
     let mut config = test_config();
     config.webtransport.max_sessions_per_ip = 1;
+    config.limits.exempt.clear();
     let runtime = Runtime::start(config, relay_kinds()).await.unwrap();
     let http_address = runtime.addresses().http;
     let answer = matchmake(http_address, json!({"kind": "relay", "name": "one"})).await;
@@ -387,5 +388,51 @@ async fn a_second_stream_in_a_session_is_stopped() {
         metric(http_address, "tickwire_wt_extra_streams_total").await,
         1
     );
+    runtime.shut_down().await.unwrap();
+}
+
+async fn metrics_until(http_address: std::net::SocketAddr, line: &str) {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let metrics = http(http_address, "GET", "/metrics", None, None).await;
+        if metrics.body.lines().any(|have| have == line) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "no {line} in\n{}", metrics.body);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_that_goes_away_keeps_its_seat_and_a_goodbye_gives_it_up() {
+    let runtime = Runtime::start(test_config(), relay_kinds()).await.unwrap();
+    let http_address = runtime.addresses().http;
+
+    // A goodbye (4001, what an SDK's leave sends): the seat is free at once.
+    let bob = matchmake(http_address, json!({"kind": "relay", "name": "bob"})).await;
+    let mut wt = wt_connected(&bob).await;
+    metrics_until(http_address, "tickwire_players{transport=\"wt\"} 1").await;
+    wt.close(CloseCode::Requested, "bye").await;
+    metrics_until(http_address, "tickwire_players{transport=\"wt\"} 0").await;
+    metrics_until(http_address, "tickwire_players_reconnecting 0").await;
+    let gone = http(
+        http_address,
+        "POST",
+        "/api/matchmake",
+        None,
+        Some(&json!({"session": bob["session"]}).to_string()),
+    )
+    .await;
+    assert_eq!(gone.status, 404, "no seat is held: {}", gone.body);
+
+    // A session dropped without a close frame (a page that went away): the seat waits.
+    let ann = matchmake(http_address, json!({"kind": "relay", "name": "ann"})).await;
+    let wt = wt_connected(&ann).await;
+    metrics_until(http_address, "tickwire_players{transport=\"wt\"} 1").await;
+    drop(wt);
+    metrics_until(http_address, "tickwire_players_reconnecting 1").await;
+    let back = matchmake(http_address, json!({"session": ann["session"]})).await;
+    assert_eq!(back["reconnect"], true);
+    assert_eq!(back["room"], ann["room"]);
     runtime.shut_down().await.unwrap();
 }

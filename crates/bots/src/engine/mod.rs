@@ -562,7 +562,8 @@ fn run_group(spec: GroupSpec) {
     let local = tokio::task::LocalSet::new();
     let result = match spec.config.transport {
         Transport::Udp => local.block_on(&runtime, udp::run(spec)),
-        Transport::Ws | Transport::Wss => local.block_on(&runtime, ws::run(spec)),
+        // WebSocket and WebTransport bots drive a client `Link` the same way.
+        Transport::Ws | Transport::Wss | Transport::Wt => local.block_on(&runtime, ws::run(spec)),
     };
     if let Some(result) = result {
         let _ = reports.send(Report::Finished(Box::new(result)));

@@ -1,4 +1,4 @@
-//! A group of WebSocket bots: one small task per bot, each owning a
+//! A group of WebSocket or WebTransport bots: one small task per bot, each owning a
 //! [`Link`](tickwire_client::Link), all on the group thread's runtime and sharing the
 //! group's tally (no locks: one thread).
 
@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use rand::SeedableRng;
 use rand::rngs::SmallRng;
-use tickwire_client::{ConnectOptions, Link, LinkEvent, Transport};
+use tickwire_client::{ConnectOptions, Link, LinkEvent};
 use tickwire_net::driver::sleep_until;
 use tokio::sync::Semaphore;
 
@@ -136,7 +136,7 @@ async fn bot_task(
         timeout: spec.config.connect_timeout,
         ..ConnectOptions::default()
     };
-    let mut link = match Link::connect(&answer, Transport::Ws, &options).await {
+    let mut link = match Link::connect(&answer, spec.config.transport, &options).await {
         Ok(link) => link,
         Err(error) => return fail(format!("connect: {error}")),
     };

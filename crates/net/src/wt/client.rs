@@ -309,7 +309,7 @@ impl WtClient {
 
     /// Leaves: a close frame with `code` (4001 for a player leaving), the stream finished,
     /// then the session closed with the same code.
-    pub async fn close(mut self, code: CloseCode, reason: &str) {
+    pub async fn close(&mut self, code: CloseCode, reason: &str) {
         let frame = close_frame(code.code(), reason);
         let _ = tokio::time::timeout(Duration::from_secs(2), async {
             if self.send.write_all(&frame).await.is_ok() && self.send.finish().await.is_ok() {

@@ -40,6 +40,9 @@ pub struct WtConfig {
     pub max_sessions: usize,
     /// Most sessions open at once from one IP address.
     pub max_sessions_per_ip: usize,
+    /// Addresses the per-address cap does not apply to (the total cap still does): a load
+    /// generator on the same machine, a trusted proxy.
+    pub exempt: Vec<IpAddr>,
     /// Time from the first packet to the connect token's arrival on the control stream;
     /// past it the session is closed with [`CloseCode::HandshakeTimedOut`].
     pub handshake_timeout: Duration,
@@ -54,6 +57,7 @@ impl Default for WtConfig {
         Self {
             max_sessions: 4096,
             max_sessions_per_ip: 16,
+            exempt: Vec::new(),
             handshake_timeout: Duration::from_secs(5),
             retry: true,
         }
@@ -306,7 +310,7 @@ impl WtEndpoint {
                 incoming.refuse();
                 return;
             }
-            if at_ip >= inner.config.max_sessions_per_ip {
+            if at_ip >= inner.config.max_sessions_per_ip && !inner.config.exempt.contains(&ip) {
                 drop(slots);
                 WtCounters::bump(&inner.counters.refused_per_ip);
                 incoming.refuse();
@@ -482,6 +486,10 @@ impl WtEndpoint {
     }
 }
 
+/// Streams a session may open besides its control stream (each reset at once) before it is
+/// closed with [`CloseCode::ProtocolViolation`].
+const MAX_EXTRA_STREAMS: u32 = 8;
+
 /// A stream window that holds one largest frame, and never less than 64 KiB.
 fn window(max_frame: usize) -> wtransport::quinn::VarInt {
     let bytes = (max_frame + FRAME_HEADER_BYTES).max(64 << 10) as u64;
@@ -628,6 +636,18 @@ async fn read_datagrams(
     let mut receiver = DatagramReceiver::new(channels.len());
     let mut closing = outbox.subscribe_closing();
     let refused = VarInt::from_u32(CloseCode::ProtocolViolation.code().into());
+    let mut extra_streams = 0u32;
+    let mut stray = |outbox: &Outbox| {
+        extra_streams += 1;
+        WtCounters::bump(&counters.extra_streams);
+        // A client that keeps opening streams is not a confused one.
+        if extra_streams > MAX_EXTRA_STREAMS {
+            outbox.close(Closing::Server(
+                CloseCode::ProtocolViolation,
+                format!("more than {MAX_EXTRA_STREAMS} streams besides the control stream").into(),
+            ));
+        }
+    };
     loop {
         tokio::select! {
             biased;
@@ -652,32 +672,34 @@ async fn read_datagrams(
             }
             stream = connection.accept_bi() => {
                 if let Ok((mut send, recv)) = stream {
-                    WtCounters::bump(&counters.extra_streams);
                     let _ = send.reset(refused);
                     recv.stop(refused);
+                    stray(&outbox);
                 }
             }
             stream = connection.accept_uni() => {
                 if let Ok(recv) = stream {
-                    WtCounters::bump(&counters.extra_streams);
                     recv.stop(refused);
+                    stray(&outbox);
                 }
             }
         }
     }
 }
 
-/// How a connection that closed under us ended: a client's application close carries its
-/// close code (a client leaving sends 4001); anything else is a lost connection.
+/// How a connection that closed under us ended: a client's application close with a
+/// tickwire code (4000–4999; a client leaving sends 4001) is the client's close; anything
+/// else (HTTP/3's own codes when a page goes away, a dropped client, the idle timeout) is a
+/// lost connection, whose seat is held.
 fn closed_by(error: ConnectionError) -> Closing {
     match error {
         ConnectionError::ApplicationClosed(close) => {
             match u16::try_from(close.code().into_inner()) {
-                Ok(code) => Closing::Peer(
+                Ok(code @ 4000..=4999) => Closing::Peer(
                     Some(code),
                     String::from_utf8_lossy(close.reason()).into_owned(),
                 ),
-                Err(_) => Closing::Lost,
+                _ => Closing::Lost,
             }
         }
         _ => Closing::Lost,

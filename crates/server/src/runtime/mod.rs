@@ -392,6 +392,7 @@ impl Runtime {
                 let wt_config = WtConfig {
                     max_sessions: settings.max_sessions,
                     max_sessions_per_ip: settings.max_sessions_per_ip,
+                    exempt: config.limits.exempt.clone(),
                     handshake_timeout: WsConfig::default().handshake_timeout,
                     retry: settings.retry,
                 };
