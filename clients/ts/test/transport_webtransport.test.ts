@@ -198,7 +198,7 @@ describe("WtConnection", () => {
     expect(FakeWebTransport.last().options).toEqual({ requireUnreliable: true });
   });
 
-  it("sends reliable messages on the stream, unreliable ones as datagrams, sequenced ones numbered", async () => {
+  it("sends reliable messages on the stream, unreliable ones as datagrams, sequenced ones numbered from 1", async () => {
     const { connection, session } = await connected();
     expect(connection.send(0, bytes(1, 2))).toBe(true);
     expect(connection.send(1, bytes(3))).toBe(true);
@@ -207,7 +207,7 @@ describe("WtConnection", () => {
     connection.send(1, bytes());
     await settle();
     expect(session.framesFromClient().slice(1).map(hex)).toEqual(["000102"]);
-    expect(session.sentDatagrams.map(hex)).toEqual(["0103", "02000004", "02010005", "01"]);
+    expect(session.sentDatagrams.map(hex)).toEqual(["0103", "02010004", "02020005", "01"]);
     expect(connection.counts).toMatchObject({ datagramsSent: 4, framesSent: 2 });
   });
 

@@ -236,8 +236,9 @@ export class WtConnection implements Connection {
     if (kind !== "reliable" && this.datagramWriter !== null && datagramHeaderBytes(kind) + message.length <= maxDatagram) {
       let sequence: number | null = null;
       if (kind === "unreliable_sequenced") {
-        sequence = this.nextSequence.get(channel) ?? 0;
-        this.nextSequence.set(channel, (sequence + 1) & 0xffff);
+        // Numbered 1, 2, 3, … per channel, wrapping (docs/PROTOCOL.md).
+        sequence = ((this.nextSequence.get(channel) ?? 0) + 1) & 0xffff;
+        this.nextSequence.set(channel, sequence);
       }
       const datagram = encodeDatagram(channel, sequence, message);
       if ((this.datagramWriter.desiredSize ?? 0) < -MAX_QUEUED_DATAGRAMS) {
