@@ -174,6 +174,20 @@ describe.skipIf(!serverHasWebTransport)("WebTransport in chromium", () => {
       expect(after.get("tickwire_wt_sessions_open"), "one WebTransport session open").toBe(1);
       expect((await debugView(wtPage)).problems, "nothing the server sent was refused").toBe(0);
       await wtPage.screenshot({ path: join(artifacts, "webtransport.png") });
+
+      // A reload drops the session without a CLOSE frame: a lost connection, so the seat is
+      // held, and the reloaded tab's session takes it back over a new WebTransport session.
+      const you = (await debugView(wtPage)).you;
+      await wtPage.reload();
+      await wtPage.waitForSelector("#join:not([hidden])");
+      const answer = wtPage.waitForResponse("**/api/matchmake");
+      await wtPage.click("#play");
+      expect(((await (await answer).json()) as { reconnect: boolean }).reconnect, "the held seat came back").toBe(true);
+      await wtPage.waitForFunction(() => window.__tickwire.state === "playing", null, { timeout: 20_000 });
+      const back = await debugView(wtPage);
+      expect(back.transport).toBe("webtransport");
+      expect(back.you, "the same entity: the seat was kept").toBe(you);
+      await waitFor("one WebTransport session open again", async () => (await metrics(server!.baseUrl)).get("tickwire_wt_sessions_open") === 1);
     });
   });
 
