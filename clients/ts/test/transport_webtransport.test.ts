@@ -423,6 +423,15 @@ describe("WtConnection", () => {
     expect(parseCloseFrame(silent.session.framesFromClient().at(-1)!)?.code, "gave up on a live connection: 4002 keeps the seat").toBe(4002);
   });
 
+  it("reports a control stream that ends without a CLOSE frame as a lost connection, keeping the seat", async () => {
+    const { session, events } = await connected();
+    session.finishStream();
+    await settle();
+    expect(events.at(-1)).toBe("disconnected connection_lost 1006");
+    expect(parseCloseFrame(session.framesFromClient().at(-1)!)?.code, "told the server: timed out, seat kept").toBe(4002);
+    expect(session.closedWith?.closeCode).toBe(4002);
+  });
+
   it("reports a session the browser refuses to create as a lost connection", async () => {
     class Throwing extends FakeWebTransport {
       constructor(url: string) {

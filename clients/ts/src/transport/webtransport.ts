@@ -457,7 +457,9 @@ export class WtConnection implements Connection {
     if (this.stateValue === "closed") {
       return;
     }
-    const disconnect = { reason, code, message, wasConnected: this.stateValue === "connected" };
+    // A lost connection reads as one whatever this side sends (4002, which keeps the seat).
+    const seen = reason === "connection_lost" ? CODE_LOST : code;
+    const disconnect = { reason, code: seen, message, wasConnected: this.stateValue === "connected" };
     const sent = leaving || this.stateValue !== "connected" ? code : CLOSE_TIMED_OUT;
     const writer = this.streamWriter;
     if (writer !== null) {
