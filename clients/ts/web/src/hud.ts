@@ -39,6 +39,8 @@ export function describeReason(reason: string): string {
       return "The server refused that name";
     case "requested":
       return "You left the game";
+    case "transport_unavailable":
+      return "WebTransport is not available here (open the page without ?transport=wt)";
     default:
       return `Disconnected (${reason})`;
   }
