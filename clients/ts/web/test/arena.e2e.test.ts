@@ -1,6 +1,6 @@
 // The arena in a real browser: `tickwire serve` on free ports serving the built demo, two
 // bots over WebSocket (the SDK in Node), and Debian's chromium driven by playwright-core
-// (the page connects over WebTransport, which it prefers).
+// (the page on WebSocket: `?transport=ws`; WebTransport has its own test).
 // The page joins with a name; the test checks that the bots are drawn and move, that keys
 // move the local player *on the server* (the snapshot's exact own position), that a chat
 // line comes back, saves a screenshot to target/e2e/, then drains and stops the server and
@@ -41,8 +41,8 @@ describe("the arena in chromium", () => {
     expect(existsSync(binary), `the server binary ${binary} exists (cargo build -p tickwire)`).toBe(true);
     expect(existsSync(chromiumPath), `${chromiumPath} exists (apt-get install chromium)`).toBe(true);
     scratch = mkdtempSync(join(tmpdir(), "tickwire-e2e-"));
-    // WebTransport on a free port too (not the default 4433, which another server may hold):
-    // the page prefers it, so this test plays the whole game over it.
+    // WebTransport on a free port (not the default 4433, which another server may hold); this
+    // test plays over WebSocket (`?transport=ws`), webtransport.e2e.test.ts over WebTransport.
     ({ process: server, baseUrl } = await startServer(scratch, ["--wt", "127.0.0.1:0"]));
     map = await fetchArenaMap({ baseUrl });
     for (let i = 1; i <= 2; i++) {
@@ -87,7 +87,7 @@ describe("the arena in chromium", () => {
 
   async function play(): Promise<void> {
     // The leaderboard page reads the persistence API (empty on a fresh database).
-    await page.goto(`${baseUrl}/#leaderboard`);
+    await page.goto(`${baseUrl}/?transport=ws#leaderboard`);
     await page.waitForFunction(() => !/Loading/.test(document.getElementById("leaderboard-body")?.textContent ?? "Loading"), null, {
       timeout: 20_000,
     });
@@ -97,7 +97,7 @@ describe("the arena in chromium", () => {
     await page.fill("#name", "e2e-player");
     await page.click("#play");
     await page.waitForFunction(() => window.__tickwire.state === "playing", null, { timeout: 20_000 });
-    expect((await debugView(page)).transport, "the page prefers WebTransport").toBe("webtransport");
+    expect((await debugView(page)).transport, "the URL asked for WebSocket").toBe("websocket");
 
     // The bots come over (players see each other within 20 m), are drawn by name, and move.
     const here = await waitFor("the local player", async () => (await debugView(page)).me ?? undefined);

@@ -26,6 +26,8 @@ import type { DebugView } from "../src/main.js";
 import { CHROMIUM_ARGS, type Server, artifacts, binary, chromiumPath, dist, startServer, stop, waitFor } from "./harness.js";
 
 const BOTS = 3;
+const VIEWPORT = { width: 800, height: 500 };
+const CENTRE = { x: VIEWPORT.width / 2, y: VIEWPORT.height / 2 };
 
 /**
  * Whether the server binary has a WebTransport endpoint (`serve --wt`): without it (a build
@@ -105,7 +107,9 @@ describe.skipIf(!serverHasWebTransport)("WebTransport in chromium", () => {
 
   /** A page in its own browser window (so none is a background tab), its errors collected. */
   async function newPage(label: string): Promise<Page> {
-    const context = await browser!.newContext({ viewport: { width: 1280, height: 800 } });
+    // Smaller than the arena test's: several pages draw at once on a software renderer, and a
+    // page whose main thread is starved reads its datagrams late (they queue, see the README).
+    const context = await browser!.newContext({ viewport: { width: VIEWPORT.width, height: VIEWPORT.height } });
     contexts.push(context);
     const page = await context.newPage();
     page.on("console", (message) => {
@@ -144,10 +148,10 @@ describe.skipIf(!serverHasWebTransport)("WebTransport in chromium", () => {
       await enter(wtPage, "/", "wt-player");
       const view = await debugView(wtPage);
       expect(view.transport, `the page connected over ${view.transport} (fallback: ${view.fallback})`).toBe("webtransport");
-      expect(await wtPage.textContent("#netstats")).toContain("WebTransport");
+      await waitFor("the HUD to say WebTransport", async () => (await wtPage.textContent("#netstats"))?.includes("WebTransport"));
 
       // Keys move the player on the server: inputs went out as datagrams, snapshots came back.
-      await wtPage.click("#game canvas", { position: { x: 640, y: 400 } });
+      await wtPage.click("#game canvas", { position: CENTRE });
       const start = await waitFor("the local player", async () => (await debugView(wtPage)).me ?? undefined);
       const map = await fetchArenaMap({ baseUrl: server!.baseUrl });
       const key = start.serverX < map.width / 2 ? "KeyD" : "KeyA";
@@ -201,7 +205,7 @@ describe.skipIf(!serverHasWebTransport)("WebTransport in chromium", () => {
       await enter(wsPage, "/?transport=ws", "ws-player");
       mark("the WebSocket page plays");
       expect((await debugView(wsPage)).transport).toBe("websocket");
-      expect(await wsPage.textContent("#netstats")).toContain("WebSocket");
+      await waitFor("the HUD to say WebSocket", async () => (await wsPage.textContent("#netstats"))?.includes("WebSocket"));
 
       const botNames = Array.from({ length: BOTS }, (_, i) => `bot${i}`);
       for (const [page, other] of [
@@ -261,7 +265,7 @@ describe.skipIf(!serverHasWebTransport)("WebTransport in chromium", () => {
       await page.screenshot({ path: join(artifacts, `${label}.png`) });
       expect(view.transport).toBe("websocket");
       expect(view.fallback, "the page says why it left WebTransport").toMatch(expected);
-      expect(await page.textContent("#netstats")).toContain("WebTransport failed");
+      await waitFor("the HUD to say WebTransport failed", async () => (await page.textContent("#netstats"))?.includes("WebTransport failed"));
       console.log(`${label}: connected over WebSocket ${seconds.toFixed(2)} s after the client started (${view.fallback})`);
       // The SDK's WebTransport timeout is 3 s; a refused port fails sooner.
       expect(seconds, "playing over WebSocket within a few seconds").toBeLessThan(8);
