@@ -267,8 +267,10 @@ describe.skipIf(!serverHasWebTransport)("WebTransport in chromium", () => {
       expect(view.fallback, "the page says why it left WebTransport").toMatch(expected);
       await waitFor("the HUD to say WebTransport failed", async () => (await page.textContent("#netstats"))?.includes("WebTransport failed"));
       console.log(`${label}: connected over WebSocket ${seconds.toFixed(2)} s after the client started (${view.fallback})`);
-      // The SDK's WebTransport timeout is 3 s; a refused port fails sooner.
-      expect(seconds, "playing over WebSocket within a few seconds").toBeLessThan(8);
+      // The SDK's WebTransport timeout is 3 s; a refused port fails in milliseconds. Seen: 1.9 s
+      // and 4.4 s here, 3.9 s and 6.4 s with the machine loaded 8x past its cores (the page's
+      // own frames on a software renderer are most of it).
+      expect(seconds, "playing over WebSocket within a few seconds").toBeLessThan(10);
     });
     await page.context().close();
   }
