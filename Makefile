@@ -28,8 +28,10 @@ test-ts:
 	cd clients/ts && npm ci --no-audit --no-fund --loglevel=error && npm test --silent
 
 ## The browser end to end: the built client served by a debug `tickwire serve` on free
-## ports, two SDK bots over WebSocket, Debian's chromium (/usr/bin/chromium, never a
-## downloaded browser) driven by playwright-core. Screenshot and logs in target/e2e/.
+## ports (WebTransport included), SDK bots over WebSocket and `tickwire bots` over UDP,
+## Debian's chromium (/usr/bin/chromium, never a downloaded browser; QUIC on) driven by
+## playwright-core: the arena, WebTransport, a mixed room, the fallback to WebSocket.
+## Screenshots and logs in target/e2e/.
 test-e2e: web
 	$(CARGO) build --locked -p tickwire
 	cd clients/ts/web && npm run test:e2e --silent

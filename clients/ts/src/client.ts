@@ -1,7 +1,15 @@
 /**
- * The client a game uses: matchmake, connect over WebSocket, and when the connection
- * drops, matchmake again with the saved session (which gives back the held seat) and
- * reconnect, with capped exponential backoff, until the policy gives up.
+ * The client a game uses: matchmake, connect over WebTransport where the browser and the
+ * server have it (else WebSocket), and when the connection drops, matchmake again with the
+ * saved session (which gives back the held seat) and reconnect, with capped exponential
+ * backoff, until the policy gives up.
+ *
+ * Transport choice (`transport: "auto"`, the default): WebTransport when
+ * `globalThis.WebTransport` exists and matchmaking offers `endpoints.wt`. If that session
+ * fails before the server's parameters arrive (the UDP port blocked, a certificate refused,
+ * nothing within `webTransportTimeoutMs`), the client matchmakes again with its session for
+ * a fresh token (each token is single-use) and connects over WebSocket, at once and without
+ * backoff, and stays on WebSocket from then on. `"websocket"` and `"webtransport"` force one.
  *
  * ```ts
  * const client = new TickwireClient({ request: { kind: "arena", name: "Ada" } });
@@ -16,7 +24,8 @@
 import { Emitter } from "./emitter.js";
 import { ConnectionStats } from "./netcode/stats.js";
 import { ReconnectPolicy, type ReconnectConfig, classifyDisconnect, classifyMatchmakeError } from "./netcode/reconnect.js";
-import type { Disconnect } from "./transport/close-codes.js";
+import type { Disconnect, DisconnectReason } from "./transport/close-codes.js";
+import type { Connection, TransportKind } from "./transport/connection.js";
 import {
   MatchmakeError,
   type MatchmakeAnswer,
@@ -27,7 +36,18 @@ import {
 } from "./transport/matchmaking.js";
 import type { ConnectionParams } from "./transport/params.js";
 import { type Clock, systemClock } from "./transport/timers.js";
+import { type WebTransportConstructor, WtConnection, globalWebTransport } from "./transport/webtransport.js";
 import { type WebSocketConstructor, WsConnection } from "./transport/websocket.js";
+
+/** Which transport a client uses: `auto` prefers WebTransport and falls back to WebSocket. */
+export type TransportChoice = "auto" | TransportKind;
+
+/**
+ * Failures of a WebTransport session that never connected which WebSocket may not share:
+ * the session or its stream never came up, or came up wrong. A server's refusal (full,
+ * shutting down, a bad token) would refuse a WebSocket just the same.
+ */
+const FALLBACK_REASONS: ReadonlySet<DisconnectReason> = new Set(["connection_lost", "handshake_timed_out", "protocol_violation"]);
 
 /** Options of a {@link TickwireClient}. */
 export interface TickwireClientOptions {
@@ -41,9 +61,18 @@ export interface TickwireClientOptions {
   silenceTimeoutMs?: number | null;
   /** See `WsConnectionOptions.handshakeTimeoutMs`. */
   handshakeTimeoutMs?: number;
+  /** `auto` (default), or force `websocket` or `webtransport` (which then never falls back). */
+  transport?: TransportChoice;
+  /**
+   * With `auto`: how long a WebTransport session may take to bring the server's parameters
+   * before the client falls back to WebSocket, ms. Default 3000.
+   */
+  webTransportTimeoutMs?: number;
   /** Injected for tests: defaults are the browser's. */
   fetch?: typeof globalThis.fetch;
   WebSocket?: WebSocketConstructor;
+  /** Default `globalThis.WebTransport`; `null` to act as a browser without it. */
+  WebTransport?: WebTransportConstructor | null;
   clock?: Clock;
   page?: PageLocation;
   random?: () => number;
@@ -57,13 +86,18 @@ export interface TickwireClientEvents {
   /** Matchmaking gave a seat (`answer.reconnect`: the held seat came back). */
   matched: [answer: MatchmakeAnswer];
   /** Connected; data may flow. */
-  connected: [params: ConnectionParams];
+  connected: [params: ConnectionParams, transport: TransportKind];
   /** A data message. */
   message: [channel: number, bytes: Uint8Array];
   /** The connection ended; `retryInMs` is when the next attempt starts, or `null` if none will. */
   disconnected: [disconnect: Disconnect, retryInMs: number | null];
   /** A matchmaking attempt failed; `retryInMs` as above. */
   matchmakeFailed: [error: MatchmakeError, retryInMs: number | null];
+  /**
+   * A WebTransport session failed before connecting (`why`); the client matchmakes again
+   * for a fresh token and connects over WebSocket.
+   */
+  fallback: [why: Disconnect];
   /** The client gave up (or was closed after a final failure); nothing more happens. */
   failed: [failure: ClientFailure];
 }
@@ -71,7 +105,7 @@ export interface TickwireClientEvents {
 /** Where a {@link TickwireClient} is. */
 export type ClientState = "idle" | "matchmaking" | "connecting" | "connected" | "waiting" | "closed";
 
-/** Matchmaking, the WebSocket connection and reconnection, together. */
+/** Matchmaking, the WebTransport or WebSocket connection and reconnection, together. */
 export class TickwireClient {
   /** Packets, bytes and RTT of the current and past connections. */
   readonly stats = new ConnectionStats();
@@ -79,7 +113,9 @@ export class TickwireClient {
   private readonly clock: Clock;
   private readonly policy: ReconnectPolicy | null;
   private readonly events = new Emitter<TickwireClientEvents>();
-  private connection: WsConnection | null = null;
+  private connection: Connection | null = null;
+  private transportValue: TransportKind | null = null;
+  private webTransportFailure: Disconnect | null = null;
   private stateValue: ClientState = "idle";
   private sessionValue: string | null = null;
   private answerValue: MatchmakeAnswer | null = null;
@@ -99,6 +135,16 @@ export class TickwireClient {
   /** The session from the last matchmaking answer: proof of being this player. */
   get session(): string | null {
     return this.sessionValue;
+  }
+
+  /** The transport of the current (or last) connection, or `null` before the first. */
+  get transport(): TransportKind | null {
+    return this.transportValue;
+  }
+
+  /** Why WebTransport was given up on (the client is on WebSocket since), or `null`. */
+  get webTransportFailed(): Disconnect | null {
+    return this.webTransportFailure;
   }
 
   /** The last matchmaking answer (player id, room, name). */
@@ -123,7 +169,7 @@ export class TickwireClient {
     void this.attempt();
   }
 
-  /** Sends a message; false when not connected (see `WsConnection.send`). */
+  /** Sends a message; false when not connected (see `WsConnection.send`, `WtConnection.send`). */
   send(channel: number, message: Uint8Array): boolean {
     return this.connection?.send(channel, message) ?? false;
   }
@@ -183,23 +229,66 @@ export class TickwireClient {
     return this.stateValue === "closed";
   }
 
+  /** The transport for this answer, or why there is none. */
+  private pick(answer: MatchmakeAnswer): { kind: TransportKind; WebTransport?: WebTransportConstructor } | { refused: string } {
+    const choice = this.options.transport ?? "auto";
+    if (choice === "websocket") {
+      return { kind: "websocket" };
+    }
+    const WebTransportImpl = this.options.WebTransport === undefined ? globalWebTransport() : (this.options.WebTransport ?? undefined);
+    const usable = WebTransportImpl !== undefined && answer.endpoints.wt !== null;
+    if (choice === "webtransport") {
+      if (WebTransportImpl === undefined) {
+        return { refused: "this browser has no WebTransport" };
+      }
+      if (answer.endpoints.wt === null) {
+        return { refused: "the server offers no WebTransport endpoint" };
+      }
+    }
+    return usable && this.webTransportFailure === null ? { kind: "webtransport", WebTransport: WebTransportImpl } : { kind: "websocket" };
+  }
+
   private connect(answer: MatchmakeAnswer): void {
     this.stateValue = "connecting";
-    const connection = new WsConnection({
-      url: webSocketUrl(answer.endpoints, this.options.page ?? globalThis.location),
-      token: answer.token,
-      clock: this.clock,
-      silenceTimeoutMs: this.options.silenceTimeoutMs ?? null,
-      ...(this.options.WebSocket !== undefined ? { WebSocket: this.options.WebSocket } : {}),
-      ...(this.options.handshakeTimeoutMs !== undefined ? { handshakeTimeoutMs: this.options.handshakeTimeoutMs } : {}),
-    });
+    const picked = this.pick(answer);
+    if ("refused" in picked) {
+      const disconnect: Disconnect = { reason: "transport_unavailable", code: 0, message: picked.refused, wasConnected: false };
+      this.emit("disconnected", disconnect, null);
+      this.retryOrFail(null, { kind: "disconnect", disconnect });
+      return;
+    }
+    const forced = this.options.transport === "webtransport";
+    const silenceTimeoutMs = this.options.silenceTimeoutMs ?? null;
+    let connection: Connection;
+    if (picked.kind === "webtransport" && answer.endpoints.wt !== null) {
+      const handshakeTimeoutMs = forced ? this.options.handshakeTimeoutMs : (this.options.webTransportTimeoutMs ?? 3000);
+      connection = new WtConnection({
+        url: answer.endpoints.wt.url,
+        certificateHash: answer.endpoints.wt.certSha256,
+        token: answer.token,
+        clock: this.clock,
+        silenceTimeoutMs,
+        ...(picked.WebTransport !== undefined ? { WebTransport: picked.WebTransport } : {}),
+        ...(handshakeTimeoutMs !== undefined ? { handshakeTimeoutMs } : {}),
+      });
+    } else {
+      connection = new WsConnection({
+        url: webSocketUrl(answer.endpoints, this.options.page ?? globalThis.location),
+        token: answer.token,
+        clock: this.clock,
+        silenceTimeoutMs,
+        ...(this.options.WebSocket !== undefined ? { WebSocket: this.options.WebSocket } : {}),
+        ...(this.options.handshakeTimeoutMs !== undefined ? { handshakeTimeoutMs: this.options.handshakeTimeoutMs } : {}),
+      });
+    }
     this.connection = connection;
+    this.transportValue = connection.transport;
     connection.on("sent", (bytes) => this.stats.handleSent(this.clock.now(), bytes));
     connection.on("received", (bytes) => this.stats.handleReceived(this.clock.now(), bytes));
     connection.on("connected", (params) => {
       this.stateValue = "connected";
       this.policy?.reset();
-      this.emit("connected", params);
+      this.emit("connected", params, connection.transport);
     });
     connection.on("message", (channel, bytes) => this.emit("message", channel, bytes));
     connection.on("disconnected", (disconnect) => {
@@ -209,6 +298,13 @@ export class TickwireClient {
       this.connection = null;
       if (this.stateValue === "closed") {
         this.emit("disconnected", disconnect, null);
+        return;
+      }
+      if (connection.transport === "webtransport" && !forced && !disconnect.wasConnected && FALLBACK_REASONS.has(disconnect.reason)) {
+        // The token may have been spent on the failed session: a fresh one for the WebSocket.
+        this.webTransportFailure = disconnect;
+        this.emit("fallback", disconnect);
+        void this.attempt();
         return;
       }
       const delay = this.policy?.next(classifyDisconnect(disconnect.reason)) ?? null;

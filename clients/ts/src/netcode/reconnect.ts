@@ -66,6 +66,7 @@ export function classifyDisconnect(reason: DisconnectReason): RetryClass {
     case "protocol_violation":
     case "connected_elsewhere":
     case "message_too_large":
+    case "transport_unavailable":
       return "final";
   }
 }

@@ -1,6 +1,8 @@
 /**
  * Why a connection ended, one name whichever transport was used: WebSocket close codes
- * 4001–4009 are `4000 +` the UDP reason codes (`docs/PROTOCOL.md`, "Closing").
+ * 4001–4009 are `4000 +` the UDP reason codes (`docs/PROTOCOL.md`, "Closing"), and a
+ * WebTransport session closes with the same codes (in its CLOSE frame and as the session's
+ * close code).
  */
 
 /** Why a connection ended. */
@@ -34,7 +36,9 @@ export type DisconnectReason =
   /** Nothing arrived for the client's silence limit. */
   | "server_silent"
   /** The network dropped the connection, or the socket never opened. */
-  | "connection_lost";
+  | "connection_lost"
+  /** The transport forced by the client's options is not there (no WebTransport in the browser or on the server). */
+  | "transport_unavailable";
 
 const BY_CODE: ReadonlyMap<number, DisconnectReason> = new Map([
   [4002, "timed_out"],
@@ -64,7 +68,7 @@ export function reasonOfCloseCode(code: number): DisconnectReason {
 export interface Disconnect {
   /** Why, as the SDK understands it. */
   reason: DisconnectReason;
-  /** The WebSocket close code seen (1006 when the socket just dropped). */
+  /** The close code seen (1006 when the socket or session just dropped). */
   code: number;
   /** The server's close reason text or the client's own explanation: for logs, not for logic. */
   message: string;

@@ -5,6 +5,7 @@
  * ```ts
  * const answer = await matchmake({ kind: "arena", name: "Ada" });
  * const url = webSocketUrl(answer.endpoints); // wss:// when the page is https
+ * const wt = answer.endpoints.wt;             // { url: "https://host:4433/wt", certSha256 } or null
  * ```
  */
 
@@ -32,6 +33,20 @@ export interface Endpoints {
   ws: string;
   /** `wss://host:port/ws` when the server runs TLS itself, else `null`. */
   wss: string | null;
+  /** The WebTransport endpoint, or `null` when the server has it disabled. */
+  wt: WebTransportEndpoint | null;
+}
+
+/** Where and how to reach the server over WebTransport. */
+export interface WebTransportEndpoint {
+  /** `https://host:port/wt`. */
+  url: string;
+  /**
+   * The SHA-256 of the server's self-signed development certificate (32 bytes), for the
+   * browser's `serverCertificateHashes`; `null` when the server has a certificate browsers
+   * validate as usual.
+   */
+  certSha256: Uint8Array | null;
 }
 
 /** A seat. */
@@ -48,7 +63,7 @@ export interface MatchmakeAnswer {
   reconnect: boolean;
   /** Proof of being this player, for the next matchmake (reconnection). */
   session: string;
-  /** The connect token: the first WebSocket message. Single use. */
+  /** The connect token: the first WebSocket message or WebTransport frame. Single use. */
   token: Uint8Array;
   /** Unix seconds after which the token is refused. */
   expiresAt: number;
@@ -163,6 +178,10 @@ export function parseAnswer(body: unknown): MatchmakeAnswer {
   if (typeof udp !== "string" || typeof ws !== "string" || !(wss === null || wss === undefined || typeof wss === "string")) {
     throw bad("endpoints must be strings");
   }
+  const wt = parseWebTransportEndpoint(endpoints.wt);
+  if (wt === undefined) {
+    throw bad("endpoints.wt must be null or { url: https URL, cert_sha256: null or 64 hex digits }");
+  }
   const tokenBytes = decodeBase64(token);
   if (tokenBytes === null || tokenBytes.length !== CONNECT_TOKEN_BYTES) {
     throw bad(`token is not ${CONNECT_TOKEN_BYTES} bytes of base64`);
@@ -176,7 +195,7 @@ export function parseAnswer(body: unknown): MatchmakeAnswer {
     session,
     token: tokenBytes,
     expiresAt: expires_at as number,
-    endpoints: { udp, ws, wss: wss ?? null },
+    endpoints: { udp, ws, wss: wss ?? null, wt },
   };
 }
 
@@ -193,11 +212,39 @@ export interface PageLocation {
  * an https page), else `ws`. An https page whose server has no TLS listener of its own is
  * taken to sit behind a TLS proxy on the page's origin: `wss://<page host>/ws`.
  */
-export function webSocketUrl(endpoints: Endpoints, page: PageLocation | undefined = globalThis.location): string {
+export function webSocketUrl(endpoints: Pick<Endpoints, "ws" | "wss">, page: PageLocation | undefined = globalThis.location): string {
   if (page?.protocol !== "https:") {
     return endpoints.ws;
   }
   return endpoints.wss ?? `wss://${page.host}/ws`;
+}
+
+/** The `wt` endpoint: `null` when absent or null, `undefined` when malformed. */
+function parseWebTransportEndpoint(value: unknown): WebTransportEndpoint | null | undefined {
+  if (value === null || value === undefined) {
+    return null;
+  }
+  if (!isRecord(value) || typeof value.url !== "string" || !value.url.startsWith("https://")) {
+    return undefined;
+  }
+  const hash = value.cert_sha256;
+  if (hash === null || hash === undefined) {
+    return { url: value.url, certSha256: null };
+  }
+  const bytes = typeof hash === "string" ? decodeHex(hash) : null;
+  return bytes !== null && bytes.length === 32 ? { url: value.url, certSha256: bytes } : undefined;
+}
+
+/** Bytes of a hex string (either case), or `null` if it is not one. */
+export function decodeHex(text: string): Uint8Array | null {
+  if (text.length % 2 !== 0 || !/^[0-9a-fA-F]*$/.test(text)) {
+    return null;
+  }
+  const out = new Uint8Array(text.length / 2);
+  for (let i = 0; i < out.length; i++) {
+    out[i] = Number.parseInt(text.slice(2 * i, 2 * i + 2), 16);
+  }
+  return out;
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {

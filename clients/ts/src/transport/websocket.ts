@@ -14,6 +14,7 @@
 
 import { Emitter } from "../emitter.js";
 import { type Disconnect, type DisconnectReason, reasonOfCloseCode } from "./close-codes.js";
+import type { Connection, ConnectionEvents, ConnectionState } from "./connection.js";
 import { type ConnectionParams, parseConnectionParams } from "./params.js";
 import { type Clock, systemClock } from "./timers.js";
 
@@ -58,21 +59,11 @@ export interface WsConnectionOptions {
   silenceTimeoutMs?: number | null;
 }
 
-/** The events of a {@link WsConnection}, with their listeners' arguments. */
-export interface WsConnectionEvents {
-  /** The server accepted the token; data may flow. */
-  connected: [params: ConnectionParams];
-  /** A data message from the server. `bytes` is a view, valid during the call. */
-  message: [channel: number, bytes: Uint8Array];
-  /** The connection ended (exactly once, whether or not it ever connected). */
-  disconnected: [disconnect: Disconnect];
-  /** A WebSocket message went out or came in (for statistics): its size in bytes. */
-  sent: [bytes: number];
-  received: [bytes: number];
-}
+/** The events of a {@link WsConnection}: a WebSocket message is one `sent` or `received`. */
+export type WsConnectionEvents = ConnectionEvents;
 
 /** Where a {@link WsConnection} is in its life. */
-export type WsConnectionState = "opening" | "handshaking" | "connected" | "closed";
+export type WsConnectionState = ConnectionState;
 
 const OPEN = 1;
 /** Close code a client uses for a server that broke the protocol (RFC 6455). */
@@ -83,7 +74,8 @@ const SILENCE_CONFIRM_MS = 250;
 const CLOSE_TIMED_OUT = 4002;
 
 /** One WebSocket connection to a tickwire server; not reusable (reconnecting needs a fresh token). */
-export class WsConnection {
+export class WsConnection implements Connection {
+  readonly transport = "websocket";
   private readonly socket: WebSocketLike;
   private readonly clock: Clock;
   private readonly token: Uint8Array;

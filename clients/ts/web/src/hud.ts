@@ -1,5 +1,5 @@
 // The HUD in the DOM: net stats, scoreboard, kill feed, vitals, chat, banners and toasts.
-import type { ArenaStatus, ChatLine, LocalPlayer, Score, StatsReport } from "@tickwire/client";
+import type { ArenaStatus, ChatLine, LocalPlayer, Score, StatsReport, TransportKind } from "@tickwire/client";
 
 import { cssColor, playerColor } from "./render.js";
 
@@ -39,6 +39,8 @@ export function describeReason(reason: string): string {
       return "The server refused that name";
     case "requested":
       return "You left the game";
+    case "transport_unavailable":
+      return "WebTransport is not available here (open the page without ?transport=wt)";
     default:
       return `Disconnected (${reason})`;
   }
@@ -60,15 +62,26 @@ export class Hud {
   private readonly toasts = $("toasts");
   private readonly notice = $("notice");
   private lastScores = "";
+  private transportLine = "transport –";
 
   show(): void {
     this.root.hidden = false;
+  }
+
+  /** Which transport carries the game (shown with the net stats); `fallback` says why WebTransport was not. */
+  transport(kind: TransportKind, fallback: string | null): void {
+    this.transportLine =
+      kind === "webtransport"
+        ? "transport WebTransport (datagrams)"
+        : `transport WebSocket${fallback === null ? "" : " (WebTransport failed)"}`;
+    this.netstats.dataset.transport = kind;
   }
 
   stats(report: StatsReport, snapshotBytes: number, fps: number, renderDelayMs: number | null): void {
     const kb = (bytes: number): string => (bytes / 1024).toFixed(1);
     const rtt = report.rttMs === null ? "–" : `${report.rttMs.toFixed(0)} ms`;
     this.netstats.textContent =
+      `${this.transportLine}\n` +
       `ping      ${rtt}\n` +
       `packets/s ${report.packetsInPerSecond.toFixed(0)} in · ${report.packetsOutPerSecond.toFixed(0)} out\n` +
       `kB/s      ${kb(report.bytesInPerSecond)} in · ${kb(report.bytesOutPerSecond)} out\n` +

@@ -1,5 +1,6 @@
 // The arena in the browser: a name, then the game. The SDK's ArenaClient does the network
-// (matchmaking, WebSocket, snapshots, prediction, interpolation, reconnection); this file
+// (matchmaking, WebTransport or WebSocket, snapshots, prediction, interpolation,
+// reconnection); `?transport=ws` or `?transport=wt` in the URL forces a transport. This file
 // ties it to pixi.js, the keyboard and mouse, and the HUD, and tells the player in words
 // whenever the game is not simply running.
 import {
@@ -9,6 +10,8 @@ import {
   ArenaClient,
   MAX_NAME_BYTES,
   type MatchmakeRequest,
+  type TransportChoice,
+  type TransportKind,
   fetchArenaMap,
 } from "@tickwire/client";
 
@@ -24,6 +27,8 @@ export interface DebugView {
   name: string | null;
   /** Drawn (predicted) and server-confirmed local position, metres. */
   me: { x: number; y: number; serverX: number; serverY: number; alive: boolean; health: number } | null;
+  /** Every name in the room's roster, the local player's included (drawn or not). */
+  roster: string[];
   /** The other players as drawn this frame. */
   players: { id: number; name: string; x: number; y: number; alive: boolean }[];
   chat: { name: string; text: string; mine: boolean }[];
@@ -35,6 +40,14 @@ export interface DebugView {
   rttMs: number | null;
   frames: number;
   problems: number;
+  /** The transport of the current (or last) connection. */
+  transport: TransportKind | null;
+  /** What the URL asked for: `auto` unless `?transport=ws|wt`. */
+  transportChoice: TransportChoice;
+  /** Why WebTransport was given up on, when the page fell back to WebSocket. */
+  fallback: string | null;
+  /** From starting the client to its first connection (matchmaking and any fallback included), ms. */
+  connectMs: number | null;
 }
 
 declare global {
@@ -43,11 +56,22 @@ declare global {
   }
 }
 
+/** `?transport=ws` or `?transport=wt` forces a transport; without it the SDK prefers WebTransport. */
+function transportFromUrl(): TransportChoice {
+  const asked = new URLSearchParams(location.search).get("transport");
+  return asked === "ws" ? "websocket" : asked === "wt" ? "webtransport" : "auto";
+}
+
 window.__tickwire = {
+  transport: null,
+  transportChoice: transportFromUrl(),
+  fallback: null,
+  connectMs: null,
   state: "idle",
   you: null,
   name: null,
   me: null,
+  roster: [],
   players: [],
   chat: [],
   snapshots: 0,
@@ -142,8 +166,8 @@ function play(name: string, map: ArenaMapInfo, scene: Scene): void {
     saved !== null && saved.startsWith(`${name}\n`)
       ? { session: saved.slice(name.length + 1), kind: "arena" }
       : { kind: "arena", name };
-  const arena = new ArenaClient({ map, request });
   const debug = window.__tickwire;
+  const arena = new ArenaClient({ map, request, transport: debug.transportChoice });
   debug.name = name;
 
   let retryAt: number | null = null;
@@ -155,6 +179,15 @@ function play(name: string, map: ArenaMapInfo, scene: Scene): void {
   const rejoin = (): void => location.reload();
 
   arena.client.on("matched", (answer) => sessionStorage.setItem(SESSION_KEY, `${name}\n${answer.session}`));
+  arena.client.on("connected", (_params, transport) => {
+    debug.connectMs ??= performance.now() - startedAt;
+    debug.transport = transport;
+    hud.transport(transport, debug.fallback);
+  });
+  arena.client.on("fallback", (why) => {
+    debug.fallback = `${why.reason}: ${why.message}`;
+    hud.system(`WebTransport failed (${why.reason}); connecting over WebSocket`);
+  });
   let shutdownSeen = false;
   arena.on("status", (status) => {
     debug.state = status.state;
@@ -300,6 +333,7 @@ function play(name: string, map: ArenaMapInfo, scene: Scene): void {
   };
   setInterval(() => void checkReady(), 3000);
 
+  const startedAt = performance.now();
   arena.start();
 
   let lastMe: { x: number; y: number } | null = null;
@@ -351,6 +385,7 @@ function play(name: string, map: ArenaMapInfo, scene: Scene): void {
         hud.status(arena.status, retryAt, now, rejoin, shutdownSeen && arena.status.reason !== "server_shutdown");
       }
       debug.rttMs = report.rttMs;
+      debug.roster = [...arena.names.values()];
     }
     debug.me =
       view.me === null

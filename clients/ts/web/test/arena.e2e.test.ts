@@ -1,5 +1,6 @@
 // The arena in a real browser: `tickwire serve` on free ports serving the built demo, two
-// bots over WebSocket (the SDK in Node), and Debian's chromium driven by playwright-core.
+// bots over WebSocket (the SDK in Node), and Debian's chromium driven by playwright-core
+// (the page on WebSocket: `?transport=ws`; WebTransport has its own test).
 // The page joins with a name; the test checks that the bots are drawn and move, that keys
 // move the local player *on the server* (the snapshot's exact own position), that a chat
 // line comes back, saves a screenshot to target/e2e/, then drains and stops the server and
@@ -7,12 +8,10 @@
 //
 // Needs: the demo built (`npm run build`), the binary built (`cargo build -p tickwire`, or
 // TICKWIRE_BIN), /usr/bin/chromium (or CHROMIUM). `make test-e2e` does all of it.
-import { type ChildProcess, spawn } from "node:child_process";
-import { createWriteStream, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import type { ChildProcess } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createInterface } from "node:readline";
-import { fileURLToPath } from "node:url";
 
 import { type ArenaMapInfo, fetchArenaMap } from "@tickwire/client";
 import { type BrowserContext, type Page, chromium } from "playwright-core";
@@ -20,60 +19,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import type { DebugView } from "../src/main.js";
 import { type Bot, startBot } from "./bots.js";
-
-const repo = fileURLToPath(new URL("../../../../", import.meta.url));
-const dist = fileURLToPath(new URL("../dist/", import.meta.url));
-const artifacts = join(repo, "target", "e2e");
-const binary = process.env.TICKWIRE_BIN ?? join(repo, "target", "debug", "tickwire");
-const chromiumPath = process.env.CHROMIUM ?? "/usr/bin/chromium";
-const ADMIN_TOKEN = "e2e-admin-token";
-
-/** Polls `check` every 50 ms until it returns a value that is not `undefined`/`false`, or fails naming `what`. */
-async function waitFor<T>(what: string, check: () => T | undefined | false | Promise<T | undefined | false>, ms = 20_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await check();
-      if (value !== undefined && value !== false) {
-        return value;
-      }
-    } catch (error) {
-      last = error;
-    }
-    if (Date.now() > deadline) {
-      throw new Error(`timed out after ${ms} ms waiting for ${what}${last === undefined ? "" : `: ${String(last)}`}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
-
-/** Starts `tickwire serve` on free loopback ports; resolves with its HTTP base URL. */
-async function startServer(dir: string): Promise<{ server: ChildProcess; baseUrl: string }> {
-  const log = createWriteStream(join(artifacts, "server.log"));
-  const server = spawn(
-    binary,
-    ["serve", "--http", "127.0.0.1:0", "--udp", "127.0.0.1:0", "--console", "127.0.0.1:0", "--shards", "1"],
-    {
-      cwd: dir,
-      env: { ...process.env, TICKWIRE_WEB__DIR: dist, TICKWIRE_ADMIN__TOKEN: ADMIN_TOKEN, RUST_LOG: "info" },
-      stdio: ["ignore", "pipe", "pipe"],
-    },
-  );
-  server.stderr!.pipe(log);
-  const lines = createInterface({ input: server.stdout! });
-  const baseUrl = await new Promise<string>((resolve, reject) => {
-    server.once("exit", (code) => reject(new Error(`tickwire serve exited with ${code}; see target/e2e/server.log`)));
-    server.once("error", reject);
-    lines.on("line", (line) => {
-      const http = /listening http=(\S+)/.exec(line)?.[1];
-      if (http !== undefined) {
-        resolve(`http://${http}`);
-      }
-    });
-  });
-  return { server, baseUrl };
-}
+import { ADMIN_TOKEN, CHROMIUM_ARGS, artifacts, binary, chromiumPath, dist, startServer, waitFor } from "./harness.js";
 
 async function debugView(page: Page): Promise<DebugView> {
   return page.evaluate(() => structuredClone(window.__tickwire));
@@ -95,7 +41,9 @@ describe("the arena in chromium", () => {
     expect(existsSync(binary), `the server binary ${binary} exists (cargo build -p tickwire)`).toBe(true);
     expect(existsSync(chromiumPath), `${chromiumPath} exists (apt-get install chromium)`).toBe(true);
     scratch = mkdtempSync(join(tmpdir(), "tickwire-e2e-"));
-    ({ server, baseUrl } = await startServer(scratch));
+    // WebTransport on a free port (not the default 4433, which another server may hold); this
+    // test plays over WebSocket (`?transport=ws`), webtransport.e2e.test.ts over WebTransport.
+    ({ process: server, baseUrl } = await startServer(scratch, ["--wt", "127.0.0.1:0"]));
     map = await fetchArenaMap({ baseUrl });
     for (let i = 1; i <= 2; i++) {
       bots.push(startBot({ baseUrl, map, name: `bot-${i}`, seed: i }));
@@ -105,16 +53,7 @@ describe("the arena in chromium", () => {
       executablePath: chromiumPath,
       headless: true,
       viewport: { width: 1280, height: 800 },
-      args: [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-      ],
+      args: CHROMIUM_ARGS,
     });
     page = context.pages()[0] ?? (await context.newPage());
     page.on("console", (message) => {
@@ -148,7 +87,7 @@ describe("the arena in chromium", () => {
 
   async function play(): Promise<void> {
     // The leaderboard page reads the persistence API (empty on a fresh database).
-    await page.goto(`${baseUrl}/#leaderboard`);
+    await page.goto(`${baseUrl}/?transport=ws#leaderboard`);
     await page.waitForFunction(() => !/Loading/.test(document.getElementById("leaderboard-body")?.textContent ?? "Loading"), null, {
       timeout: 20_000,
     });
@@ -158,6 +97,7 @@ describe("the arena in chromium", () => {
     await page.fill("#name", "e2e-player");
     await page.click("#play");
     await page.waitForFunction(() => window.__tickwire.state === "playing", null, { timeout: 20_000 });
+    expect((await debugView(page)).transport, "the URL asked for WebSocket").toBe("websocket");
 
     // The bots come over (players see each other within 20 m), are drawn by name, and move.
     const here = await waitFor("the local player", async () => (await debugView(page)).me ?? undefined);

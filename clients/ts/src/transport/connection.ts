@@ -1,0 +1,43 @@
+/**
+ * What every transport's connection offers the client above it: {@link WsConnection} and
+ * {@link WtConnection} both are one of these, so matchmaking, reconnection and statistics
+ * work the same over either.
+ */
+
+import type { Disconnect } from "./close-codes.js";
+import type { ConnectionParams } from "./params.js";
+
+/** The transports a browser can use. */
+export type TransportKind = "webtransport" | "websocket";
+
+/** The events of a {@link Connection}, with their listeners' arguments. */
+export interface ConnectionEvents {
+  /** The server accepted the token; data may flow. */
+  connected: [params: ConnectionParams];
+  /** A data message from the server. `bytes` is a view, valid during the call. */
+  message: [channel: number, bytes: Uint8Array];
+  /** The connection ended (exactly once, whether or not it ever connected). */
+  disconnected: [disconnect: Disconnect];
+  /** A message, frame or datagram went out or came in (for statistics): its size in bytes. */
+  sent: [bytes: number];
+  received: [bytes: number];
+}
+
+/** Where a connection is in its life. */
+export type ConnectionState = "opening" | "handshaking" | "connected" | "closed";
+
+/** One connection to a tickwire server; not reusable (reconnecting needs a fresh token). */
+export interface Connection {
+  /** Which transport this is. */
+  readonly transport: TransportKind;
+  /** Where the connection is. */
+  readonly state: ConnectionState;
+  /** The server's parameters, once connected. */
+  readonly params: ConnectionParams | null;
+  /** Adds a listener; returns a function that removes it. */
+  on<K extends keyof ConnectionEvents>(event: K, listener: (...args: ConnectionEvents[K]) => void): () => void;
+  /** Sends `message` on `channel`; false (and nothing sent) when not connected. */
+  send(channel: number, message: Uint8Array): boolean;
+  /** Leaves: the server gives the seat up; `disconnected` follows with reason `requested`. */
+  close(): void;
+}

@@ -1,0 +1,98 @@
+// What the browser end-to-end tests share: paths, a polling wait under a deadline, a real
+// `tickwire serve` on free ports, and Debian's chromium.
+import { type ChildProcess, spawn } from "node:child_process";
+import { createWriteStream } from "node:fs";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+
+export const repo = fileURLToPath(new URL("../../../../", import.meta.url));
+export const dist = fileURLToPath(new URL("../dist/", import.meta.url));
+export const artifacts = join(repo, "target", "e2e");
+export const binary = process.env.TICKWIRE_BIN ?? join(repo, "target", "debug", "tickwire");
+export const chromiumPath = process.env.CHROMIUM ?? "/usr/bin/chromium";
+export const ADMIN_TOKEN = "e2e-admin-token";
+
+/**
+ * Chromium's flags for the tests: headless, no sandbox (CI runs as root), nothing that
+ * phones home. QUIC stays on: WebTransport is HTTP/3.
+ */
+export const CHROMIUM_ARGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+];
+
+/** Polls `check` every 50 ms until it returns a value that is not `undefined`/`false`, or fails naming `what`. */
+export async function waitFor<T>(
+  what: string,
+  check: () => T | undefined | false | Promise<T | undefined | false>,
+  ms = 20_000,
+): Promise<T> {
+  const deadline = Date.now() + ms;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await check();
+      if (value !== undefined && value !== false) {
+        return value;
+      }
+    } catch (error) {
+      last = error;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`timed out after ${ms} ms waiting for ${what}${last === undefined ? "" : `: ${String(last)}`}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** A running `tickwire serve`: its HTTP base URL and every `key=value` of its `listening` line. */
+export interface Server {
+  process: ChildProcess;
+  baseUrl: string;
+  listening: Record<string, string>;
+}
+
+/**
+ * Starts `tickwire serve` on free loopback ports (plus `extraArgs`), its log in
+ * target/e2e/`logName`; resolves once it prints its `listening http=…` line.
+ */
+export async function startServer(dir: string, extraArgs: string[] = [], logName = "server.log"): Promise<Server> {
+  const log = createWriteStream(join(artifacts, logName));
+  const server = spawn(
+    binary,
+    ["serve", "--http", "127.0.0.1:0", "--udp", "127.0.0.1:0", "--console", "127.0.0.1:0", "--shards", "1", ...extraArgs],
+    {
+      cwd: dir,
+      env: { ...process.env, TICKWIRE_WEB__DIR: dist, TICKWIRE_ADMIN__TOKEN: ADMIN_TOKEN, RUST_LOG: "info" },
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
+  server.stderr!.pipe(log);
+  const lines = createInterface({ input: server.stdout! });
+  const listening = await new Promise<Record<string, string>>((resolve, reject) => {
+    server.once("exit", (code) => reject(new Error(`tickwire serve exited with ${code}; see target/e2e/${logName}`)));
+    server.once("error", reject);
+    lines.on("line", (line) => {
+      if (/^listening http=/.test(line)) {
+        resolve(Object.fromEntries(line.slice("listening ".length).split(" ").map((part) => part.split("=", 2) as [string, string])));
+      }
+    });
+  });
+  return { process: server, baseUrl: `http://${listening.http!}`, listening };
+}
+
+/** Stops a child this test started (SIGTERM) and waits for it to exit. */
+export async function stop(child: ChildProcess | undefined): Promise<void> {
+  if (child === undefined || child.exitCode !== null || child.signalCode !== null) {
+    return;
+  }
+  const exited = new Promise((resolve) => child.once("exit", resolve));
+  child.kill("SIGTERM");
+  await exited;
+}
