@@ -20,10 +20,74 @@ struct Record {
     refreshed: u32,
 }
 
-#[derive(Debug, Clone, Default)]
-struct SentSnapshot {
-    tick: Option<u32>,
+/// A recipient's last snapshots, as the views they left it with: possible baselines.
+///
+/// One block of `slots × stride` records, the stride being the largest view this recipient
+/// has had, grown in powers of two: a player allocates a handful of times in its life, and
+/// one who sees three others holds 32 × 4 records rather than 32 × `max_entities` (16 bytes
+/// each), which in small rooms was most of a player's memory.
+#[derive(Debug, Clone)]
+struct History {
+    /// The tick each slot holds, if any; slot = tick mod slots.
+    ticks: Vec<Option<u32>>,
+    /// Records in each slot's view.
+    lens: Vec<u32>,
+    stride: usize,
     records: Vec<Record>,
+}
+
+impl History {
+    fn new(slots: usize) -> Self {
+        Self {
+            ticks: vec![None; slots],
+            lens: vec![0; slots],
+            stride: 0,
+            records: Vec::new(),
+        }
+    }
+
+    fn slots(&self) -> usize {
+        self.ticks.len()
+    }
+
+    fn slot(&self, tick: u32) -> usize {
+        tick as usize % self.slots()
+    }
+
+    /// The view `tick`'s snapshot left, while the history holds it.
+    fn view(&self, tick: u32) -> Option<&[Record]> {
+        let slot = self.slot(tick);
+        (self.ticks[slot] == Some(tick)).then(|| {
+            let start = slot * self.stride;
+            &self.records[start..start + self.lens[slot] as usize]
+        })
+    }
+
+    fn store(&mut self, tick: u32, view: &[Record]) {
+        if view.len() > self.stride {
+            self.grow(view.len().next_power_of_two(), view[0]);
+        }
+        let slot = self.slot(tick);
+        let start = slot * self.stride;
+        self.records[start..start + view.len()].copy_from_slice(view);
+        self.lens[slot] = view.len() as u32;
+        self.ticks[slot] = Some(tick);
+    }
+
+    fn grow(&mut self, stride: usize, filler: Record) {
+        let mut records = vec![filler; self.slots() * stride];
+        for (slot, &len) in self.lens.iter().enumerate() {
+            let (from, to) = (slot * self.stride, slot * stride);
+            let len = len as usize;
+            records[to..to + len].copy_from_slice(&self.records[from..from + len]);
+        }
+        self.records = records;
+        self.stride = stride;
+    }
+
+    fn forget(&mut self) {
+        self.ticks.fill(None);
+    }
 }
 
 /// Why an acknowledgement was not taken.
@@ -47,7 +111,7 @@ pub enum AckError {
 /// the mechanism is the same and the room does not know the difference.
 #[derive(Debug, Clone)]
 pub struct ClientSnapshots {
-    history: Vec<SentSnapshot>,
+    history: History,
     acked: Option<u32>,
     last_sent: Option<u32>,
     tokens: i64,
@@ -57,7 +121,7 @@ impl ClientSnapshots {
     /// Nothing sent yet: the first snapshot will be a full one.
     pub fn new(config: &SnapshotConfig) -> Self {
         Self {
-            history: vec![SentSnapshot::default(); config.history],
+            history: History::new(config.history),
             acked: None,
             last_sent: None,
             tokens: config.packet_budget as i64,
@@ -79,8 +143,7 @@ impl ClientSnapshots {
         if self.acked.is_some_and(|acked| !newer(tick, acked)) {
             return Ok(());
         }
-        let slot = tick as usize % self.history.len();
-        if self.history[slot].tick == Some(tick) {
+        if self.history.view(tick).is_some() {
             self.acked = Some(tick);
         }
         Ok(())
@@ -89,14 +152,19 @@ impl ClientSnapshots {
     /// Forgets every baseline (after a reconnection): the next snapshot is a full one.
     pub fn reset(&mut self) {
         self.acked = None;
-        for sent in &mut self.history {
-            sent.tick = None;
-        }
+        self.history.forget();
     }
 
     /// The newest acknowledged tick still usable as a baseline.
     pub fn acked(&self) -> Option<u32> {
         self.acked
+    }
+
+    /// Records each history slot has room for: the largest view this recipient has had,
+    /// rounded up to a power of two (0 before the first snapshot). Its memory is
+    /// `history × stride × 16` bytes.
+    pub fn history_stride(&self) -> usize {
+        self.history.stride
     }
 
     /// The tick of the newest snapshot sent.
@@ -107,9 +175,8 @@ impl ClientSnapshots {
     /// The view the snapshot of `tick` left the client with (ordered by id), while the
     /// history holds it.
     pub fn view(&self, tick: u32) -> Option<impl Iterator<Item = EntityView> + '_> {
-        let sent = &self.history[tick as usize % self.history.len()];
-        (sent.tick == Some(tick)).then(|| {
-            sent.records.iter().map(|record| EntityView {
+        self.history.view(tick).map(|records| {
+            records.iter().map(|record| EntityView {
                 id: record.id,
                 state: record.state,
             })
@@ -245,23 +312,19 @@ impl SnapshotEncoder {
         }
         let config = &self.config;
         let tick = frame.tick as u32;
-        let history = client.history.len();
+        let history = client.history.slots();
         client.tokens = (client.tokens + self.tokens_per_tick).min(config.packet_budget as i64);
         let budget_bits = (client.tokens.max(0) as usize).min(config.packet_budget) * 8;
 
-        let baseline_slot = client.acked.and_then(|acked| {
-            let age = tick.wrapping_sub(acked) as usize;
-            let slot = acked as usize % history;
-            ((1..history).contains(&age) && client.history[slot].tick == Some(acked))
-                .then_some(slot)
+        let baseline = client.acked.and_then(|acked| {
+            let age = tick.wrapping_sub(acked);
+            (1..history)
+                .contains(&(age as usize))
+                .then(|| client.history.view(acked).map(|view| (view, age)))
+                .flatten()
         });
-        let (baseline, baseline_age): (&[Record], u32) = match baseline_slot {
-            Some(slot) => (
-                &client.history[slot].records,
-                tick.wrapping_sub(client.history[slot].tick.unwrap_or(tick)),
-            ),
-            None => (&[], 0),
-        };
+        let has_baseline = baseline.is_some();
+        let (baseline, baseline_age): (&[Record], u32) = baseline.unwrap_or((&[], 0));
 
         self.stamp = self.stamp.wrapping_add(1);
         if self.stamp == 0 {
@@ -441,14 +504,11 @@ impl SnapshotEncoder {
         }
 
         self.records.clear();
-        // Record vectors circulate between this scratch and the clients' histories; each
-        // grows once to the cap, so steady state never reallocates.
-        self.records.reserve(config.max_entities);
         let own = &frame.own[me];
         let own_state = &frame.states[me];
         let schema = &self.schema;
         let (x_bits, y_bits) = schema.position_bits();
-        let mut used = header_bits(baseline_slot.is_some(), own.last_input.is_some())
+        let mut used = header_bits(has_baseline, own.last_input.is_some())
             + own_bits(schema, own, own_state)
             + 3 * 8
             + 6
@@ -592,8 +652,8 @@ impl SnapshotEncoder {
 
         let mut w = BitWriter::new(out);
         w.write_uint(u64::from(tick), 32)?;
-        w.write_bool(baseline_slot.is_some())?;
-        if baseline_slot.is_some() {
+        w.write_bool(has_baseline)?;
+        if has_baseline {
             w.write_uint(u64::from(baseline_age), 8)?;
         }
         w.write_bool(own.last_input.is_some())?;
@@ -628,10 +688,7 @@ impl SnapshotEncoder {
         }
         let len = w.finish()?;
 
-        let slot = tick as usize % history;
-        let sent = &mut client.history[slot];
-        sent.tick = Some(tick);
-        std::mem::swap(&mut sent.records, &mut self.records);
+        client.history.store(tick, &self.records);
         client.last_sent = Some(tick);
         client.tokens -= len as i64;
         Ok(len)

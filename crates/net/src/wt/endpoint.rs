@@ -134,6 +134,8 @@ struct Inner {
     /// The message layer's counters for this transport (the WebSocket endpoint keeps its own).
     messages: Arc<WsCounters>,
     slots: Mutex<Slots>,
+    /// Woken whenever the last open session ends.
+    idle: tokio::sync::Notify,
 }
 
 #[derive(Default)]
@@ -152,6 +154,9 @@ impl Drop for Slot {
     fn drop(&mut self) {
         let mut slots = lock(&self.inner.slots);
         slots.total = slots.total.saturating_sub(1);
+        if slots.total == 0 {
+            self.inner.idle.notify_waiters();
+        }
         if let Some(count) = slots.per_ip.get_mut(&self.ip) {
             *count -= 1;
             if *count == 0 {
@@ -242,6 +247,7 @@ impl WtEndpoint {
                 counters: Arc::new(WtCounters::default()),
                 messages: Arc::new(WsCounters::default()),
                 slots: Mutex::new(Slots::default()),
+                idle: tokio::sync::Notify::new(),
             }),
         })
     }
@@ -270,6 +276,25 @@ impl WtEndpoint {
     /// Sessions open now, handshakes included.
     pub fn session_count(&self) -> usize {
         lock(&self.inner.slots).total
+    }
+
+    /// Waits until no session is open, for at most the close timeout (and a little more:
+    /// a session may have begun its close wait just now). A server shutting down calls it
+    /// after telling every player, so that each session's CLOSE frame (and its code, which
+    /// a browser cannot read from a QUIC close) gets out before the endpoint closes.
+    pub async fn sessions_closed(&self) {
+        let limit = self.inner.ws.config().close_timeout + Duration::from_millis(250);
+        let _ = tokio::time::timeout(limit, async {
+            loop {
+                // Created before the check: `notify_waiters` reaches it from here on.
+                let idle = self.inner.idle.notified();
+                if self.session_count() == 0 {
+                    return;
+                }
+                idle.await;
+            }
+        })
+        .await;
     }
 
     /// Accepts sessions until `stop` completes, then closes the endpoint (every session

@@ -587,6 +587,11 @@ impl Runtime {
         }
         // Connections still in their handshake, and any not yet attached.
         self.app.ws.shutdown();
+        // WebTransport sessions are closing with 4003 on their own tasks; closing the QUIC
+        // endpoint under them would turn that into a bare "connection lost" in a browser.
+        if let Some((endpoint, _)) = &self.app.wt {
+            endpoint.sessions_closed().await;
+        }
         let _ = self.stop_listeners.send(true);
         self.tasks.abort_all();
         while self.tasks.join_next().await.is_some() {}
