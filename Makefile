@@ -6,7 +6,8 @@ CARGO ?= cargo
 .PHONY: run web test test-ts test-e2e lint fmt bench-wire bench-udp bench-relay bench-arena bench fuzz-smoke
 
 ## Build the browser client and start the server: open http://localhost:8080 and play.
-## HTTP, matchmaking and ws on :8080, UDP on :7777, the admin console on 127.0.0.1:7000.
+## HTTP, matchmaking and ws on :8080, UDP on :7777, WebTransport on UDP :4433, the admin
+## console on 127.0.0.1:7000.
 ## Ctrl-C shuts it down gracefully.
 run: web
 	$(CARGO) run --release --locked -p tickwire -- serve
