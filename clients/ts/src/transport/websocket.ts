@@ -16,6 +16,7 @@ import { Emitter } from "../emitter.js";
 import { type Disconnect, type DisconnectReason, reasonOfCloseCode } from "./close-codes.js";
 import type { Connection, ConnectionEvents, ConnectionState } from "./connection.js";
 import { type ConnectionParams, parseConnectionParams } from "./params.js";
+import { ConnectionTimer } from "./connection-timer.js";
 import { type Clock, systemClock } from "./timers.js";
 
 /** The bytes of a public connect token. */
@@ -68,8 +69,6 @@ export type WsConnectionState = ConnectionState;
 const OPEN = 1;
 /** Close code a client uses for a server that broke the protocol (RFC 6455). */
 const PROTOCOL_ERROR = 1002;
-/** A second look before a silence counts (see `heard`), ms. */
-const SILENCE_CONFIRM_MS = 250;
 /** What a client that gave up on a silent server closes with: the server keeps the seat. */
 const CLOSE_TIMED_OUT = 4002;
 
@@ -79,11 +78,10 @@ export class WsConnection implements Connection {
   private readonly socket: WebSocketLike;
   private readonly clock: Clock;
   private readonly token: Uint8Array;
-  private readonly silenceTimeoutMs: number | null;
   private readonly events = new Emitter<WsConnectionEvents>();
   private stateValue: WsConnectionState = "opening";
   private paramsValue: ConnectionParams | null = null;
-  private timer: unknown = null;
+  private readonly timer: ConnectionTimer;
 
   constructor(options: WsConnectionOptions) {
     if (options.token.length !== CONNECT_TOKEN_BYTES) {
@@ -95,7 +93,9 @@ export class WsConnection implements Connection {
     }
     this.clock = options.clock ?? systemClock;
     this.token = options.token;
-    this.silenceTimeoutMs = options.silenceTimeoutMs ?? null;
+    this.timer = new ConnectionTimer(this.clock, options.silenceTimeoutMs ?? null, (reason, message) =>
+      this.closeWith(reason, 4000, message, false),
+    );
     this.socket = new WebSocketImpl(options.url);
     this.socket.binaryType = "arraybuffer";
     this.socket.onopen = () => this.handleOpen();
@@ -103,7 +103,7 @@ export class WsConnection implements Connection {
     this.socket.onclose = (event) => this.handleClose(event.code, event.reason);
     // An error is always followed by a close event, which reports it.
     this.socket.onerror = () => {};
-    this.arm(options.handshakeTimeoutMs ?? 10_000, "handshake_timed_out", "no accepted message from the server in time");
+    this.timer.arm(options.handshakeTimeoutMs ?? 10_000, "handshake_timed_out", "no accepted message from the server in time");
   }
 
   /** Where the connection is. */
@@ -182,8 +182,8 @@ export class WsConnection implements Connection {
       }
       this.paramsValue = params;
       this.stateValue = "connected";
-      this.disarm();
-      this.heard();
+      this.timer.disarm();
+      this.timer.heard();
       this.emit("connected", params);
       return;
     }
@@ -206,7 +206,7 @@ export class WsConnection implements Connection {
       this.closeWith("message_too_large", 1009, `message of ${bytes.length - 1} bytes exceeds max ${params.maxMessageSize}`, true);
       return;
     }
-    this.heard();
+    this.timer.heard();
     this.emit("message", channel, bytes.subarray(1));
   }
 
@@ -241,55 +241,10 @@ export class WsConnection implements Connection {
 
   private finish(disconnect: Disconnect): void {
     this.stateValue = "closed";
-    this.disarm();
+    this.timer.disarm();
     this.socket.onopen = null;
     this.socket.onmessage = null;
     this.socket.onclose = null;
     this.emit("disconnected", disconnect);
-  }
-
-  private arm(ms: number, reason: DisconnectReason, message: string): void {
-    this.disarm();
-    this.timer = this.clock.schedule(() => {
-      this.timer = null;
-      this.closeWith(reason, 4000, message, false);
-    }, ms);
-  }
-
-  /**
-   * Restarts the silence limit: a timer at the limit that re-arms itself for the time left.
-   * Silence is confirmed once more a moment later before giving up: a page whose main
-   * thread was blocked (a long frame, a starved machine) runs this timer before the
-   * messages that arrived meanwhile, and must not take its own stall for the server's.
-   */
-  private heard(): void {
-    this.lastHeard = this.clock.now();
-    if (this.silenceTimeoutMs === null || this.timer !== null) {
-      return;
-    }
-    const limit = this.silenceTimeoutMs;
-    let confirming = false;
-    const check = (): void => {
-      this.timer = null;
-      const quiet = this.clock.now() - this.lastHeard;
-      if (quiet < limit) {
-        confirming = false;
-        this.timer = this.clock.schedule(check, limit - quiet);
-      } else if (!confirming) {
-        confirming = true;
-        this.timer = this.clock.schedule(check, SILENCE_CONFIRM_MS);
-      } else {
-        this.closeWith("server_silent", 4000, `nothing from the server for ${limit} ms`, false);
-      }
-    };
-    this.timer = this.clock.schedule(check, limit);
-  }
-  private lastHeard = 0;
-
-  private disarm(): void {
-    if (this.timer !== null) {
-      this.clock.cancel(this.timer);
-      this.timer = null;
-    }
   }
 }

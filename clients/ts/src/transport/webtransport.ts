@@ -22,6 +22,7 @@ import { Emitter } from "../emitter.js";
 import { type Disconnect, type DisconnectReason, reasonOfCloseCode } from "./close-codes.js";
 import type { Connection, ConnectionEvents, ConnectionState } from "./connection.js";
 import { type ConnectionParams, parseConnectionParams } from "./params.js";
+import { ConnectionTimer } from "./connection-timer.js";
 import { type Clock, systemClock } from "./timers.js";
 import {
   CLOSE_FRAME_TAG,
@@ -125,8 +126,6 @@ export interface WtCounts {
 const DEFAULT_MAX_DATAGRAM = 1024;
 /** Datagrams waiting in the browser's writable past which more are dropped, not queued. */
 const MAX_QUEUED_DATAGRAMS = 64;
-/** A second look before a silence counts, ms (as for WebSocket). */
-const SILENCE_CONFIRM_MS = 250;
 /** How long a leaving client lets its CLOSE frame drain before closing the session, ms. */
 const CLOSE_DRAIN_MS = 1000;
 /** The code reported for a session that ended without one (WebSocket's "abnormal closure"). */
@@ -147,7 +146,6 @@ export class WtConnection implements Connection {
   private readonly session: WebTransportLike | null = null;
   private readonly clock: Clock;
   private readonly token: Uint8Array;
-  private readonly silenceTimeoutMs: number | null;
   private readonly events = new Emitter<ConnectionEvents>();
   private readonly frames = new FrameReader(MIN_FRAME_LIMIT);
   private readonly sequences = new SequenceFilter();
@@ -156,8 +154,7 @@ export class WtConnection implements Connection {
   private datagramWriter: WritableStreamDefaultWriter<Uint8Array> | null = null;
   private stateValue: ConnectionState = "opening";
   private paramsValue: ConnectionParams | null = null;
-  private timer: unknown = null;
-  private lastHeard = 0;
+  private readonly timer: ConnectionTimer;
 
   constructor(options: WtConnectionOptions) {
     if (options.token.length !== CONNECT_TOKEN_BYTES) {
@@ -169,8 +166,10 @@ export class WtConnection implements Connection {
     }
     this.clock = options.clock ?? systemClock;
     this.token = options.token;
-    this.silenceTimeoutMs = options.silenceTimeoutMs ?? null;
-    this.arm(options.handshakeTimeoutMs ?? 10_000, "handshake_timed_out", "no connection parameters from the server in time");
+    this.timer = new ConnectionTimer(this.clock, options.silenceTimeoutMs ?? null, (reason, message) =>
+      this.closeWith(reason, 4000, message, false),
+    );
+    this.timer.arm(options.handshakeTimeoutMs ?? 10_000, "handshake_timed_out", "no connection parameters from the server in time");
     const init: WebTransportOptionsLike = { requireUnreliable: true };
     if (options.certificateHash !== null) {
       init.serverCertificateHashes = [{ algorithm: "sha-256", value: options.certificateHash }];
@@ -365,8 +364,8 @@ export class WtConnection implements Connection {
       this.paramsValue = params;
       this.frames.limit = frameLimit(params.maxMessageSize);
       this.stateValue = "connected";
-      this.disarm();
-      this.heard();
+      this.timer.disarm();
+      this.timer.heard();
       this.emit("connected", params);
       return;
     }
@@ -383,7 +382,7 @@ export class WtConnection implements Connection {
       this.closeWith("message_too_large", CLOSE_TOO_LARGE, `message of ${body.length - 1} bytes exceeds max ${params.maxMessageSize}`, true);
       return;
     }
-    this.heard();
+    this.timer.heard();
     this.emit("message", channel, body.subarray(1));
   }
 
@@ -424,7 +423,7 @@ export class WtConnection implements Connection {
       this.drops.stale += 1;
       return;
     }
-    this.heard();
+    this.timer.heard();
     this.emit("message", parsed.channel, parsed.message);
   }
 
@@ -496,47 +495,8 @@ export class WtConnection implements Connection {
       return;
     }
     this.stateValue = "closed";
-    this.disarm();
+    this.timer.disarm();
     this.emit("disconnected", disconnect);
-  }
-
-  private arm(ms: number, reason: DisconnectReason, message: string): void {
-    this.disarm();
-    this.timer = this.clock.schedule(() => {
-      this.timer = null;
-      this.closeWith(reason, 4000, message, false);
-    }, ms);
-  }
-
-  /** Restarts the silence limit (as `WsConnection`'s, with the same second look). */
-  private heard(): void {
-    this.lastHeard = this.clock.now();
-    if (this.silenceTimeoutMs === null || this.timer !== null) {
-      return;
-    }
-    const limit = this.silenceTimeoutMs;
-    let confirming = false;
-    const check = (): void => {
-      this.timer = null;
-      const quiet = this.clock.now() - this.lastHeard;
-      if (quiet < limit) {
-        confirming = false;
-        this.timer = this.clock.schedule(check, limit - quiet);
-      } else if (!confirming) {
-        confirming = true;
-        this.timer = this.clock.schedule(check, SILENCE_CONFIRM_MS);
-      } else {
-        this.closeWith("server_silent", 4000, `nothing from the server for ${limit} ms`, false);
-      }
-    };
-    this.timer = this.clock.schedule(check, limit);
-  }
-
-  private disarm(): void {
-    if (this.timer !== null) {
-      this.clock.cancel(this.timer);
-      this.timer = null;
-    }
   }
 }
 
