@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use common::serve::{
-    ADMIN_TOKEN, WsPlayer, answer_token, http, matchmake, test_config, ws_connect,
+    ADMIN_TOKEN, WsPlayer, answer_token, http, matchmake, metrics_until, test_config, ws_connect,
 };
 use common::{WAIT, udp_client, udp_disconnect_reason, udp_next};
 use serde_json::{Value, json};
@@ -543,21 +543,6 @@ async fn behind_a_proxy_the_answer_names_the_public_websocket_endpoint() {
     runtime.shut_down().await.unwrap();
 }
 
-/// The `/metrics` text once it contains `line`.
-async fn metrics_until(runtime: &Runtime, line: &str) {
-    let deadline = Instant::now() + WAIT;
-    loop {
-        let body = http(runtime.addresses().http, "GET", "/metrics", None, None)
-            .await
-            .body;
-        if body.contains(line) {
-            return;
-        }
-        assert!(Instant::now() < deadline, "never saw {line:?} in:\n{body}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_page_that_goes_away_keeps_its_seat_and_a_goodbye_gives_it_up() {
     use tokio_tungstenite::tungstenite::protocol::CloseFrame;
@@ -574,10 +559,18 @@ async fn a_page_that_goes_away_keeps_its_seat_and_a_goodbye_gives_it_up() {
     // A goodbye (1000, what an SDK's leave sends): the seat is free at once.
     let bob = matchmake(http_address, json!({"kind": "relay", "name": "bob"})).await;
     let mut ws = WsPlayer::new(ws_connect(http_address, &answer_token(&bob)).await);
-    metrics_until(&runtime, "tickwire_players{transport=\"ws\"} 1").await;
+    metrics_until(
+        runtime.addresses().http,
+        "tickwire_players{transport=\"ws\"} 1",
+    )
+    .await;
     ws.send(close(1000)).await;
-    metrics_until(&runtime, "tickwire_players{transport=\"ws\"} 0").await;
-    metrics_until(&runtime, "tickwire_players_reconnecting 0").await;
+    metrics_until(
+        runtime.addresses().http,
+        "tickwire_players{transport=\"ws\"} 0",
+    )
+    .await;
+    metrics_until(runtime.addresses().http, "tickwire_players_reconnecting 0").await;
     let gone = http(
         http_address,
         "POST",
@@ -591,9 +584,13 @@ async fn a_page_that_goes_away_keeps_its_seat_and_a_goodbye_gives_it_up() {
     // A page that closed or reloaded (the browser sends 1001): the seat waits for it.
     let ann = matchmake(http_address, json!({"kind": "relay", "name": "ann"})).await;
     let mut ws = WsPlayer::new(ws_connect(http_address, &answer_token(&ann)).await);
-    metrics_until(&runtime, "tickwire_players{transport=\"ws\"} 1").await;
+    metrics_until(
+        runtime.addresses().http,
+        "tickwire_players{transport=\"ws\"} 1",
+    )
+    .await;
     ws.send(close(1001)).await;
-    metrics_until(&runtime, "tickwire_players_reconnecting 1").await;
+    metrics_until(runtime.addresses().http, "tickwire_players_reconnecting 1").await;
     let back = matchmake(http_address, json!({"session": ann["session"]})).await;
     assert_eq!(back["reconnect"], true);
     assert_eq!(back["room"], ann["room"]);

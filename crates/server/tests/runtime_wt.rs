@@ -8,7 +8,9 @@ mod common;
 use std::time::Duration;
 
 use bytes::Bytes;
-use common::serve::{WsPlayer, answer_token, http, matchmake, test_config, ws_connect};
+use common::serve::{
+    WsPlayer, answer_token, http, matchmake, metrics_until, test_config, ws_connect,
+};
 use common::{WAIT, udp_client, udp_next};
 use serde_json::{Value, json};
 use tickwire_net::driver::ClientDriver;
@@ -389,18 +391,6 @@ async fn a_second_stream_in_a_session_is_stopped() {
         1
     );
     runtime.shut_down().await.unwrap();
-}
-
-async fn metrics_until(http_address: std::net::SocketAddr, line: &str) {
-    let deadline = Instant::now() + WAIT;
-    loop {
-        let metrics = http(http_address, "GET", "/metrics", None, None).await;
-        if metrics.body.lines().any(|have| have == line) {
-            return;
-        }
-        assert!(Instant::now() < deadline, "no {line} in\n{}", metrics.body);
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -118,6 +118,23 @@ fn dechunk(mut body: &str) -> String {
     out
 }
 
+/// Polls `GET /metrics` until it has `line` as a whole line (gauges come from the workers'
+/// views, published a few times a second).
+pub async fn metrics_until(http_address: SocketAddr, line: &str) {
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        let body = http(http_address, "GET", "/metrics", None, None).await.body;
+        if body.lines().any(|have| have == line) {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never saw {line:?} in:\n{body}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
 /// `POST /api/matchmake` that must succeed; the answer.
 pub async fn matchmake(http_address: SocketAddr, request: Value) -> Value {
     let reply = http(
