@@ -35,6 +35,20 @@ pub(crate) enum AckWanted {
     Now,
 }
 
+impl AckWanted {
+    /// What a packet asks for, from what it carries: the same rule for the sender (what it
+    /// waits for) and the receiver (what it owes).
+    pub(crate) fn of(reliable: bool, ping: bool, frames: bool) -> Self {
+        if reliable || ping {
+            Self::Now
+        } else if frames {
+            Self::Soon
+        } else {
+            Self::Never
+        }
+    }
+}
+
 /// 256 bits indexed from 0, stored as four little-endian words.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Bits256([u64; 4]);

@@ -272,14 +272,10 @@ impl Reliability {
             .is_none_or(|at| now.saturating_duration_since(at) >= RTT_PROBE_INTERVAL);
         // A keepalive, or a packet of unreliable messages that keeps the RTT estimate fed.
         let ping = !carries_reliable && (force || (frames > 0 && probe_due));
-        let wanted = if carries_reliable || ping {
+        let wanted = AckWanted::of(carries_reliable, ping, frames > 0);
+        if wanted == AckWanted::Now {
             self.last_probe_sent = Some(now);
-            AckWanted::Now
-        } else if frames > 0 {
-            AckWanted::Soon
-        } else {
-            AckWanted::Never
-        };
+        }
         let header = PacketHeader {
             sequence: self.sent.next_sequence(),
             ack: self.received.take_ack(),
@@ -299,13 +295,7 @@ impl Reliability {
     pub fn read_packet(&mut self, now: Instant, payload: &[u8]) -> Result<(), ReadError> {
         let header = PacketHeader::decode(payload)?;
         let (frames, reliable) = self.check_frames(payload)?;
-        let wanted = if reliable > 0 || header.ping {
-            AckWanted::Now
-        } else if frames > 0 {
-            AckWanted::Soon
-        } else {
-            AckWanted::Never
-        };
+        let wanted = AckWanted::of(reliable > 0, header.ping, frames > 0);
         let arrival = self.received.insert(header.sequence, wanted, now);
         if arrival == Arrival::Stale {
             // Its acks are as old as it is; ignore them too.
@@ -369,8 +359,8 @@ impl Reliability {
     }
 
     /// True when [`write_packet`](Self::write_packet) has something to write now without
-    /// `force`: an ack owed at once, queued unreliable messages, or reliable units not yet sent (new
-    /// messages the window admits, or units a full packet left behind). It may say true when
+    /// `force`: an ack owed at once, queued unreliable messages, or reliable units not yet
+    /// sent (new messages the window admits, or units a full packet left behind). It may say true when
     /// `write_packet` then finds nothing, never false when it would write; resends that come
     /// due later are [`next_timeout`](Self::next_timeout)'s.
     pub fn wants_to_send(&self) -> bool {
@@ -389,9 +379,7 @@ impl Reliability {
     }
 
     /// Every check that needs no change of state, so that a packet refused here has had no
-    /// effect. Returns the number of frames.
-    /// Checks every frame of `payload`; returns how many there are and how many of them
-    /// are reliable.
+    /// effect. Returns the number of frames and how many of them are reliable.
     fn check_frames(&self, payload: &[u8]) -> Result<(usize, usize), ReadError> {
         let (mut frames, mut reliable) = (0, 0);
         for frame in FrameReader::new(payload, HEADER_LEN, &self.config.channels) {
