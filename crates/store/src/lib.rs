@@ -51,6 +51,7 @@ mod event;
 pub mod http;
 mod migrate;
 mod nodelay;
+mod rows;
 mod sql;
 mod store;
 mod writer;
