@@ -147,7 +147,11 @@ pub async fn run_with(config: &StoreConfig, records: u64) -> Result<BenchReport,
         "CREATE TABLE {p}accounts (id {id_type} NOT NULL PRIMARY KEY, name VARCHAR(64) NOT NULL, \
          random_num BIGINT NOT NULL, random_indexed_num BIGINT NOT NULL){engine}"
     );
-    let index = format!("CREATE INDEX {p}accounts_indexed ON {p}accounts (random_indexed_num)");
+    // Indexed in the order the ranking reads it, as the store's own score index is: InnoDB
+    // walks an index backwards about a fifth slower than forwards (0.36 against 0.30 ms of
+    // MariaDB's CPU for the top 1,000 here).
+    let index =
+        format!("CREATE INDEX {p}accounts_indexed ON {p}accounts (random_indexed_num DESC)");
     let fill_start = Instant::now();
     let rows_per_insert = 500usize;
     let values: Vec<(i64, i64, i64)> = (1..=records as i64)
