@@ -144,8 +144,9 @@ pub struct WebTransportConfig {
     /// The UDP address to listen on (its port must be open to UDP in firewalls).
     pub listen: SocketAddr,
     /// PEM certificate chain (production: one browsers trust). Without `cert` and `key`, a
-    /// self-signed ECDSA P-256 certificate valid for 13 days is made at each start and its
-    /// SHA-256 hash handed out by matchmaking (browsers accept it by hash).
+    /// self-signed ECDSA P-256 certificate valid for 13 days is made at start, renewed every
+    /// `renew_self_signed_secs`, and its SHA-256 hash handed out by matchmaking (browsers
+    /// accept it by hash).
     pub cert: Option<PathBuf>,
     /// PEM private key.
     pub key: Option<PathBuf>,
@@ -157,7 +158,14 @@ pub struct WebTransportConfig {
     /// Answer each new client address with a QUIC Retry (address validation: one more round
     /// trip, no amplification or held slots from spoofed addresses).
     pub retry: bool,
+    /// How often the self-signed certificate is replaced by a fresh one: at most its 13
+    /// days of validity. Open sessions keep theirs.
+    pub renew_self_signed_secs: u64,
 }
+
+/// The self-signed WebTransport certificate's validity, 13 days: the longest a renewal may
+/// wait.
+pub const SELF_SIGNED_VALID_SECS: u64 = 13 * 24 * 3600;
 
 impl Default for WebTransportConfig {
     fn default() -> Self {
@@ -169,6 +177,7 @@ impl Default for WebTransportConfig {
             max_sessions: 4096,
             max_sessions_per_ip: 16,
             retry: true,
+            renew_self_signed_secs: 12 * 24 * 3600,
         }
     }
 }
@@ -451,6 +460,14 @@ impl ServeConfig {
                     .max_sessions
                     .min(self.webtransport.max_sessions_per_ip),
                 "max_sessions and max_sessions_per_ip must be positive",
+            ));
+        }
+        let renew = self.webtransport.renew_self_signed_secs;
+        if !(1..=SELF_SIGNED_VALID_SECS).contains(&renew) {
+            return Err(invalid(
+                "webtransport.renew_self_signed_secs",
+                renew,
+                "must be 1 to 1123200 (13 days, the certificate's validity)",
             ));
         }
         if self.auth.mode == AuthMode::SharedSecret && self.auth.shared_secret.len() < 16 {

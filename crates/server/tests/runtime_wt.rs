@@ -426,3 +426,55 @@ async fn a_session_that_goes_away_keeps_its_seat_and_a_goodbye_gives_it_up() {
     assert_eq!(back["room"], ann["room"]);
     runtime.shut_down().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_self_signed_certificate_is_renewed_and_open_sessions_keep_theirs() {
+    let mut config = test_config();
+    config.webtransport.renew_self_signed_secs = 1;
+    let runtime = Runtime::start(config, relay_kinds()).await.unwrap();
+    let http_address = runtime.addresses().http;
+    // A renewal every second may fall between a matchmaking answer and the session it
+    // names: that session is refused, and a new answer carries the new hash.
+    let connect = |name: &'static str| async move {
+        for _ in 0..3 {
+            let answer = matchmake(http_address, json!({"kind": "relay", "name": name})).await;
+            let (url, hash) = wt_endpoint(&answer);
+            let Ok(Ok(session)) = timeout(WAIT, WtRawSession::open(&url, Some(hash))).await else {
+                continue;
+            };
+            let token = token_bytes(&answer_token(&answer));
+            let client = timeout(WAIT, session.handshake(&token)).await;
+            return (hash, client.expect("accepted in time").expect("accepted"));
+        }
+        panic!("{name} found no certificate in use");
+    };
+    let (first_hash, mut ann_wt) = connect("ann").await;
+    let url = format!("https://127.0.0.1:{}/wt", runtime.addresses().wt.unwrap().port());
+
+    // Matchmaking hands out the new hash once the certificate has been replaced.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let (second_hash, mut bob_wt) = connect("bob").await;
+    assert_ne!(second_hash, first_hash, "renewed after a second");
+
+    // New sessions get the new certificate: the old hash no longer opens one.
+    let stale = timeout(WAIT, WtRawSession::open(&url, Some(first_hash)))
+        .await
+        .expect("an answer in time");
+    assert!(stale.is_err(), "a session pinned to the old certificate");
+
+    // The session opened before the renewal goes on: it hears the one opened after.
+    let deadline = Instant::now() + WAIT;
+    loop {
+        assert!(Instant::now() < deadline, "ann never heard bob");
+        bob_wt
+            .send(0, Bytes::from_static(b"after the renewal"))
+            .await
+            .unwrap();
+        if let Ok(Ok((_, heard))) = timeout(Duration::from_millis(50), ann_wt.recv()).await
+            && heard.as_ref() == b"after the renewal"
+        {
+            break;
+        }
+    }
+    runtime.shut_down().await.unwrap();
+}

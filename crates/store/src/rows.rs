@@ -6,9 +6,8 @@
 //! 1,000-row page that hand-off is nearly all the cost: about 0.7 ms, where SQLite's own
 //! stepping is about 0.05 ms (the profile is in BENCHMARKS.md). So on SQLite [`fetch_all`]
 //! takes the connection's handle from its worker (sqlx's documented `lock_handle`) and steps
-//! the statement itself, on a blocking-pool thread: one hand-off per query, not per row, and
-//! no async worker blocked while SQLite reads (or waits out its busy timeout). PostgreSQL and
-//! MySQL decode rows as they arrive off the socket; they go through sqlx as everything else.
+//! the statement itself: one hand-off per query, not per row. PostgreSQL and MySQL decode rows
+//! as they arrive off the socket; they go through sqlx as everything else.
 
 use std::ffi::{CStr, c_int};
 use std::ptr::NonNull;
@@ -57,6 +56,18 @@ sqlx_columns!(sqlx::sqlite::SqliteRow);
 sqlx_columns!(sqlx::postgres::PgRow);
 sqlx_columns!(sqlx::mysql::MySqlRow);
 
+/// [`fetch_all`] through sqlx on one of its connections (the types differ, the calls not).
+macro_rules! sqlx_fetch_all {
+    ($conn:expr, $sql:expr, $binds:expr, $decode:expr) => {{
+        let mut query = sqlx::query(AssertSqlSafe($sql));
+        for bind in $binds {
+            query = query.bind(*bind);
+        }
+        let rows = query.fetch_all(&mut **$conn).await?;
+        rows.iter().map(|row| $decode(row)).collect()
+    }};
+}
+
 /// Runs `sql` (the backend's dialect, `?` or `$n` placeholders) with integer `binds` on
 /// `conn`, and decodes every row it returns with `decode`. Bound the rows in the SQL
 /// (`LIMIT`): all of them are in memory at once.
@@ -72,22 +83,8 @@ pub(crate) async fn fetch_all<T>(
             let db = locked.as_raw_handle();
             blocking(|| step_all(db, sql, binds, &mut decode))
         }
-        Connection::Postgres(conn) => {
-            let mut query = sqlx::query(AssertSqlSafe(sql));
-            for bind in binds {
-                query = query.bind(*bind);
-            }
-            let rows = query.fetch_all(&mut **conn).await?;
-            rows.iter().map(|row| decode(row)).collect()
-        }
-        Connection::MySql(conn) => {
-            let mut query = sqlx::query(AssertSqlSafe(sql));
-            for bind in binds {
-                query = query.bind(*bind);
-            }
-            let rows = query.fetch_all(&mut **conn).await?;
-            rows.iter().map(|row| decode(row)).collect()
-        }
+        Connection::Postgres(conn) => sqlx_fetch_all!(conn, sql, binds, decode),
+        Connection::MySql(conn) => sqlx_fetch_all!(conn, sql, binds, decode),
     }
 }
 

@@ -10,6 +10,8 @@
 // 3. Fallback: matchmaking (rewritten in flight) points the page at a UDP port where nothing
 //    listens, then at one that swallows every packet; each time the page falls back to
 //    WebSocket with a fresh token and plays, within seconds.
+// 4. Shutdown: SIGTERM, and the page on WebTransport says the server is shutting down (the
+//    4003 CLOSE frame on its control stream got out before the QUIC endpoint closed).
 //
 // Needs what arena.e2e.test.ts needs. Every wait polls a condition under a deadline.
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
@@ -288,5 +290,18 @@ describe.skipIf(!serverHasWebTransport)("WebTransport in chromium", () => {
     } finally {
       blackHole.close();
     }
+  });
+
+  it("tells a page on WebTransport that the server is shutting down", async () => {
+    // Last: it stops the suite's server. A browser cannot read a QUIC close's code, so the
+    // server sends its 4003 as a CLOSE frame and waits for the sessions before it closes.
+    await recorded("wt-shutdown", () => [wtPage], async () => {
+      expect((await debugView(wtPage)).transport, "still on WebTransport").toBe("webtransport");
+      server!.process.kill("SIGTERM");
+      await wtPage.waitForFunction(() => /shutting down/.test(document.getElementById("banner-text")?.textContent ?? ""), null, {
+        timeout: 20_000,
+      });
+      await wtPage.screenshot({ path: join(artifacts, "webtransport-shutdown.png") });
+    });
   });
 });

@@ -49,10 +49,16 @@ pub struct WtConfig {
     /// Answer each new address with a QUIC Retry first, so a spoofed source address cannot
     /// make the server send its handshake (amplification) or hold a session slot.
     pub retry: bool,
+    /// How often a self-signed certificate is replaced by a fresh one (at least 100 ms). It
+    /// is valid for 13 days, so a server up longer would otherwise present an expired one;
+    /// open sessions keep the certificate they began with, and matchmaking hands out the new
+    /// hash from the moment it is in use.
+    pub renew_self_signed_every: Duration,
 }
 
 impl Default for WtConfig {
-    /// 4096 sessions, 16 per address, a 5 s handshake, Retry on.
+    /// 4096 sessions, 16 per address, a 5 s handshake, Retry on, a new self-signed
+    /// certificate every 12 days (a day before the last one expires).
     fn default() -> Self {
         Self {
             max_sessions: 4096,
@@ -60,6 +66,7 @@ impl Default for WtConfig {
             exempt: Vec::new(),
             handshake_timeout: Duration::from_secs(5),
             retry: true,
+            renew_self_signed_every: Duration::from_secs(12 * 24 * 3600),
         }
     }
 }
@@ -69,7 +76,7 @@ impl Default for WtConfig {
 pub enum WtCertificate {
     /// A self-signed ECDSA P-256 certificate for these names, valid from an hour ago for
     /// 13 days (browsers accept a certificate by its hash only if its validity is at most
-    /// 14 days), made at start.
+    /// 14 days), made at start and renewed every [`WtConfig::renew_self_signed_every`].
     SelfSigned(Vec<String>),
     /// The operator's certificate chain and private key, PEM files.
     PemFiles {
@@ -129,7 +136,11 @@ struct Inner {
     config: WtConfig,
     ws: WsEndpoint,
     endpoint: Endpoint<Server>,
-    cert_sha256: Option<String>,
+    /// The names of the self-signed certificate, which is renewed; `None` with an
+    /// operator's certificate.
+    self_signed_names: Option<Vec<String>>,
+    /// The self-signed certificate's hash, replaced at each renewal.
+    cert_sha256: Mutex<Option<String>>,
     counters: Arc<WtCounters>,
     /// The message layer's counters for this transport (the WebSocket endpoint keeps its own).
     messages: Arc<WsCounters>,
@@ -170,6 +181,53 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|poison| poison.into_inner())
 }
 
+/// A self-signed certificate for `names`, valid from an hour ago (clocks differ) for 13
+/// days, and its hash as matchmaking hands it out.
+fn self_signed(names: &[String]) -> Result<(Identity, String), WtError> {
+    let now = OffsetDateTime::now_utc();
+    let identity = Identity::self_signed_builder()
+        .subject_alt_names(names)
+        .validity_period(now - CertDuration::hours(1), now + CertDuration::days(13))
+        .build()
+        .map_err(|error| WtError::Certificate(error.to_string()))?;
+    let hash = identity
+        .certificate_chain()
+        .as_slice()
+        .first()
+        .map(|cert| {
+            cert.hash()
+                .fmt(Sha256DigestFmt::DottedHex)
+                .replace(':', "")
+                .to_ascii_lowercase()
+        })
+        .ok_or_else(|| WtError::Certificate("self-signed chain is empty".to_owned()))?;
+    Ok((identity, hash))
+}
+
+/// QUIC's settings for sessions carrying `ws`'s connection parameters.
+fn transport_config(ws: &WsEndpoint) -> wtransport::quinn::TransportConfig {
+    let ws_config = ws.config();
+    let params = &ws_config.params;
+    let max_frame = max_frame_bytes(params.max_message_size);
+    let mut transport = wtransport::quinn::TransportConfig::default();
+    // The dictated timeout and keepalive: QUIC keeps the session alive, no ping frames.
+    transport
+        .max_idle_timeout(params.timeout.try_into().ok())
+        .keep_alive_interval(Some(params.keepalive_interval))
+        // The HTTP/3 CONNECT stream and the control stream, and room to see (and stop)
+        // a stray one; HTTP/3's control and QPACK streams one way.
+        .max_concurrent_bidi_streams(4u32.into())
+        .max_concurrent_uni_streams(8u32.into())
+        // One largest frame in flight per stream, a little more per connection.
+        .stream_receive_window(window(max_frame))
+        .receive_window(window(max_frame * 2))
+        .send_window((max_frame as u64 * 2).max(256 << 10))
+        // Datagrams waiting to be read or sent: beyond these the oldest are dropped.
+        .datagram_receive_buffer_size(Some(64 << 10))
+        .datagram_send_buffer_size(64 << 10);
+    transport
+}
+
 impl WtEndpoint {
     /// Makes or loads the certificate and serves on `socket` (bound by the caller, so its
     /// address can go into the connect tokens `ws` checks first). Sessions are admitted by
@@ -180,15 +238,10 @@ impl WtEndpoint {
         certificate: WtCertificate,
         ws: WsEndpoint,
     ) -> Result<Self, WtError> {
-        let (identity, self_signed) = match certificate {
+        let (identity, cert_sha256, self_signed_names) = match certificate {
             WtCertificate::SelfSigned(names) => {
-                let now = OffsetDateTime::now_utc();
-                let identity = Identity::self_signed_builder()
-                    .subject_alt_names(&names)
-                    .validity_period(now - CertDuration::hours(1), now + CertDuration::days(13))
-                    .build()
-                    .map_err(|error| WtError::Certificate(error.to_string()))?;
-                (identity, true)
+                let (identity, hash) = self_signed(&names)?;
+                (identity, Some(hash), Some(names))
             }
             WtCertificate::PemFiles { cert, key } => {
                 let identity = Identity::load_pemfiles(&cert, &key)
@@ -200,42 +253,13 @@ impl WtEndpoint {
                             key.display()
                         ))
                     })?;
-                (identity, false)
+                (identity, None, None)
             }
         };
-        let cert_sha256 = self_signed
-            .then(|| {
-                identity.certificate_chain().as_slice().first().map(|cert| {
-                    cert.hash()
-                        .fmt(Sha256DigestFmt::DottedHex)
-                        .replace(':', "")
-                        .to_ascii_lowercase()
-                })
-            })
-            .flatten();
-        let ws_config = ws.config();
-        let params = &ws_config.params;
-        let max_frame = max_frame_bytes(params.max_message_size);
-        let mut transport = wtransport::quinn::TransportConfig::default();
-        // The dictated timeout and keepalive: QUIC keeps the session alive, no ping frames.
-        transport
-            .max_idle_timeout(params.timeout.try_into().ok())
-            .keep_alive_interval(Some(params.keepalive_interval))
-            // The HTTP/3 CONNECT stream and the control stream, and room to see (and stop)
-            // a stray one; HTTP/3's control and QPACK streams one way.
-            .max_concurrent_bidi_streams(4u32.into())
-            .max_concurrent_uni_streams(8u32.into())
-            // One largest frame in flight per stream, a little more per connection.
-            .stream_receive_window(window(max_frame))
-            .receive_window(window(max_frame * 2))
-            .send_window((max_frame as u64 * 2).max(256 << 10))
-            // Datagrams waiting to be read or sent: beyond these the oldest are dropped.
-            .datagram_receive_buffer_size(Some(64 << 10))
-            .datagram_send_buffer_size(64 << 10);
         socket.set_nonblocking(true)?;
         let server = ServerConfig::builder()
             .with_bind_socket(socket)
-            .with_custom_transport(identity, transport)
+            .with_custom_transport(identity, transport_config(&ws))
             .build();
         let endpoint = Endpoint::server(server)?;
         Ok(Self {
@@ -243,7 +267,8 @@ impl WtEndpoint {
                 config,
                 ws,
                 endpoint,
-                cert_sha256,
+                self_signed_names,
+                cert_sha256: Mutex::new(cert_sha256),
                 counters: Arc::new(WtCounters::default()),
                 messages: Arc::new(WsCounters::default()),
                 slots: Mutex::new(Slots::default()),
@@ -257,10 +282,34 @@ impl WtEndpoint {
         self.inner.endpoint.local_addr()
     }
 
-    /// Lowercase hex SHA-256 of the self-signed certificate's DER, for a browser's
-    /// `serverCertificateHashes`; `None` with an operator certificate.
-    pub fn cert_sha256(&self) -> Option<&str> {
-        self.inner.cert_sha256.as_deref()
+    /// Lowercase hex SHA-256 of the self-signed certificate in use (its DER), for a
+    /// browser's `serverCertificateHashes`; `None` with an operator certificate.
+    pub fn cert_sha256(&self) -> Option<String> {
+        lock(&self.inner.cert_sha256).clone()
+    }
+
+    /// Replaces the self-signed certificate with a fresh one for new connections; open
+    /// sessions keep theirs. On failure the old one stays (and is logged).
+    fn renew_self_signed(&self, names: &[String]) {
+        let renewed = self_signed(names).and_then(|(identity, hash)| {
+            let address = self.inner.endpoint.local_addr()?;
+            // The address is ignored: the endpoint keeps its socket (no rebind).
+            let config = ServerConfig::builder()
+                .with_bind_address(address)
+                .with_custom_transport(identity, transport_config(&self.inner.ws))
+                .build();
+            self.inner.endpoint.reload_config(config, false)?;
+            Ok(hash)
+        });
+        match renewed {
+            Ok(hash) => {
+                tracing::info!(cert_sha256 = %hash, "webtransport: self-signed certificate renewed");
+                *lock(&self.inner.cert_sha256) = Some(hash);
+            }
+            Err(error) => {
+                tracing::warn!(%error, "webtransport: could not renew the self-signed certificate; keeping the old one");
+            }
+        }
     }
 
     /// This transport's message-layer counters (accepted, refused by reason, messages).
@@ -301,13 +350,23 @@ impl WtEndpoint {
     /// still open ends with [`CloseCode::ServerShutdown`]).
     pub async fn serve(self, stop: impl Future<Output = ()>) {
         tokio::pin!(stop);
+        let every = self
+            .inner
+            .config
+            .renew_self_signed_every
+            .max(Duration::from_millis(100));
+        let mut renew = tokio::time::interval_at(Instant::now() + every, every);
+        renew.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let names = self.inner.self_signed_names.clone();
         loop {
-            let incoming = tokio::select! {
+            tokio::select! {
                 biased;
                 () = &mut stop => break,
-                incoming = self.inner.endpoint.accept() => incoming,
-            };
-            self.take(incoming);
+                _ = renew.tick(), if names.is_some() => {
+                    self.renew_self_signed(names.as_deref().unwrap_or_default());
+                }
+                incoming = self.inner.endpoint.accept() => self.take(incoming),
+            }
         }
         let code = CloseCode::ServerShutdown;
         self.inner.endpoint.close(

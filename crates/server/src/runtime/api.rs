@@ -239,7 +239,7 @@ async fn matchmake(
     }
     let wt = app.wt.as_ref().map(|(endpoint, public)| WtEndpointInfo {
         url: format!("https://{host_name}:{}/wt", public.port()),
-        cert_sha256: endpoint.cert_sha256().map(str::to_owned),
+        cert_sha256: endpoint.cert_sha256(),
     });
     Ok(axum::Json(MatchmakeAnswer {
         player_id: identity.player.0,

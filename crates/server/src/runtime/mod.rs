@@ -395,6 +395,7 @@ impl Runtime {
                     exempt: config.limits.exempt.clone(),
                     handshake_timeout: WsConfig::default().handshake_timeout,
                     retry: settings.retry,
+                    renew_self_signed_every: Duration::from_secs(settings.renew_self_signed_secs),
                 };
                 let endpoint = WtEndpoint::bind(socket, wt_config, certificate, ws.clone()).await?;
                 Some((endpoint, public))
