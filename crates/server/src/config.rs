@@ -658,6 +658,24 @@ mod tests {
     }
 
     #[test]
+    fn the_self_signed_renewal_must_come_within_the_certificates_validity() {
+        let with = |secs| {
+            let mut config = ServeConfig::default();
+            config.webtransport.renew_self_signed_secs = secs;
+            config.validate()
+        };
+        assert!(with(1).is_ok());
+        assert!(with(SELF_SIGNED_VALID_SECS).is_ok());
+        for bad in [0, SELF_SIGNED_VALID_SECS + 1] {
+            let error = with(bad).unwrap_err().to_string();
+            assert!(
+                error.starts_with(&format!("webtransport.renew_self_signed_secs = {bad}")),
+                "{error}"
+            );
+        }
+    }
+
+    #[test]
     fn unknown_keys_are_refused() {
         let error = serde_json::from_str::<ServeConfig>(r#"{"htp": {}}"#).unwrap_err();
         assert!(error.to_string().contains("unknown field `htp`"), "{error}");

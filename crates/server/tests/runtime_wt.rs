@@ -449,7 +449,10 @@ async fn the_self_signed_certificate_is_renewed_and_open_sessions_keep_theirs() 
         panic!("{name} found no certificate in use");
     };
     let (first_hash, mut ann_wt) = connect("ann").await;
-    let url = format!("https://127.0.0.1:{}/wt", runtime.addresses().wt.unwrap().port());
+    let url = format!(
+        "https://127.0.0.1:{}/wt",
+        runtime.addresses().wt.unwrap().port()
+    );
 
     // Matchmaking hands out the new hash once the certificate has been replaced.
     tokio::time::sleep(Duration::from_millis(1100)).await;

@@ -295,13 +295,15 @@ describe.skipIf(!serverHasWebTransport)("WebTransport in chromium", () => {
   it("tells a page on WebTransport that the server is shutting down", async () => {
     // Last: it stops the suite's server. A browser cannot read a QUIC close's code, so the
     // server sends its 4003 as a CLOSE frame and waits for the sessions before it closes.
-    await recorded("wt-shutdown", () => [wtPage], async () => {
-      expect((await debugView(wtPage)).transport, "still on WebTransport").toBe("webtransport");
+    const page = await newPage("wt-shutdown");
+    await recorded("wt-shutdown", () => [page], async () => {
+      await enter(page, "/", "wt-shutdown-player");
+      expect((await debugView(page)).transport, "playing over WebTransport").toBe("webtransport");
       server!.process.kill("SIGTERM");
-      await wtPage.waitForFunction(() => /shutting down/.test(document.getElementById("banner-text")?.textContent ?? ""), null, {
+      await page.waitForFunction(() => /shutting down/.test(document.getElementById("banner-text")?.textContent ?? ""), null, {
         timeout: 20_000,
       });
-      await wtPage.screenshot({ path: join(artifacts, "webtransport-shutdown.png") });
+      await page.screenshot({ path: join(artifacts, "webtransport-shutdown.png") });
     });
   });
 });
