@@ -34,6 +34,13 @@ fn metric(text: &str, name: &str) -> Option<u64> {
         .find_map(|line| line.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
 }
 
+/// The server's log lines received so far, for a failure's message.
+fn logged(log: &mut tokio::sync::mpsc::UnboundedReceiver<String>) -> String {
+    std::iter::from_fn(|| log.try_recv().ok())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// The value of field `key` in a log line's `key=value` pairs.
 fn field(line: &str, key: &str) -> Option<u64> {
     line.split_whitespace()
@@ -123,9 +130,14 @@ async fn drain_with_a_full_queue_commits_everything_accepted_and_exits_zero() {
         )
         .await
         .unwrap();
-        let mut link = Link::connect(&answer, Transport::Udp, &ConnectOptions::default())
-            .await
-            .unwrap();
+        let mut link =
+            match Link::connect(&answer, Transport::Udp, &ConnectOptions::default()).await {
+                Ok(link) => link,
+                Err(error) => panic!(
+                    "player {i} could not connect: {error}; the server's log so far:\n{}",
+                    logged(&mut log)
+                ),
+            };
         // Keep each player's connection alive until the server ends it.
         players.push(tokio::spawn(async move {
             while !matches!(
