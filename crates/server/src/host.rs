@@ -1,6 +1,7 @@
 //! `RoomHost` runs one [`Room`]: seats, membership, ticks on schedule, and the commands the
 //! room issues, without any I/O. A shard owns many hosts; tests drive one directly.
 
+use std::collections::HashMap;
 use std::time::Instant;
 
 use bytes::Bytes;
@@ -26,7 +27,13 @@ pub struct RoomStats {
 pub struct RoomHost {
     id: RoomId,
     room: Box<dyn Room>,
+    /// In join order, as rooms see them.
     members: Vec<Member>,
+    /// Each member's `connected`, by id: every message is checked against it, so it must not
+    /// cost a walk over a room of thousands.
+    connected: HashMap<PlayerId, bool>,
+    /// Which seats are taken, by seat number: a join takes the lowest free one.
+    seats_taken: Vec<bool>,
     capacity: u16,
     timestep: FixedTimestep,
     commands: Vec<Command>,
@@ -46,6 +53,8 @@ impl RoomHost {
             id,
             room,
             members: Vec::new(),
+            connected: HashMap::new(),
+            seats_taken: vec![false; usize::from(capacity)],
             capacity,
             timestep,
             commands: Vec::new(),
@@ -91,26 +100,39 @@ impl RoomHost {
                 &mut self.commands,
             );
             self.room.leave(&mut ctx, player, LeaveReason::Kicked);
-            self.members.remove(seat);
+            self.unseat(seat);
         }
+    }
+
+    /// Removes the member at `index` from the roster and frees their seat.
+    fn unseat(&mut self, index: usize) {
+        let member = self.members.remove(index);
+        self.connected.remove(&member.id);
+        if let Some(taken) = self.seats_taken.get_mut(usize::from(member.seat.0)) {
+            *taken = false;
+        }
+    }
+
+    fn position(&self, id: PlayerId) -> Option<usize> {
+        if !self.connected.contains_key(&id) {
+            return None;
+        }
+        self.members.iter().position(|member| member.id == id)
     }
 
     /// Seats a player in the lowest free seat, if the room has one and accepts them.
     pub fn join(&mut self, now: Instant, id: PlayerId, name: String) -> Result<Seat, JoinRefused> {
-        if self.members.iter().any(|member| member.id == id) {
+        if self.connected.contains_key(&id) {
             return Err(JoinRefused::AlreadyMember);
         }
-        if self.members.len() >= usize::from(self.capacity) {
+        let Some(free) = self.seats_taken.iter().position(|taken| !taken) else {
             return Err(JoinRefused::Full {
                 capacity: self.capacity,
             });
-        }
-        let seat = (0..self.capacity)
-            .map(Seat)
-            .find(|seat| self.members.iter().all(|member| member.seat != *seat))
-            .ok_or(JoinRefused::Full {
-                capacity: self.capacity,
-            })?;
+        };
+        // One of `capacity` (a u16) seats.
+        let seat = Seat(free as u16);
+        self.seats_taken[free] = true;
         let member = Member {
             id,
             seat,
@@ -118,10 +140,13 @@ impl RoomHost {
             connected: true,
         };
         self.members.push(member.clone());
+        self.connected.insert(id, true);
         let mut verdict = Ok(());
         self.call(now, |room, ctx| verdict = room.join(ctx, &member));
         if let Err(refused) = verdict {
-            self.members.retain(|member| member.id != id);
+            if let Some(index) = self.position(id) {
+                self.unseat(index);
+            }
             return Err(refused);
         }
         Ok(seat)
@@ -129,41 +154,43 @@ impl RoomHost {
 
     /// The player's connection was lost; their seat is held. False for a non-member.
     pub fn disconnected(&mut self, now: Instant, id: PlayerId) -> bool {
-        let Some(member) = self.members.iter_mut().find(|member| member.id == id) else {
+        let Some(index) = self.position(id) else {
             return false;
         };
-        member.connected = false;
+        self.members[index].connected = false;
+        self.connected.insert(id, false);
         self.call(now, |room, ctx| room.disconnected(ctx, id));
         true
     }
 
     /// The player is back in their held seat; `None` if they have no seat here.
     pub fn reconnected(&mut self, now: Instant, id: PlayerId) -> Option<Seat> {
-        let member = self.members.iter_mut().find(|member| member.id == id)?;
+        let index = self.position(id)?;
+        let member = &mut self.members[index];
         member.connected = true;
         let seat = member.seat;
+        self.connected.insert(id, true);
         self.call(now, |room, ctx| room.reconnected(ctx, id));
         Some(seat)
     }
 
     /// The player leaves for good and frees their seat. False for a non-member.
     pub fn leave(&mut self, now: Instant, id: PlayerId, reason: LeaveReason) -> bool {
-        if !self.members.iter().any(|member| member.id == id) {
+        if !self.connected.contains_key(&id) {
             return false;
         }
         self.call(now, |room, ctx| room.leave(ctx, id, reason));
-        self.members.retain(|member| member.id != id);
+        // The room's leave may have kicked others (not this player: it is leaving anyway).
+        if let Some(index) = self.position(id) {
+            self.unseat(index);
+        }
         true
     }
 
     /// Hands a message to the room; ignored (and counted) unless the sender is a connected
     /// member.
     pub fn message(&mut self, now: Instant, from: PlayerId, channel: u8, message: Bytes) -> bool {
-        if !self
-            .members
-            .iter()
-            .any(|member| member.id == from && member.connected)
-        {
+        if self.connected.get(&from) != Some(&true) {
             self.stats.messages_from_strangers += 1;
             return false;
         }
@@ -335,6 +362,12 @@ mod tests {
             Err(JoinRefused::Game(_))
         ));
         assert_eq!(host.members().len(), 1);
+        assert!(
+            !host.message(now, PlayerId(2), 0, Bytes::new()),
+            "not a member"
+        );
+        // The seat it was given back is the next one's.
+        assert_eq!(host.join(now, PlayerId(3), "c".into()), Ok(Seat(1)));
     }
 
     #[test]
@@ -366,6 +399,7 @@ mod tests {
         host.take_commands().for_each(drop);
         host.message(now, PlayerId(1), 0, Bytes::from_static(b"hi"));
         assert!(host.members().is_empty());
+        assert!(!host.message(now, PlayerId(1), 0, Bytes::new()), "gone");
         assert!(
             log.lock()
                 .unwrap()
@@ -380,6 +414,31 @@ mod tests {
                 ..
             }]
         ));
+        // The kicked player's seat is free again, and so is their id.
+        assert_eq!(host.join(now, PlayerId(1), "a".into()), Ok(Seat(0)));
+    }
+
+    #[test]
+    fn a_full_room_refuses_and_a_leave_makes_room() {
+        let (mut host, now) = host(Probe::default(), 2);
+        host.join(now, PlayerId(1), "a".into()).unwrap();
+        host.join(now, PlayerId(2), "b".into()).unwrap();
+        assert_eq!(
+            host.join(now, PlayerId(3), "c".into()),
+            Err(JoinRefused::Full { capacity: 2 })
+        );
+        assert_eq!(
+            host.join(now, PlayerId(2), "b".into()),
+            Err(JoinRefused::AlreadyMember)
+        );
+        assert!(host.leave(now, PlayerId(1), LeaveReason::Left));
+        assert!(
+            !host.leave(now, PlayerId(1), LeaveReason::Left),
+            "left already"
+        );
+        assert_eq!(host.join(now, PlayerId(3), "c".into()), Ok(Seat(0)));
+        let seats: Vec<_> = host.members().iter().map(|m| (m.id, m.seat)).collect();
+        assert_eq!(seats, [(PlayerId(2), Seat(1)), (PlayerId(3), Seat(0))]);
     }
 
     #[test]
