@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use tickwire_bots::engine::{self, LiveSnapshot, Observer, Phase, RunConfig, RunReport};
-use tickwire_bots::scenario::{ArenaBehaviour, ArenaScenario, Body, RelayScenario, Scenario};
+use tickwire_bots::scenario::{ArenaScenario, Body, RelayScenario, Scenario};
 use tickwire_client::Transport;
 
 /// A duration on the command line: `20`, `20s`, `1.5s` or `500ms`.
@@ -73,9 +73,9 @@ pub struct ScenarioArgs {
     /// Receiving after the last send.
     #[arg(long, default_value = "2s", value_parser = parse_duration)]
     pub drain: Duration,
-    /// Bots connected per second at most (teleport: 200, others: 500).
-    #[arg(long)]
-    pub connect_rate: Option<f64>,
+    /// Bots connected per second at most.
+    #[arg(long, default_value_t = 500.0)]
+    pub connect_rate: f64,
     /// Bot threads (0: one per CPU this process may use).
     #[arg(long, default_value_t = 0)]
     pub threads: usize,
@@ -107,16 +107,6 @@ impl Shape {
         match self {
             Shape::Relay(relay) => &relay.name,
             Shape::Arena(arena) => &arena.name,
-        }
-    }
-
-    /// Bots connected per second when `--connect-rate` is not given. Teleport fills one room
-    /// with 5,000 players: at 500 a second, hundreds of them time out in the handshake on a
-    /// 2-core machine while the room grows (BENCHMARKS.md), so it connects at 200.
-    pub fn connect_rate(&self) -> f64 {
-        match self {
-            Shape::Arena(arena) if arena.behaviour == ArenaBehaviour::Teleport => 200.0,
-            Shape::Relay(_) | Shape::Arena(_) => 500.0,
         }
     }
 
@@ -233,15 +223,15 @@ impl ScenarioArgs {
         Ok(Shape::Arena(scenario))
     }
 
-    /// The engine's configuration against `server` for `shape`.
-    pub fn run_config(&self, server: &str, shape: &Shape) -> RunConfig {
+    /// The engine's configuration against `server`.
+    pub fn run_config(&self, server: &str) -> RunConfig {
         RunConfig {
             server: server.to_string(),
             transport: self.transport,
             warmup: self.warmup,
             duration: self.duration,
             drain: self.drain,
-            connect_rate: self.connect_rate.unwrap_or(shape.connect_rate()),
+            connect_rate: self.connect_rate,
             threads: self.threads,
             seed: self.seed,
             ..RunConfig::default()
@@ -340,7 +330,7 @@ pub fn run(args: &BotsArgs) -> anyhow::Result<()> {
     raise_fd_limit();
     let scenario = args.run.scenario(&args.scenario)?;
     let players = scenario.players();
-    let config = args.run.run_config(&args.server, &scenario);
+    let config = args.run.run_config(&args.server);
     let bar = (!args.json).then(|| {
         let bar = ProgressBar::new_spinner();
         bar.set_style(
@@ -530,27 +520,5 @@ mod tests {
         assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
         assert!(parse_duration("soon").is_err());
         assert!(parse_duration("-1").is_err());
-    }
-
-    #[derive(clap::Parser)]
-    struct Flags {
-        #[command(flatten)]
-        run: ScenarioArgs,
-    }
-
-    fn connect_rate(scenario: &str, flags: &[&str]) -> f64 {
-        use clap::Parser as _;
-        let args = Flags::parse_from(std::iter::once("bots").chain(flags.iter().copied())).run;
-        let shape = args.scenario(scenario).unwrap();
-        args.run_config("http://127.0.0.1:8080", &shape)
-            .connect_rate
-    }
-
-    #[test]
-    fn teleport_connects_at_200_a_second_unless_told_otherwise() {
-        assert_eq!(connect_rate("teleport", &[]), 200.0);
-        assert_eq!(connect_rate("hobo", &[]), 500.0);
-        assert_eq!(connect_rate("nettest", &[]), 500.0);
-        assert_eq!(connect_rate("teleport", &["--connect-rate", "50"]), 50.0);
     }
 }

@@ -405,7 +405,7 @@ impl Drop for RemovedDir {
 
 /// The bots' pacing flags: the harness passes its own overrides on.
 fn run_flags(run: &ScenarioArgs) -> Vec<String> {
-    let mut flags = vec![
+    vec![
         "--transport".into(),
         run.transport.name().into(),
         "--duration".into(),
@@ -414,16 +414,13 @@ fn run_flags(run: &ScenarioArgs) -> Vec<String> {
         format!("{}s", run.warmup.as_secs_f64()),
         "--drain".into(),
         format!("{}s", run.drain.as_secs_f64()),
+        "--connect-rate".into(),
+        run.connect_rate.to_string(),
         "--threads".into(),
         run.threads.to_string(),
         "--seed".into(),
         run.seed.to_string(),
-    ];
-    // Unset, the bots take the scenario's own rate.
-    if let Some(rate) = run.connect_rate {
-        flags.extend(["--connect-rate".into(), rate.to_string()]);
-    }
-    flags
+    ]
 }
 
 /// The subset of the bots' report the harness computes with.
