@@ -921,7 +921,11 @@ async fn finish(
                 if send.write_all(&frame).await.is_ok() {
                     WtCounters::bump(&counters.stream_frames_sent);
                     if send.finish().await.is_ok() {
-                        send.stopped().await;
+                        // The client closes the session once it has read the frame. Its QUIC
+                        // stack acknowledging the frame is not enough: a browser whose session
+                        // closes before its script has read the frame reports a lost session,
+                        // without the code.
+                        connection.closed().await;
                     }
                 }
             })
