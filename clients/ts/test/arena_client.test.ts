@@ -4,104 +4,25 @@
 import { beforeEach, describe, expect, it } from "vitest";
 
 import { ArenaClient, type ArenaStatus } from "../src/arena/client.js";
-import type { ArenaMapInfo } from "../src/arena/map.js";
 import {
   type ClientInput,
-  type ServerMessage,
   decodeClientInput,
   decodeClientMessage,
   encodeServerMessage,
 } from "../src/arena/messages.js";
-import { aabb } from "../src/arena/movement.js";
-import { BitWriter } from "../src/wire/index.js";
-import { DEFAULT_ACCEPTED, FakeWebSocket, VirtualClock, token } from "./fakes.js";
+import { COURTYARD as map, WELCOME as welcome, fullSnapshot } from "./arena_fixtures.js";
+import { DEFAULT_ACCEPTED, FakeWebSocket, VirtualClock, answerJson, settle } from "./fakes.js";
 import { fromHex, readRepoJson } from "./vectors.js";
 
 const snapshots = readRepoJson<{ vectors: { name: string; hex: string; decoded: { tick: number } }[] }>(
   "crates/arena/tests/vectors/snapshots.json",
 ).vectors;
 
-const map: ArenaMapInfo = {
-  name: "courtyard.tmx",
-  width: 40,
-  height: 30,
-  walls: [aabb(0, 0, 40, 1), aabb(0, 1, 1, 29), aabb(39, 1, 40, 29), aabb(0, 29, 40, 30)],
-  spawns: [{ x: 4.5, y: 4.5 }],
-  teleports: [],
-};
-
-const welcome: ServerMessage = {
-  type: "Welcome",
-  protocol: 2,
-  you: 0,
-  map: "courtyard.tmx",
-  mapWidth: 40,
-  mapHeight: 30,
-  tickRateHz: 60,
-  tick: 0,
-  maxHealth: 100,
-  maxSpeed: 6,
-  playerRadius: Math.fround(0.4),
-  snapshotHistory: 32,
-};
-
-function answer(n: number) {
-  return {
-    player_id: 42,
-    name: "Ada",
-    room: 3,
-    kind: "arena",
-    reconnect: n > 1,
-    session: "session-of-42",
-    token: Buffer.from(token(n)).toString("base64"),
-    expires_at: 1_800_000_000,
-    endpoints: { udp: "127.0.0.1:7777", ws: "ws://game.test:8080/ws", wss: null },
-  };
-}
-
-/** A full snapshot (no baseline) of the recipient at `x, y` and `others` created (ids ascending, gaps < 16). */
-function fullSnapshot(tick: number, lastInput: number | null, x: number, y: number, others: number[]): Uint8Array {
-  const w = new BitWriter();
-  w.writeUint(tick, 32);
-  w.writeBool(false);
-  w.writeBool(lastInput !== null);
-  if (lastInput !== null) w.writeUint(lastInput, 16);
-  w.writeBool(true); // alive
-  w.writeF32(x);
-  w.writeF32(y);
-  w.writeUint(512, 10); // aim
-  w.writeUint(100, 7); // health
-  for (let i = 0; i < 3; i++) w.writeVarint(0);
-  w.writeUint(0, 8); // destroys
-  w.writeUint(others.length, 8);
-  let next = 0;
-  for (const id of others) {
-    w.writeBool(false);
-    w.writeUint(id - next, 4);
-    next = id + 1;
-    w.writeUint(64 * 10, 12); // x = 10 m
-    w.writeUint(64 * (5 + id), 11); // y
-    w.writeUint(512, 10);
-    w.writeUint(100, 7);
-    w.writeBool(true);
-  }
-  w.writeUint(0, 8); // updates
-  w.writeUint(0, 6); // bullets
-  return w.finish();
-}
-
 function frame(channel: number, bytes: Uint8Array): Uint8Array {
   const out = new Uint8Array(bytes.length + 1);
   out[0] = channel;
   out.set(bytes, 1);
   return out;
-}
-
-async function settle(): Promise<void> {
-  for (let i = 0; i < 10; i++) {
-    await Promise.resolve();
-  }
-  await new Promise((resolve) => setImmediate(resolve));
 }
 
 /** The client's data messages on `channel` since `from` (the token is not one). */
@@ -120,7 +41,7 @@ describe("ArenaClient", () => {
     const requests: Record<string, unknown>[] = [];
     const fetch = (async (_url: string, init: RequestInit) => {
       requests.push(JSON.parse(init.body as string) as Record<string, unknown>);
-      return new Response(JSON.stringify(answer(requests.length)), { status: 200 });
+      return new Response(JSON.stringify(answerJson(requests.length)), { status: 200 });
     }) as typeof globalThis.fetch;
     const statuses: ArenaStatus[] = [];
     const arena = new ArenaClient({
@@ -242,7 +163,7 @@ describe("ArenaClient", () => {
     const fetch = (async () => {
       calls += 1;
       return calls === 1
-        ? new Response(JSON.stringify(answer(1)), { status: 200 })
+        ? new Response(JSON.stringify(answerJson(1)), { status: 200 })
         : new Response(JSON.stringify({ error: "draining" }), { status: 503 });
     }) as typeof globalThis.fetch;
     const arena = new ArenaClient({
@@ -272,7 +193,7 @@ describe("ArenaClient", () => {
 describe("ArenaClient input pacing", () => {
   it("sends one input per tick, catches up a few after a slow frame, and skips the rest", async () => {
     const clock = new VirtualClock();
-    const fetch = (async () => new Response(JSON.stringify(answer(1)), { status: 200 })) as typeof globalThis.fetch;
+    const fetch = (async () => new Response(JSON.stringify(answerJson(1)), { status: 200 })) as typeof globalThis.fetch;
     const arena = new ArenaClient({
       name: "Ada",
       map,

@@ -5,55 +5,10 @@
 import { beforeEach, describe, expect, it } from "vitest";
 
 import { ArenaClient } from "../src/arena/client.js";
-import type { ArenaMapInfo } from "../src/arena/map.js";
-import { type ServerMessage, decodeClientInput, encodeServerMessage } from "../src/arena/messages.js";
-import { aabb } from "../src/arena/movement.js";
+import { decodeClientInput, encodeServerMessage } from "../src/arena/messages.js";
 import { encodeDataFrame, encodeDatagram, encodeFrame } from "../src/transport/webtransport-frames.js";
-import { BitWriter } from "../src/wire/index.js";
-import { DEFAULT_ACCEPTED, FakeWebSocket, FakeWebTransport, VirtualClock, settle, token } from "./fakes.js";
-
-const map: ArenaMapInfo = {
-  name: "courtyard.tmx",
-  width: 40,
-  height: 30,
-  walls: [aabb(0, 0, 40, 1), aabb(0, 1, 1, 29), aabb(39, 1, 40, 29), aabb(0, 29, 40, 30)],
-  spawns: [{ x: 4.5, y: 4.5 }],
-  teleports: [],
-};
-
-const welcome: ServerMessage = {
-  type: "Welcome",
-  protocol: 2,
-  you: 0,
-  map: "courtyard.tmx",
-  mapWidth: 40,
-  mapHeight: 30,
-  tickRateHz: 60,
-  tick: 0,
-  maxHealth: 100,
-  maxSpeed: 6,
-  playerRadius: Math.fround(0.4),
-  snapshotHistory: 32,
-};
-
-/** A full snapshot (no baseline) of the recipient alone at `x, y`. */
-function fullSnapshot(tick: number, x: number, y: number): Uint8Array {
-  const w = new BitWriter();
-  w.writeUint(tick, 32);
-  w.writeBool(false); // no baseline
-  w.writeBool(false); // no last input
-  w.writeBool(true); // alive
-  w.writeF32(x);
-  w.writeF32(y);
-  w.writeUint(512, 10); // aim
-  w.writeUint(100, 7); // health
-  for (let i = 0; i < 3; i++) w.writeVarint(0);
-  w.writeUint(0, 8); // destroys
-  w.writeUint(0, 8); // creates
-  w.writeUint(0, 8); // updates
-  w.writeUint(0, 6); // bullets
-  return w.finish();
-}
+import { COURTYARD as map, WELCOME as welcome, fullSnapshot } from "./arena_fixtures.js";
+import { DEFAULT_ACCEPTED, ENDPOINTS, FakeWebSocket, FakeWebTransport, VirtualClock, answerJson, settle } from "./fakes.js";
 
 beforeEach(() => {
   FakeWebSocket.reset();
@@ -63,21 +18,9 @@ beforeEach(() => {
 describe("ArenaClient over WebTransport", () => {
   it("plays on datagrams: a lost snapshot costs only itself, a late one is dropped", async () => {
     const clock = new VirtualClock();
-    const fetch = (async () =>
-      new Response(
-        JSON.stringify({
-          player_id: 42,
-          name: "Ada",
-          room: 3,
-          kind: "arena",
-          reconnect: false,
-          session: "session-of-42",
-          token: Buffer.from(token(1)).toString("base64"),
-          expires_at: 1_800_000_000,
-          endpoints: { udp: "127.0.0.1:7777", ws: "ws://game.test:8080/ws", wss: null, wt: { url: "https://game.test:4433/wt", cert_sha256: null } },
-        }),
-        { status: 200 },
-      )) as typeof globalThis.fetch;
+    const wt = { url: "https://game.test:4433/wt", cert_sha256: null };
+    const answer = answerJson(1, { endpoints: { ...ENDPOINTS, wt } });
+    const fetch = (async () => new Response(JSON.stringify(answer), { status: 200 })) as typeof globalThis.fetch;
     const arena = new ArenaClient({ name: "Ada", map, baseUrl: "http://game.test:8080", fetch, WebTransport: FakeWebTransport, clock });
     const applied: number[] = [];
     arena.on("snapshot", (snapshot) => applied.push(snapshot.tick));
@@ -93,7 +36,7 @@ describe("ArenaClient over WebTransport", () => {
 
     // Ticks 1 to 6 on channel 2 (sequenced), numbered as the server numbers them. Tick 3's
     // datagram is lost; tick 2's arrives after tick 4's.
-    const datagram = (tick: number): Uint8Array => encodeDatagram(2, tick, fullSnapshot(tick, 10 + tick, 5));
+    const datagram = (tick: number): Uint8Array => encodeDatagram(2, tick, fullSnapshot(tick, null, 10 + tick, 5, []));
     for (const tick of [1, 4, 2, 5, 6]) {
       clock.advance(1000 / 60);
       session.sendDatagram(datagram(tick));

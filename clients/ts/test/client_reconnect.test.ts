@@ -5,22 +5,7 @@ import { beforeEach, describe, expect, it } from "vitest";
 import { TickwireClient } from "../src/client.js";
 import { ReconnectPolicy, classifyDisconnect } from "../src/netcode/reconnect.js";
 import { MatchmakeError, matchmake, parseAnswer, webSocketUrl } from "../src/transport/matchmaking.js";
-import { DEFAULT_ACCEPTED, FakeWebSocket, VirtualClock, token } from "./fakes.js";
-
-function answerJson(n: number, overrides: Record<string, unknown> = {}) {
-  return {
-    player_id: 42,
-    name: "Ada",
-    room: 3,
-    kind: "arena",
-    reconnect: n > 1,
-    session: "session-of-42",
-    token: Buffer.from(token(n)).toString("base64"),
-    expires_at: 1_800_000_000,
-    endpoints: { udp: "127.0.0.1:7777", ws: "ws://game.test:8080/ws", wss: null },
-    ...overrides,
-  };
-}
+import { DEFAULT_ACCEPTED, FakeWebSocket, VirtualClock, answerJson, token } from "./fakes.js";
 
 /** A fetch that answers from a script and records each request body. */
 function fakeFetch(script: (body: Record<string, unknown>, call: number) => { status: number; json: unknown }) {

@@ -6,22 +6,13 @@ import { beforeEach, describe, expect, it } from "vitest";
 import { type TickwireClientOptions, TickwireClient } from "../src/client.js";
 import { parseAnswer } from "../src/transport/matchmaking.js";
 import { encodeCloseFrame, encodeFrame } from "../src/transport/webtransport-frames.js";
-import { DEFAULT_ACCEPTED, FakeWebSocket, FakeWebTransport, VirtualClock, settle, token } from "./fakes.js";
+import { DEFAULT_ACCEPTED, ENDPOINTS, FakeWebSocket, FakeWebTransport, VirtualClock, answerJson, settle, token } from "./fakes.js";
 
 const HASH = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
 
-function answerJson(n: number, wt: unknown = { url: "https://game.test:4433/wt", cert_sha256: HASH }) {
-  return {
-    player_id: 42,
-    name: "Ada",
-    room: 3,
-    kind: "arena",
-    reconnect: n > 1,
-    session: "session-of-42",
-    token: Buffer.from(token(n)).toString("base64"),
-    expires_at: 1_800_000_000,
-    endpoints: { udp: "127.0.0.1:7777", ws: "ws://game.test:8080/ws", wss: null, wt },
-  };
+/** The answer to request `n`, offering WebTransport as `wt` says. */
+function answerWith(n: number, wt: unknown = { url: "https://game.test:4433/wt", cert_sha256: HASH }) {
+  return answerJson(n, { endpoints: { ...ENDPOINTS, wt } });
 }
 
 function setup(options: Partial<TickwireClientOptions> = {}, wt?: unknown) {
@@ -29,7 +20,7 @@ function setup(options: Partial<TickwireClientOptions> = {}, wt?: unknown) {
   const requests: Record<string, unknown>[] = [];
   const fetch = (async (_url: string, init: RequestInit) => {
     requests.push(JSON.parse(init.body as string) as Record<string, unknown>);
-    return new Response(JSON.stringify(wt === undefined ? answerJson(requests.length) : answerJson(requests.length, wt)), { status: 200 });
+    return new Response(JSON.stringify(wt === undefined ? answerWith(requests.length) : answerWith(requests.length, wt)), { status: 200 });
   }) as typeof globalThis.fetch;
   const client = new TickwireClient({
     request: { kind: "arena", name: "Ada" },
@@ -75,18 +66,18 @@ beforeEach(() => {
 
 describe("matchmaking's WebTransport endpoint", () => {
   it("reads the URL and the certificate hash as bytes", () => {
-    const wt = parseAnswer(answerJson(1)).endpoints.wt;
+    const wt = parseAnswer(answerWith(1)).endpoints.wt;
     expect(wt?.url).toBe("https://game.test:4433/wt");
     expect(Buffer.from(wt!.certSha256!).toString("hex")).toBe(HASH);
-    expect(parseAnswer(answerJson(1, { url: "https://h/wt", cert_sha256: null })).endpoints.wt).toEqual({ url: "https://h/wt", certSha256: null });
-    expect(parseAnswer(answerJson(1, null)).endpoints.wt, "disabled on the server").toBeNull();
-    const { wt: _absent, ...older } = answerJson(1).endpoints;
-    expect(parseAnswer({ ...answerJson(1), endpoints: older }).endpoints.wt, "a server without it").toBeNull();
+    expect(parseAnswer(answerWith(1, { url: "https://h/wt", cert_sha256: null })).endpoints.wt).toEqual({ url: "https://h/wt", certSha256: null });
+    expect(parseAnswer(answerWith(1, null)).endpoints.wt, "disabled on the server").toBeNull();
+    const { wt: _absent, ...older } = answerWith(1).endpoints as Record<string, unknown>;
+    expect(parseAnswer({ ...answerWith(1), endpoints: older }).endpoints.wt, "a server without it").toBeNull();
   });
 
   it("refuses a malformed endpoint", () => {
     for (const wt of [{ url: "http://h/wt", cert_sha256: null }, { url: "https://h/wt", cert_sha256: "abc" }, { url: "https://h/wt", cert_sha256: HASH.slice(2) }, "x"]) {
-      expect(() => parseAnswer(answerJson(1, wt)), JSON.stringify(wt)).toThrow(/endpoints.wt/);
+      expect(() => parseAnswer(answerWith(1, wt)), JSON.stringify(wt)).toThrow(/endpoints.wt/);
     }
   });
 });

@@ -123,6 +123,28 @@ export function token(n: number): Uint8Array {
   return bytes;
 }
 
+/** The endpoints of {@link answerJson}: UDP and WebSocket, no WebTransport. */
+export const ENDPOINTS = { udp: "127.0.0.1:7777", ws: "ws://game.test:8080/ws", wss: null };
+
+/**
+ * The matchmaking answer, as the server sends it, to a session's `n`th request (the token is
+ * `token(n)`); `overrides` replaces top-level fields.
+ */
+export function answerJson(n: number, overrides: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    player_id: 42,
+    name: "Ada",
+    room: 3,
+    kind: "arena",
+    reconnect: n > 1,
+    session: "session-of-42",
+    token: Buffer.from(token(n)).toString("base64"),
+    expires_at: 1_800_000_000,
+    endpoints: ENDPOINTS,
+    ...overrides,
+  };
+}
+
 /**
  * A WebTransport session the test plays the server side of: the control stream and the
  * datagrams are real web streams (Node's), so the connection reads and writes them as it
