@@ -110,6 +110,16 @@ describe("WsConnection", () => {
     expect(socket.closedWith?.code).toBe(1002);
   });
 
+  it("closes with 1009 on a message past the server's own size limit", () => {
+    const { socket, disconnects } = connected();
+    const max = 256 * 1024; // DEFAULT_ACCEPTED's max_message_size
+    socket.receive(new Uint8Array(1 + max)); // on the limit: delivered
+    expect(disconnects).toEqual([]);
+    socket.receive(new Uint8Array(2 + max));
+    expect(disconnects).toEqual([expect.objectContaining({ reason: "message_too_large", wasConnected: true })]);
+    expect(socket.closedWith?.code).toBe(1009);
+  });
+
   it("closes on an accepted message that breaks a bound", () => {
     const { socket, disconnects } = connect();
     socket.open();

@@ -41,3 +41,26 @@ export interface Connection {
   /** Leaves: the server gives the seat up; `disconnected` follows with reason `requested`. */
   close(): void;
 }
+
+/**
+ * A data message from the server (its channel's byte, then the message) checked against the
+ * connection's parameters: its channel and message, or why it must close the connection.
+ */
+export type DataMessage =
+  | { ok: true; channel: number; message: Uint8Array }
+  | { ok: false; reason: "protocol_violation" | "message_too_large"; detail: string };
+
+/** Checks a data message's channel and size: the same rule on every transport. */
+export function checkDataMessage(bytes: Uint8Array, params: ConnectionParams): DataMessage {
+  const channel = bytes[0];
+  if (channel === undefined) {
+    return { ok: false, reason: "protocol_violation", detail: "an empty data message" };
+  }
+  if (channel >= params.channels.length) {
+    return { ok: false, reason: "protocol_violation", detail: `channel ${channel} of ${params.channels.length}` };
+  }
+  if (bytes.length - 1 > params.maxMessageSize) {
+    return { ok: false, reason: "message_too_large", detail: `message of ${bytes.length - 1} bytes exceeds max ${params.maxMessageSize}` };
+  }
+  return { ok: true, channel, message: bytes.subarray(1) };
+}

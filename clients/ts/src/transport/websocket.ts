@@ -14,7 +14,7 @@
 
 import { Emitter } from "../emitter.js";
 import { type Disconnect, type DisconnectReason, reasonOfCloseCode } from "./close-codes.js";
-import type { Connection, ConnectionEvents, ConnectionState } from "./connection.js";
+import { type Connection, type ConnectionEvents, type ConnectionState, checkDataMessage } from "./connection.js";
 import { type ConnectionParams, parseConnectionParams } from "./params.js";
 import { ConnectionTimer } from "./connection-timer.js";
 import { type Clock, systemClock } from "./timers.js";
@@ -192,22 +192,13 @@ export class WsConnection implements Connection {
       this.closeWith("protocol_violation", PROTOCOL_ERROR, "a message before the connection opened", true);
       return;
     }
-    const channel = bytes[0];
-    if (channel === undefined || channel >= params.channels.length) {
-      this.closeWith(
-        "protocol_violation",
-        PROTOCOL_ERROR,
-        channel === undefined ? "an empty data message" : `channel ${channel} of ${params.channels.length}`,
-        true,
-      );
-      return;
-    }
-    if (bytes.length - 1 > params.maxMessageSize) {
-      this.closeWith("message_too_large", 1009, `message of ${bytes.length - 1} bytes exceeds max ${params.maxMessageSize}`, true);
+    const checked = checkDataMessage(bytes, params);
+    if (!checked.ok) {
+      this.closeWith(checked.reason, checked.reason === "message_too_large" ? 1009 : PROTOCOL_ERROR, checked.detail, true);
       return;
     }
     this.timer.heard();
-    this.emit("message", channel, bytes.subarray(1));
+    this.emit("message", checked.channel, checked.message);
   }
 
   private handleClose(code: number, reason: string): void {

@@ -20,7 +20,7 @@
 
 import { Emitter } from "../emitter.js";
 import { type Disconnect, type DisconnectReason, reasonOfCloseCode } from "./close-codes.js";
-import type { Connection, ConnectionEvents, ConnectionState } from "./connection.js";
+import { type Connection, type ConnectionEvents, type ConnectionState, checkDataMessage } from "./connection.js";
 import { type ConnectionParams, parseConnectionParams } from "./params.js";
 import { ConnectionTimer } from "./connection-timer.js";
 import { type Clock, systemClock } from "./timers.js";
@@ -373,17 +373,13 @@ export class WtConnection implements Connection {
     if (params === null) {
       return;
     }
-    const channel = body[0]!;
-    if (channel >= params.channels.length) {
-      this.closeWith("protocol_violation", CLOSE_PROTOCOL, `channel ${channel} of ${params.channels.length}`, true);
-      return;
-    }
-    if (body.length - 1 > params.maxMessageSize) {
-      this.closeWith("message_too_large", CLOSE_TOO_LARGE, `message of ${body.length - 1} bytes exceeds max ${params.maxMessageSize}`, true);
+    const data = checkDataMessage(body, params);
+    if (!data.ok) {
+      this.closeWith(data.reason, data.reason === "message_too_large" ? CLOSE_TOO_LARGE : CLOSE_PROTOCOL, data.detail, true);
       return;
     }
     this.timer.heard();
-    this.emit("message", channel, body.subarray(1));
+    this.emit("message", data.channel, data.message);
   }
 
   private async readDatagrams(readable: ReadableStream<Uint8Array>): Promise<void> {
