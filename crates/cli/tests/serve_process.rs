@@ -3,7 +3,6 @@
 //! within the grace period.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -14,60 +13,13 @@ use tickwire_net::udp::BatchSocket;
 use tickwire_proto::reliable::ReliabilityConfig;
 use tickwire_proto::token::ConnectToken;
 use tickwire_proto::{Client, ClientEvent, DisconnectReason};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
-use tokio::process::{Child, Command};
 use tokio::time::timeout;
 use tokio_tungstenite::tungstenite::Message;
 
-const WAIT: Duration = Duration::from_secs(10);
+mod common;
 
-/// A fresh empty directory, so no `tickwire.toml` is picked up by accident.
-fn scratch_dir(name: &str) -> PathBuf {
-    let unique = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    let dir = std::env::temp_dir().join(format!("tickwire-{name}-{}-{unique}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn tickwire(dir: &PathBuf) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_tickwire"));
-    command
-        .current_dir(dir)
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
-        .kill_on_drop(true);
-    command
-}
-
-/// One HTTP/1.1 exchange; status and body.
-async fn http(
-    address: SocketAddr,
-    method: &str,
-    path: &str,
-    headers: &str,
-    body: &str,
-) -> (u16, String) {
-    let mut stream = TcpStream::connect(address).await.unwrap();
-    let request = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n{headers}Content-Length: {}\r\n\r\n{body}",
-        body.len()
-    );
-    stream.write_all(request.as_bytes()).await.unwrap();
-    let mut raw = String::new();
-    timeout(WAIT, stream.read_to_string(&mut raw))
-        .await
-        .expect("an answer in time")
-        .unwrap();
-    let (head, body) = raw.split_once("\r\n\r\n").unwrap();
-    (
-        head.split(' ').nth(1).unwrap().parse().unwrap(),
-        body.to_string(),
-    )
-}
+use common::{SERVE_ON_FREE_PORTS, WAIT, http, listening, scratch_dir, tickwire};
 
 /// A connect token from `POST /api/matchmake`.
 async fn matchmake(http_address: SocketAddr, name: &str) -> ConnectToken {
@@ -85,40 +37,11 @@ async fn matchmake(http_address: SocketAddr, name: &str) -> ConnectToken {
     ConnectToken::from_bytes(&bytes).unwrap()
 }
 
-/// Reads the `listening http=… udp=…` line the server prints once it serves.
-async fn listening(child: &mut Child) -> (SocketAddr, BufReader<tokio::process::ChildStdout>) {
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    timeout(WAIT, stdout.read_line(&mut line))
-        .await
-        .expect("the server starts in time")
-        .unwrap();
-    let http = line
-        .split_whitespace()
-        .find_map(|part| part.strip_prefix("http="))
-        .unwrap_or_else(|| panic!("no http address in {line:?}"))
-        .parse()
-        .unwrap();
-    (http, stdout)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_tells_every_player_and_exits_zero_within_the_grace_period() {
     let dir = scratch_dir("sigterm");
     let mut child = tickwire(&dir)
-        .args([
-            "serve",
-            "--http",
-            "127.0.0.1:0",
-            "--udp",
-            "127.0.0.1:0",
-            "--wt",
-            "127.0.0.1:0",
-            "--console",
-            "127.0.0.1:0",
-            "--shards",
-            "1",
-        ])
+        .args(SERVE_ON_FREE_PORTS)
         .env("TICKWIRE_ADMIN__TOKEN", "operator")
         .env("TICKWIRE_DRAIN__GRACE_SECS", "5")
         .stdout(Stdio::piped())

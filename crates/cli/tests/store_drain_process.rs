@@ -3,30 +3,23 @@
 //! then the lock goes away: the server exits 0 and every event it accepted is in the
 //! database, and every event the rooms emitted was either committed or counted as refused.
 
+mod common;
+
 use std::process::Stdio;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
+
+use common::{SERVE_ON_FREE_PORTS, listening, scratch_dir, tickwire};
 
 use sqlx::Connection as _;
 use tickwire_client::{ConnectOptions, Link, MatchRequest, Transport, matchmake};
 use tickwire_store::Store;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::net::TcpStream;
-use tokio::process::Command;
+use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::time::timeout;
 
 const WAIT: Duration = Duration::from_secs(20);
 /// Players who join, more than the queue and one batch hold.
 const PLAYERS: usize = 24;
 const QUEUE_CAPACITY: u64 = 8;
-
-async fn metrics(http: std::net::SocketAddr) -> String {
-    let mut stream = TcpStream::connect(http).await.unwrap();
-    let request = format!("GET /metrics HTTP/1.1\r\nHost: {http}\r\nConnection: close\r\n\r\n");
-    stream.write_all(request.as_bytes()).await.unwrap();
-    let mut raw = String::new();
-    stream.read_to_string(&mut raw).await.unwrap();
-    raw
-}
 
 /// The value of metric `name` (a line `name value`).
 fn metric(text: &str, name: &str) -> Option<u64> {
@@ -49,15 +42,7 @@ fn field(line: &str, key: &str) -> Option<u64> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn drain_with_a_full_queue_commits_everything_accepted_and_exits_zero() {
-    let unique = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    let dir = std::env::temp_dir().join(format!(
-        "tickwire-drain-full-{}-{unique}",
-        std::process::id()
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch_dir("drain-full");
     let url = format!("sqlite://{}", dir.join("game.db").display());
     // A small queue, small batches, and a grace long enough for the lock to go away.
     std::fs::write(
@@ -68,36 +53,14 @@ async fn drain_with_a_full_queue_commits_everything_accepted_and_exits_zero() {
         ),
     )
     .unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tickwire"))
-        .current_dir(&dir)
-        .args([
-            "serve",
-            "--http",
-            "127.0.0.1:0",
-            "--udp",
-            "127.0.0.1:0",
-            "--shards",
-            "1",
-        ])
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
+    let mut child = tickwire(&dir)
+        .args(SERVE_ON_FREE_PORTS)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .kill_on_drop(true)
         .spawn()
         .unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    timeout(WAIT, stdout.read_line(&mut line))
-        .await
-        .expect("the server starts in time")
-        .unwrap();
-    let http: std::net::SocketAddr = line
-        .split_whitespace()
-        .find_map(|part| part.strip_prefix("http="))
-        .unwrap_or_else(|| panic!("no http address in {line:?}"))
-        .parse()
-        .unwrap();
+    // Its stdout stays open (and unread) for as long as the server runs.
+    let (http, _stdout) = listening(&mut child).await;
     // The log, read as it comes so the pipe never fills and blocks the server.
     let mut log = {
         let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
@@ -151,7 +114,7 @@ async fn drain_with_a_full_queue_commits_everything_accepted_and_exits_zero() {
     // of them: accepted or refused.
     let deadline = Instant::now() + WAIT;
     let before = loop {
-        let text = metrics(http).await;
+        let (_, text) = common::http(http, "GET", "/metrics", "", "").await;
         let accepted = metric(&text, "tickwire_store_events_accepted_total").unwrap_or(0);
         let refused = metric(&text, "tickwire_store_rejected_full_total").unwrap_or(0);
         if accepted + refused >= PLAYERS as u64 {

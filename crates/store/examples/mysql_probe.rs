@@ -38,12 +38,11 @@ fn cpu_ticks(pid: u32) -> Option<u64> {
 }
 
 async fn fill(conn: &mut MySqlConnection) -> Result<(), sqlx::Error> {
-    let count: Option<i64> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
-        "SELECT COUNT(*) FROM {TABLE}"
-    )))
-    .fetch_one(&mut *conn)
-    .await
-    .ok();
+    let count: Option<i64> =
+        sqlx::query_scalar(sqlx::AssertSqlSafe(format!("SELECT COUNT(*) FROM {TABLE}")))
+            .fetch_one(&mut *conn)
+            .await
+            .ok();
     if count == Some(ROWS) {
         return Ok(());
     }
@@ -58,7 +57,13 @@ async fn fill(conn: &mut MySqlConnection) -> Result<(), sqlx::Error> {
     for chunk in (1..=ROWS).collect::<Vec<_>>().chunks(500) {
         let values: Vec<String> = chunk
             .iter()
-            .map(|id| format!("({id},{},{})", id * 7919 % 2_000_000, id * 104_729 % 20_000_000))
+            .map(|id| {
+                format!(
+                    "({id},{},{})",
+                    id * 7919 % 2_000_000,
+                    id * 104_729 % 20_000_000
+                )
+            })
             .collect();
         let sql = format!("INSERT INTO {TABLE} VALUES {}", values.join(","));
         conn.execute(sqlx::AssertSqlSafe(sql)).await?;
@@ -144,11 +149,14 @@ fn main() {
             read_once(&mut conn, read, i).await?;
         }
         let wall_ms = start.elapsed().as_secs_f64() * 1e3 / n as f64;
-        let server_ms = server_pid.and_then(cpu_ticks).zip(server_before).map(|(after, before)| {
-            // SAFETY: sysconf has no preconditions.
-            let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
-            (after - before) as f64 * 1e3 / hz / n as f64
-        });
+        let server_ms = server_pid
+            .and_then(cpu_ticks)
+            .zip(server_before)
+            .map(|(after, before)| {
+                // SAFETY: sysconf has no preconditions.
+                let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+                (after - before) as f64 * 1e3 / hz / n as f64
+            });
         Ok::<_, sqlx::Error>((wall_ms, server_ms))
     });
     match result {
