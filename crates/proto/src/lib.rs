@@ -36,6 +36,7 @@ mod replay;
 mod server;
 pub mod sim;
 pub mod token;
+pub mod websocket;
 
 pub use client::{Client, ClientEvent, ClientSendError, ClientState, HANDSHAKE_RESEND_INTERVAL};
 pub use connection::ConnectionStats;

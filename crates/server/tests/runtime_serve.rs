@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use common::serve::{
-    ADMIN_TOKEN, WsPlayer, answer_token, http, matchmake, metrics_until, test_config, ws_connect,
+    ADMIN_TOKEN, WsPlayer, answer_token, http, matchmake, metrics_until, test_config,
+    ws_close_code, ws_connect, ws_present,
 };
 use common::{WAIT, udp_client, udp_disconnect_reason, udp_next};
 use serde_json::{Value, json};
@@ -438,10 +439,11 @@ async fn an_address_past_its_connection_cap_is_refused_with_a_reason() {
     let first = matchmake(http_address, json!({"kind": "relay"})).await;
     let second = matchmake(http_address, json!({"kind": "relay"})).await;
     let mut udp = udp_connected(&first).await;
-    let mut ws = WsPlayer::new(ws_connect(http_address, &answer_token(&second)).await);
+    // Refused before it is seated: the close comes instead of the accepted message.
+    let mut ws = ws_present(http_address, &answer_token(&second)).await;
     assert_eq!(
-        ws.close_code().await,
-        Some(4004),
+        ws_close_code(&mut ws).await,
+        4004,
         "kicked: too many connections"
     );
     let metrics = http(http_address, "GET", "/metrics", None, None).await;

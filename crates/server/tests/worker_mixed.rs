@@ -67,7 +67,7 @@ async fn two_udp_and_two_websocket_players_share_a_relay_room() {
     let control = worker.control();
     tokio::spawn(async move {
         while let Some(connection) = connections.recv().await {
-            if control.send(Control::AttachWs(connection)).await.is_err() {
+            if control.send(Control::Attach(connection)).await.is_err() {
                 return;
             }
         }

@@ -4,28 +4,22 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
-use axum::extract::{ConnectInfo, State};
-use axum::response::Response;
-use axum::routing::get;
-use axum::{Extension, Router};
+use axum::Router;
 use bytes::Bytes;
-use futures_util::{SinkExt, StreamExt, future};
 use tickwire_proto::reliable::ChannelKind;
 use tickwire_proto::token::CONNECT_TOKEN_BYTES;
 use tickwire_proto::{ConnectionParams, ParamsError};
 use tokio::sync::mpsc;
 
 use super::auth::{AuthError, TokenAuthenticator};
-use super::connection::{
-    INBOUND_QUEUE, Inbound, InboundError, InboundStream, Outbound, OutboundSink, Timings,
-    TransportError, WsConnection, linger, run_reader, run_writer,
-};
-use super::framing::{CloseCode, accepted_message, clamp_reason};
+use super::connection::{INBOUND_QUEUE, Timings, WsConnection};
+use super::framing::{CloseCode, accepted_message};
 use super::outbox::{Closing, Outbox, OutboxLimits, WsSender};
+use super::socket::{ConnectionSlot, WsSocket};
 use super::stats::{WsCounters, WsStats};
 
 /// The path the WebSocket transport answers on.
@@ -100,21 +94,60 @@ pub enum WsConfigError {
     },
 }
 
-/// The WebSocket transport of one server: checks tokens, tracks connections, counts.
+/// A client admitted by an endpoint, on its way to the shard of its room.
+#[derive(Debug)]
+pub enum Arrival {
+    /// A WebSocket client: the shard drives its socket itself
+    /// ([`WsLinks`](super::WsLinks)).
+    WebSocket(WsSocket),
+    /// A WebTransport session: its own tasks drive it; the shard sends through its
+    /// [`WsSender`].
+    WebTransport(WsConnection),
+}
+
+impl Arrival {
+    /// Application data from the connect token's sealed part.
+    pub fn user_data(&self) -> &[u8; tickwire_proto::token::USER_DATA_BYTES] {
+        match self {
+            Self::WebSocket(socket) => socket.user_data(),
+            Self::WebTransport(connection) => connection.user_data(),
+        }
+    }
+
+    /// Refuses the client without a shard: a close with `code` and `reason`.
+    pub fn refuse(self, code: CloseCode, reason: &str) {
+        match self {
+            Self::WebSocket(socket) => socket.refuse(code, reason),
+            Self::WebTransport(connection) => connection.close(code, reason),
+        }
+    }
+}
+
+/// The WebSocket transport of one server: checks tokens, counts connections, hands admitted
+/// clients over. Which player a connection is, and whether a newer one replaces it, is the
+/// shard's to decide (its session table); the endpoint only admits.
 ///
 /// ```no_run
-/// # use tickwire_net::ws::{TokenAuthenticator, WsConfig, WsEndpoint};
+/// # use tickwire_net::ws::{Arrival, TokenAuthenticator, WsConfig, WsEndpoint, WsLinks, WsLinkEvent};
 /// # async fn run(auth: TokenAuthenticator, listener: tickwire_net::ws::HttpListener) {
-/// let (handoff, mut connections) = tokio::sync::mpsc::channel(64);
+/// let (handoff, mut arrivals) = tokio::sync::mpsc::channel(64);
 /// let endpoint = WsEndpoint::new(WsConfig::default(), auth, handoff).unwrap();
 /// tokio::spawn(listener.serve(endpoint.router(), std::future::pending()));
-/// while let Some(mut connection) = connections.recv().await {
-///     let sender = connection.sender(); // to the shard
-///     tokio::spawn(async move {
-///         while let Ok((channel, message)) = connection.recv().await {
-///             let _ = sender.send(channel, message); // echo
+/// // The thread that owns the players (a shard) drives their sockets:
+/// let mut links = WsLinks::new().unwrap();
+/// loop {
+///     tokio::select! {
+///         Some(Arrival::WebSocket(socket)) = arrivals.recv() => {
+///             links.attach(std::time::Instant::now(), socket).unwrap();
 ///         }
-///     });
+///         Ok(()) = links.readable() => links.handle_io(std::time::Instant::now()),
+///     }
+///     while let Some(event) = links.poll_event() {
+///         if let WsLinkEvent::Message { link, channel, message } = event {
+///             let _ = links.send(link, channel, message); // echo
+///         }
+///     }
+///     links.flush(std::time::Instant::now());
 /// }
 /// # }
 /// ```
@@ -131,32 +164,47 @@ impl std::fmt::Debug for WsEndpoint {
     }
 }
 
+/// What every connection of an endpoint shares, wherever it is driven.
+pub(crate) struct Shared {
+    /// Each channel's kind, by channel id.
+    pub(crate) channels: Arc<[ChannelKind]>,
+    /// Longest frame or message a client may send ([`WsConfig::max_message_bytes`]).
+    pub(crate) max_inbound: usize,
+    /// Longest payload the server sends (the dictated `max_message_size`).
+    pub(crate) max_payload: usize,
+    pub(crate) outbox: OutboxLimits,
+    pub(crate) timings: Timings,
+    /// The accepted message.
+    pub(crate) accepted: Bytes,
+    pub(crate) counters: Arc<WsCounters>,
+}
+
 struct Inner {
     config: WsConfig,
     auth: TokenAuthenticator,
-    handoff: mpsc::Sender<WsConnection>,
-    accepted: Bytes,
-    channels: Arc<[ChannelKind]>,
-    counters: Arc<WsCounters>,
-    /// Open connections by client id: refuses a second connection with the same id and
-    /// lets `shutdown` close them all. Locked once per connect and per close.
+    handoff: mpsc::Sender<Arrival>,
+    shared: Arc<Shared>,
+    /// Connections open, WebSocket and WebTransport: the `max_connections` bound.
+    open: Arc<AtomicUsize>,
+    /// WebTransport sessions' outboxes by serial, so `shutdown` can close them.
     live: Mutex<Live>,
+    next_serial: AtomicU64,
 }
 
 #[derive(Default)]
 struct Live {
-    connections: HashMap<u64, Arc<Outbox>>,
+    sessions: HashMap<u64, Arc<Outbox>>,
     shutting_down: bool,
 }
 
 impl WsEndpoint {
-    /// An endpoint that hands each authenticated connection to `handoff`. If the receiver
-    /// is not keeping up for the handshake timeout the client is closed with
+    /// An endpoint that hands each admitted client to `handoff`. If the receiver is not
+    /// keeping up for the handshake timeout the client is closed with
     /// [`CloseCode::ServerFull`]; if it is gone, with [`CloseCode::ServerShutdown`].
     pub fn new(
         config: WsConfig,
         auth: TokenAuthenticator,
-        handoff: mpsc::Sender<WsConnection>,
+        handoff: mpsc::Sender<Arrival>,
     ) -> Result<Self, WsConfigError> {
         config.params.validate()?;
         if config.outbox.max_reliable_bytes < config.params.max_message_size as usize {
@@ -174,46 +222,63 @@ impl WsEndpoint {
             }
         }
         let accepted = accepted_message(&config.params).ok_or(ParamsError::DurationRange)?;
+        let params = &config.params;
+        let shared = Arc::new(Shared {
+            channels: params.channels.clone().into(),
+            max_inbound: config.max_message_bytes(),
+            max_payload: params.max_message_size as usize,
+            outbox: config.outbox,
+            timings: Timings {
+                idle_timeout: params.timeout,
+                // Often enough that a client answering pings never reaches the timeout,
+                // rarely enough to cost nothing: a quarter of it (2.5 s by default).
+                ping_interval: (params.timeout / 4).max(params.keepalive_interval),
+                close_timeout: config.close_timeout,
+            },
+            accepted,
+            counters: Arc::new(WsCounters::default()),
+        });
         Ok(Self {
             inner: Arc::new(Inner {
-                channels: config.params.channels.clone().into(),
-                accepted,
                 config,
                 auth,
                 handoff,
-                counters: Arc::new(WsCounters::default()),
+                shared,
+                open: Arc::new(AtomicUsize::new(0)),
                 live: Mutex::new(Live::default()),
+                next_serial: AtomicU64::new(0),
             }),
         })
     }
 
-    /// A router answering [`WS_PATH`]; merge it into the server's HTTP router. The upgrade
-    /// limits frames and messages to [`WsConfig::max_message_bytes`] and negotiates no
-    /// extension (so no permessage-deflate: compression costs CPU per client and invites
-    /// decompression bombs).
+    /// A router answering [`WS_PATH`]; merge it into the server's HTTP router. It upgrades
+    /// with no extension (so no permessage-deflate: compression costs CPU per client and
+    /// invites decompression bombs) and limits frames and messages to
+    /// [`WsConfig::max_message_bytes`].
     pub fn router(&self) -> Router {
         Router::new()
-            .route(WS_PATH, get(upgrade))
+            .route(WS_PATH, axum::routing::get(super::upgrade::upgrade))
             .with_state(self.clone())
     }
 
     /// Counters since the endpoint started.
     pub fn stats(&self) -> WsStats {
-        self.inner.counters.snapshot()
+        self.inner.shared.counters.snapshot()
     }
 
-    /// WebSocket connections open now.
+    /// WebSocket and WebTransport connections admitted and not yet closed.
     pub fn connection_count(&self) -> usize {
-        self.live().connections.len()
+        self.inner.open.load(Ordering::Acquire)
     }
 
-    /// Closes every connection with [`CloseCode::ServerShutdown`] and refuses new ones the
-    /// same way.
+    /// Refuses new clients with [`CloseCode::ServerShutdown`] and closes every WebTransport
+    /// session the same way. WebSocket connections belong to the shards driving them,
+    /// which close them as they stop.
     pub fn shutdown(&self) {
         let outboxes: Vec<_> = {
             let mut live = self.live();
             live.shutting_down = true;
-            live.connections.values().cloned().collect()
+            live.sessions.values().cloned().collect()
         };
         for outbox in outboxes {
             outbox.close(Closing::Server(
@@ -230,185 +295,29 @@ impl WsEndpoint {
             .unwrap_or_else(|poison| poison.into_inner())
     }
 
-    /// Runs one upgraded socket: the handshake, then (if accepted) the writer until close.
-    async fn run(self, sink: OutboundSink, stream: InboundStream, peer: Option<SocketAddr>) {
-        let Some(accepted) = self.handshake(sink, stream, peer).await else {
-            return;
-        };
-        let timings = self.timings();
-        let counters = &self.inner.counters;
-        tokio::spawn(run_reader(
-            accepted.stream,
-            accepted.outbox.clone(),
-            accepted.inbound,
-            counters.clone(),
-            self.inner.channels.len(),
-            timings,
-        ));
-        run_writer(
-            accepted.sink,
-            accepted.outbox.clone(),
-            counters.clone(),
-            timings,
-        )
-        .await;
-        WsCounters::bump(&counters.connections_closed);
-        // The close frame is out (or the client is gone): the id is free for a reconnect
-        // while the reader lingers for the client's close answer.
-        self.forget(accepted.client_id, &accepted.outbox);
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.inner.shared
     }
 
-    /// Frees a client id held by `outbox`'s connection; a newer connection that replaced
-    /// it keeps the id.
-    pub(crate) fn forget(&self, client_id: u64, outbox: &Arc<Outbox>) {
-        let mut live = self.live();
-        if live
-            .connections
-            .get(&client_id)
-            .is_some_and(|held| Arc::ptr_eq(held, outbox))
-        {
-            live.connections.remove(&client_id);
-        }
+    pub(crate) fn is_shutting_down(&self) -> bool {
+        self.live().shutting_down
     }
 
-    fn timings(&self) -> Timings {
-        let params = &self.inner.config.params;
-        Timings {
-            idle_timeout: params.timeout,
-            // Often enough that a client answering pings never reaches the timeout, rarely
-            // enough to cost nothing: a quarter of it (2.5 s by default).
-            ping_interval: (params.timeout / 4).max(params.keepalive_interval),
-            close_timeout: self.inner.config.close_timeout,
-        }
-    }
-
-    async fn handshake(
-        &self,
-        mut sink: OutboundSink,
-        mut stream: InboundStream,
-        peer: Option<SocketAddr>,
-    ) -> Option<Accepted> {
-        let inner = &*self.inner;
-        let counters = &inner.counters;
-        let deadline = tokio::time::Instant::now() + inner.config.handshake_timeout;
-        let shutting_down = self.live().shutting_down;
-        if shutting_down {
-            WsCounters::bump(&counters.refused_shutdown);
-            return refuse(
-                sink,
-                stream,
-                true,
-                inner.config.close_timeout,
-                CloseCode::ServerShutdown,
-                "server shutting down".into(),
-            )
-            .await;
-        }
-        let token = loop {
-            match tokio::time::timeout_at(deadline, stream.next()).await {
-                Err(_) => {
-                    WsCounters::bump(&counters.handshake_timeouts);
-                    let reason = format!(
-                        "no connect token within {:?}",
-                        inner.config.handshake_timeout
-                    );
-                    return refuse(
-                        sink,
-                        stream,
-                        true,
-                        inner.config.close_timeout,
-                        CloseCode::HandshakeTimedOut,
-                        reason,
-                    )
-                    .await;
-                }
-                Ok(None | Some(Err(InboundError::Failed(_))) | Some(Ok(Inbound::Close(_)))) => {
-                    return None;
-                }
-                Ok(Some(Err(InboundError::TooLarge(what)))) => {
-                    WsCounters::bump(&counters.closed_too_large);
-                    return refuse(
-                        sink,
-                        stream,
-                        false,
-                        inner.config.close_timeout,
-                        CloseCode::MessageTooLarge,
-                        what,
-                    )
-                    .await;
-                }
-                // Control frames are the WebSocket layer's, not messages before the token.
-                Ok(Some(Ok(Inbound::Control))) => {}
-                Ok(Some(Ok(Inbound::Text))) => {
-                    WsCounters::bump(&counters.refused_malformed);
-                    let reason = format!(
-                        "text message; the first message is the {CONNECT_TOKEN_BYTES}-byte connect token, binary"
-                    );
-                    return refuse(
-                        sink,
-                        stream,
-                        true,
-                        inner.config.close_timeout,
-                        CloseCode::ProtocolViolation,
-                        reason,
-                    )
-                    .await;
-                }
-                Ok(Some(Ok(Inbound::Binary(token)))) => break token,
-            }
-        };
-        let admission = match self.admit(&token, peer, "ws", counters, deadline).await {
-            Ok(admission) => admission,
-            Err((code, reason)) => {
-                return refuse(sink, stream, true, inner.config.close_timeout, code, reason).await;
-            }
-        };
-        let accepted = Outbound::Binary(inner.accepted.clone());
-        // The accepted message is tiny; only a client that never reads could stall it.
-        if !matches!(
-            tokio::time::timeout(inner.config.close_timeout, sink.send(accepted)).await,
-            Ok(Ok(()))
-        ) {
-            self.forget(admission.client_id, &admission.outbox);
-            return None;
-        }
-        WsCounters::bump(&counters.connections_accepted);
-        let Admission {
-            permit,
-            connection,
-            outbox,
-            inbound,
-            client_id,
-        } = admission;
-        // The application holds the connection now; the socket stays with its tasks.
-        permit.send(connection);
-        Some(Accepted {
-            client_id,
-            outbox,
-            sink,
-            stream,
-            inbound,
-        })
-    }
-
-    /// The checks every transport makes once a client's connect token is in: the token,
-    /// the server's phase and capacity, a connection already open for the same client id
-    /// (replaced), and room in the hand-off queue by `deadline`. On success the client id is
-    /// held (give it back with [`forget`](Self::forget) if the accepted message cannot be
-    /// sent) and the connection is ready to hand over; refusals are counted on `counters`
-    /// and come back as the close code and reason to send.
-    pub(crate) async fn admit(
+    /// The checks every transport makes once a client's connect token is in: the token
+    /// (the one check, with the used-token set every transport shares), the server's phase
+    /// and capacity. On success the client holds a place among the open connections until
+    /// the returned slot is dropped; refusals are counted on `counters` and come back as
+    /// the close code and reason to send.
+    pub(crate) fn admit_token(
         &self,
         token: &[u8],
-        peer: Option<SocketAddr>,
-        transport: &'static str,
-        counters: &Arc<WsCounters>,
-        deadline: tokio::time::Instant,
-    ) -> Result<Admission<'_>, (CloseCode, String)> {
+        counters: &WsCounters,
+    ) -> Result<(super::auth::Authenticated, ConnectionSlot), (CloseCode, String)> {
         let inner = &*self.inner;
-        let authenticated = match inner.auth.authenticate(token, unix_now()) {
-            Ok(authenticated) => authenticated,
-            Err(error) => {
+        let authenticated = inner
+            .auth
+            .authenticate(token, unix_now())
+            .map_err(|error| {
                 let counter = match error {
                     AuthError::Malformed { .. } => &counters.refused_malformed,
                     AuthError::Expired { .. } => &counters.refused_expired,
@@ -418,64 +327,78 @@ impl WsEndpoint {
                     | AuthError::WrongServer { .. } => &counters.refused_bad_token,
                 };
                 WsCounters::bump(counter);
-                return Err((error.close_code(), error.to_string()));
-            }
+                (error.close_code(), error.to_string())
+            })?;
+        if self.is_shutting_down() {
+            WsCounters::bump(&counters.refused_shutdown);
+            return Err((CloseCode::ServerShutdown, "server shutting down".to_owned()));
+        }
+        let Some(slot) = ConnectionSlot::take(&inner.open, inner.config.max_connections) else {
+            WsCounters::bump(&counters.refused_full);
+            return Err((
+                CloseCode::ServerFull,
+                format!("server full: {} connections", inner.config.max_connections),
+            ));
         };
+        Ok((authenticated, slot))
+    }
+
+    /// Hands an admitted client to the application by `deadline`; the refusal to send if
+    /// the hand-off queue stays full or is gone.
+    pub(crate) async fn hand_off(
+        &self,
+        arrival: Arrival,
+        counters: &WsCounters,
+        deadline: tokio::time::Instant,
+    ) -> Result<(), (Arrival, CloseCode, &'static str)> {
+        match tokio::time::timeout_at(deadline, self.inner.handoff.reserve()).await {
+            Ok(Ok(permit)) => {
+                WsCounters::bump(&counters.connections_accepted);
+                permit.send(arrival);
+                Ok(())
+            }
+            Ok(Err(_)) => {
+                WsCounters::bump(&counters.refused_shutdown);
+                Err((arrival, CloseCode::ServerShutdown, "server shutting down"))
+            }
+            Err(_) => {
+                WsCounters::bump(&counters.refused_full);
+                Err((arrival, CloseCode::ServerFull, "server busy"))
+            }
+        }
+    }
+
+    /// [`admit_token`](Self::admit_token) for a WebTransport session, whose own tasks
+    /// drive it: its outbox and inbound queue, and room in the hand-off queue by
+    /// `deadline`. Give the serial back with [`forget`](Self::forget) when it ends.
+    pub(crate) async fn admit(
+        &self,
+        token: &[u8],
+        peer: Option<SocketAddr>,
+        transport: &'static str,
+        counters: &Arc<WsCounters>,
+        deadline: tokio::time::Instant,
+    ) -> Result<Admission<'_>, (CloseCode, String)> {
+        let inner = &*self.inner;
+        let (authenticated, slot) = self.admit_token(token, counters)?;
         let client_id = authenticated.client_id;
         let outbox = Arc::new(Outbox::new(
-            inner.channels.clone(),
+            inner.shared.channels.clone(),
             inner.config.outbox,
             inner.config.params.max_message_size as usize,
             counters.clone(),
         ));
-        // A fresh token for a client id already connected is that client again (a new
-        // network, a reloaded page): the newer connection replaces the older, which is
-        // closed with the reason, rather than making the client wait for the old one to
-        // time out. Tokens are single-use, so only their issuer can cause this.
-        let mut replaced = None;
-        let refusal = {
-            let mut live = self.live();
-            if live.shutting_down {
-                Some((CloseCode::ServerShutdown, "server shutting down".to_owned()))
-            } else if live.connections.contains_key(&client_id) {
-                replaced = live.connections.insert(client_id, outbox.clone());
-                None
-            } else if live.connections.len() >= inner.config.max_connections {
-                Some((
-                    CloseCode::ServerFull,
-                    format!("server full: {} connections", inner.config.max_connections),
-                ))
-            } else {
-                live.connections.insert(client_id, outbox.clone());
-                None
-            }
-        };
-        if let Some(older) = replaced {
-            WsCounters::bump(&counters.connections_replaced);
-            older.close(Closing::Server(
-                CloseCode::AlreadyConnected,
-                "connected again elsewhere".into(),
-            ));
-        }
-        if let Some((code, reason)) = refusal {
-            WsCounters::bump(if code == CloseCode::ServerShutdown {
-                &counters.refused_shutdown
-            } else {
-                &counters.refused_full
-            });
-            return Err((code, reason));
-        }
-        // From here the client id is held; every early return gives it back.
-        let release = || self.forget(client_id, &outbox);
+        let serial = inner.next_serial.fetch_add(1, Ordering::Relaxed);
+        self.live().sessions.insert(serial, outbox.clone());
         let permit = match tokio::time::timeout_at(deadline, inner.handoff.reserve()).await {
             Ok(Ok(permit)) => permit,
             Ok(Err(_)) => {
-                release();
+                self.forget(serial, &outbox);
                 WsCounters::bump(&counters.refused_shutdown);
                 return Err((CloseCode::ServerShutdown, "server shutting down".into()));
             }
             Err(_) => {
-                release();
+                self.forget(serial, &outbox);
                 WsCounters::bump(&counters.refused_full);
                 return Err((CloseCode::ServerFull, "server busy".into()));
             }
@@ -492,19 +415,32 @@ impl WsEndpoint {
             peer,
             inbound: inbound_queue,
             sender,
+            _slot: slot,
         };
         Ok(Admission {
             permit,
             connection,
             outbox,
             inbound,
-            client_id,
+            serial,
         })
+    }
+
+    /// Forgets a session admitted with `serial`.
+    pub(crate) fn forget(&self, serial: u64, outbox: &Arc<Outbox>) {
+        let mut live = self.live();
+        if live
+            .sessions
+            .get(&serial)
+            .is_some_and(|held| Arc::ptr_eq(held, outbox))
+        {
+            live.sessions.remove(&serial);
+        }
     }
 
     /// The connection parameters every client is sent first.
     pub(crate) fn accepted(&self) -> &Bytes {
-        &self.inner.accepted
+        &self.inner.shared.accepted
     }
 
     /// The endpoint's configuration.
@@ -514,51 +450,23 @@ impl WsEndpoint {
 
     /// Each channel's kind, by channel id.
     pub(crate) fn channels(&self) -> &Arc<[ChannelKind]> {
-        &self.inner.channels
+        &self.inner.shared.channels
     }
 }
 
-/// A client admitted by [`WsEndpoint::admit`]: its id is held and the hand-off queue has
-/// room for it.
+/// A WebTransport session admitted by [`WsEndpoint::admit`]: it holds a place among the open
+/// connections and the hand-off queue has room for it.
 pub(crate) struct Admission<'a> {
     /// Room in the hand-off queue: `send` the connection once the accepted message is out.
-    pub(crate) permit: mpsc::Permit<'a, WsConnection>,
+    pub(crate) permit: mpsc::Permit<'a, Arrival>,
     /// What the application gets.
     pub(crate) connection: WsConnection,
     /// The connection's queues, which the transport's writer drains.
     pub(crate) outbox: Arc<Outbox>,
     /// Where the transport's reader puts the client's messages.
     pub(crate) inbound: mpsc::Sender<(u8, Bytes)>,
-    /// The client id from the token.
-    pub(crate) client_id: u64,
-}
-
-/// A connection that passed the handshake: what its reader and writer run on.
-struct Accepted {
-    client_id: u64,
-    outbox: Arc<Outbox>,
-    sink: OutboundSink,
-    stream: InboundStream,
-    inbound: mpsc::Sender<(u8, Bytes)>,
-}
-
-/// Closes a connection that is not handed over, with `code` and `reason`.
-/// `readable` is false when the stream failed mid-frame and cannot be read any more.
-async fn refuse<T>(
-    mut sink: OutboundSink,
-    mut stream: InboundStream,
-    readable: bool,
-    close_timeout: Duration,
-    code: CloseCode,
-    reason: String,
-) -> Option<T> {
-    let deadline = tokio::time::Instant::now() + close_timeout;
-    let close = Outbound::Close(code.code(), clamp_reason(&reason).to_owned());
-    // A client that does not read its refusal is dropped at the close timeout.
-    let _ = tokio::time::timeout_at(deadline, sink.send(close)).await;
-    drop(sink);
-    linger(&mut stream, deadline, readable).await;
-    None
+    /// Identifies the session to [`WsEndpoint::forget`].
+    pub(crate) serial: u64,
 }
 
 /// Unix seconds now, for token expiry.
@@ -566,74 +474,4 @@ fn unix_now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |elapsed| elapsed.as_secs())
-}
-
-/// The WebSocket codec's read buffer and write-batching target per connection.
-/// tungstenite's defaults (128 KiB each) made a connected player cost about 150 KB of server
-/// RSS once traffic had touched them; game messages are small, larger ones still pass (the
-/// buffers grow for them), and the writer flushes after each batch anyway.
-const CODEC_BUFFER_BYTES: usize = 8 << 10;
-
-async fn upgrade(
-    State(endpoint): State<WsEndpoint>,
-    peer: Option<Extension<ConnectInfo<SocketAddr>>>,
-    upgrade: WebSocketUpgrade,
-) -> Response {
-    let limit = endpoint.inner.config.max_message_bytes();
-    let counters = endpoint.inner.counters.clone();
-    upgrade
-        .read_buffer_size(CODEC_BUFFER_BYTES)
-        .write_buffer_size(CODEC_BUFFER_BYTES)
-        .max_frame_size(limit)
-        .max_message_size(limit)
-        .on_failed_upgrade(move |_| WsCounters::bump(&counters.upgrades_failed))
-        .on_upgrade(move |socket| {
-            let (sink, stream) = adapt(socket);
-            endpoint.run(
-                sink,
-                stream,
-                peer.map(|Extension(ConnectInfo(address))| address),
-            )
-        })
-}
-
-/// Views axum's socket through the transport-neutral types.
-fn adapt(socket: WebSocket) -> (OutboundSink, InboundStream) {
-    let (sink, stream) = socket.split();
-    let sink = sink
-        .sink_map_err(|error| -> TransportError { Box::new(error) })
-        .with(|outbound: Outbound| {
-            future::ready(Ok::<_, TransportError>(match outbound {
-                Outbound::Binary(bytes) => Message::Binary(bytes),
-                Outbound::Ping => Message::Ping(Bytes::new()),
-                Outbound::Close(code, reason) => Message::Close(Some(CloseFrame {
-                    code,
-                    reason: reason.into(),
-                })),
-            }))
-        });
-    let stream = stream.map(|item| match item {
-        Ok(Message::Binary(bytes)) => Ok(Inbound::Binary(bytes)),
-        Ok(Message::Text(_)) => Ok(Inbound::Text),
-        Ok(Message::Ping(_) | Message::Pong(_)) => Ok(Inbound::Control),
-        Ok(Message::Close(frame)) => {
-            Ok(Inbound::Close(frame.map(|frame| {
-                (frame.code, frame.reason.as_str().to_owned())
-            })))
-        }
-        Err(error) => Err(classify(error)),
-    });
-    (Box::pin(sink), Box::pin(stream))
-}
-
-/// Tells a size-limit error (which gets its own close code) from any other failure.
-fn classify(error: axum::Error) -> InboundError {
-    let inner = error.into_inner();
-    match inner.downcast::<tungstenite::Error>() {
-        Ok(error) => match *error {
-            tungstenite::Error::Capacity(capacity) => InboundError::TooLarge(capacity.to_string()),
-            other => InboundError::Failed(Box::new(other)),
-        },
-        Err(other) => InboundError::Failed(other),
-    }
 }

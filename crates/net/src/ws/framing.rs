@@ -130,35 +130,14 @@ impl CloseCode {
     }
 }
 
-/// Longest close reason, in bytes: a close frame's payload is at most 125 bytes, two of
-/// which hold the code.
-pub const MAX_CLOSE_REASON_BYTES: usize = 123;
-
-/// Cuts `reason` to [`MAX_CLOSE_REASON_BYTES`] on a character boundary.
-pub(crate) fn clamp_reason(reason: &str) -> &str {
-    if reason.len() <= MAX_CLOSE_REASON_BYTES {
-        return reason;
-    }
-    let mut end = MAX_CLOSE_REASON_BYTES;
-    while !reason.is_char_boundary(end) {
-        end -= 1;
-    }
-    &reason[..end]
-}
+pub use tickwire_proto::websocket::MAX_CLOSE_REASON_BYTES;
+pub(crate) use tickwire_proto::websocket::clamp_close_reason as clamp_reason;
 
 /// The server's first message: the same bytes as the UDP accepted packet's body.
 pub fn accepted_message(params: &ConnectionParams) -> Option<Bytes> {
     let mut body = [0u8; MAX_PARAMS_BYTES];
     let len = params.write(&mut body)?;
     Some(Bytes::copy_from_slice(&body[..len]))
-}
-
-/// A data message as it goes on the wire: the channel id, then the payload.
-pub(crate) fn data_message(channel: u8, payload: &[u8]) -> Bytes {
-    let mut framed = Vec::with_capacity(1 + payload.len());
-    framed.push(channel);
-    framed.extend_from_slice(payload);
-    framed.into()
 }
 
 /// Why an inbound data message was refused.
@@ -222,15 +201,6 @@ mod tests {
     }
 
     #[test]
-    fn long_reasons_are_cut_on_a_character_boundary() {
-        let reason = "é".repeat(100);
-        let cut = clamp_reason(&reason);
-        assert!(cut.len() <= MAX_CLOSE_REASON_BYTES);
-        assert_eq!(cut.len(), 122, "61 two-byte characters");
-        assert_eq!(clamp_reason("short"), "short");
-    }
-
-    #[test]
     fn accepted_message_is_the_udp_accepted_body() {
         let params = ConnectionParams::default();
         let message = accepted_message(&params).unwrap();
@@ -246,10 +216,8 @@ mod tests {
 
     #[test]
     fn data_messages_carry_their_channel_first() {
-        let framed = data_message(2, b"snapshot");
-        assert_eq!(&framed[..], b"\x02snapshot");
         assert_eq!(
-            parse_data_message(framed, 3),
+            parse_data_message(Bytes::from_static(b"\x02snapshot"), 3),
             Ok((2, Bytes::from_static(b"snapshot")))
         );
         assert_eq!(

@@ -26,17 +26,22 @@ mod auth;
 mod connection;
 mod endpoint;
 mod framing;
+mod links;
 mod listen;
 mod outbox;
+mod socket;
 mod stats;
 mod tls;
+mod upgrade;
 
 pub use auth::{AuthError, Authenticated, TokenAuthenticator};
 pub use connection::{WsClosed, WsConnection};
-pub use endpoint::{WS_PATH, WsConfig, WsConfigError, WsEndpoint};
+pub use endpoint::{Arrival, WS_PATH, WsConfig, WsConfigError, WsEndpoint};
 pub use framing::{CloseCode, DataMessageError, MAX_CLOSE_REASON_BYTES, accepted_message};
+pub use links::{WsLinkDepth, WsLinkEvent, WsLinkId, WsLinks};
 pub use listen::{HttpListener, ListenConfig, ListenMetrics, ListenStats};
 pub use outbox::{OutboxDepth, OutboxLimits, WsSendError, WsSender};
+pub use socket::WsSocket;
 pub use stats::WsStats;
 pub use tls::{TlsError, TlsIdentity};
 

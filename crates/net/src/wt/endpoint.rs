@@ -526,14 +526,16 @@ impl WtEndpoint {
             tokio::time::timeout(close_timeout, send.write_all(&accepted)).await,
             Ok(Ok(()))
         ) {
-            inner.ws.forget(admission.client_id, &admission.outbox);
+            inner.ws.forget(admission.serial, &admission.outbox);
             return;
         }
         WtCounters::bump(&counters.stream_frames_sent);
         WsCounters::bump(&inner.messages.connections_accepted);
         let outbox = admission.outbox;
-        let client_id = admission.client_id;
-        admission.permit.send(admission.connection);
+        let serial = admission.serial;
+        admission
+            .permit
+            .send(crate::ws::Arrival::WebTransport(admission.connection));
 
         let channels = inner.ws.channels().clone();
         let reader = tokio::spawn(read_stream(
@@ -564,7 +566,7 @@ impl WtEndpoint {
         )
         .await;
         WsCounters::bump(&inner.messages.connections_closed);
-        inner.ws.forget(client_id, &outbox);
+        inner.ws.forget(serial, &outbox);
         // The session is closed: both readers end on their own; this only makes sure.
         reader.abort();
         side.abort();
@@ -585,16 +587,8 @@ fn window(max_frame: usize) -> wtransport::quinn::VarInt {
 fn close_connection(connection: &Connection, code: CloseCode, reason: &str) {
     connection.close(
         VarInt::from_u32(code.code().into()),
-        clamp_reason(reason).as_bytes(),
+        tickwire_proto::websocket::clamp_close_reason(reason).as_bytes(),
     );
-}
-
-fn clamp_reason(reason: &str) -> &str {
-    let mut end = reason.len().min(crate::ws::MAX_CLOSE_REASON_BYTES);
-    while !reason.is_char_boundary(end) {
-        end -= 1;
-    }
-    &reason[..end]
 }
 
 /// Sends a close frame, finishes the stream and waits (within `close_timeout`) for the
@@ -655,7 +649,10 @@ async fn read_stream(
 ) {
     let mut closing = outbox.subscribe_closing();
     let close = |code: CloseCode, reason: String| {
-        outbox.close(Closing::Server(code, clamp_reason(&reason).into()));
+        outbox.close(Closing::Server(
+            code,
+            tickwire_proto::websocket::clamp_close_reason(&reason).into(),
+        ));
     };
     while !*closing.borrow_and_update() {
         let next = tokio::select! {

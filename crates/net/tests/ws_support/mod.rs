@@ -1,8 +1,9 @@
 //! A WebSocket server on loopback and tokio-tungstenite clients for the `ws_*` tests.
 #![allow(dead_code, unreachable_pub)]
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
@@ -29,8 +30,8 @@ use rustls::crypto::CryptoProvider;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{DigitallySignedStruct, SignatureScheme};
 use tickwire_net::ws::{
-    HttpListener, ListenConfig, ListenMetrics, TlsIdentity, TokenAuthenticator, WsConfig,
-    WsConnection, WsEndpoint,
+    Arrival, CloseCode, HttpListener, ListenConfig, ListenMetrics, TlsIdentity, TokenAuthenticator,
+    WsClosed, WsConfig, WsEndpoint, WsLinkDepth, WsLinkEvent, WsLinkId, WsLinks, WsSendError,
 };
 use tickwire_proto::ConnectionParams;
 use tickwire_proto::crypto::{KEY_BYTES, Key};
@@ -55,7 +56,10 @@ pub struct TestServer {
     pub address: SocketAddr,
     pub endpoint: WsEndpoint,
     pub listen: ListenMetrics,
-    pub connections: mpsc::Receiver<WsConnection>,
+    /// Each admitted client once the test's shard attached it.
+    pub connections: mpsc::Receiver<ServerSide>,
+    /// The test's shard: the links every admitted client is attached to.
+    pub links: Arc<Mutex<WsLinks>>,
     pub issuer: TokenIssuer,
     pub identity: Option<Arc<TlsIdentity>>,
     /// What the accepted message must carry.
@@ -83,16 +87,20 @@ impl TestServer {
             .map(|identity| identity.server_config().unwrap());
         let listener = HttpListener::from_listener(listener, tls, options.listen);
         let auth = TokenAuthenticator::new(PROTOCOL_ID, key.clone(), vec![address], 1024);
-        let (handoff, connections) = mpsc::channel(16);
+        let (handoff, arrivals) = mpsc::channel(16);
         let params = options.ws.params.clone();
         let endpoint = WsEndpoint::new(options.ws, auth, handoff).unwrap();
         let listen = listener.metrics();
         tokio::spawn(listener.serve(endpoint.router(), std::future::pending()));
+        let links = Arc::new(Mutex::new(WsLinks::new().unwrap()));
+        let (attached, connections) = mpsc::channel(16);
+        tokio::spawn(run_shard(links.clone(), arrivals, attached));
         Self {
             address,
             endpoint,
             listen,
             connections,
+            links,
             issuer: TokenIssuer {
                 protocol_id: PROTOCOL_ID,
                 key,
@@ -162,7 +170,7 @@ impl TestServer {
 
     /// A client that sent a fresh token for `client_id` and read the accepted message, and
     /// the server's side of it.
-    pub async fn connect(&mut self, client_id: u64) -> (Client, WsConnection) {
+    pub async fn connect(&mut self, client_id: u64) -> (Client, ServerSide) {
         self.connect_with(client_id, None).await
     }
 
@@ -170,7 +178,7 @@ impl TestServer {
         &mut self,
         client_id: u64,
         recv_buffer: Option<u32>,
-    ) -> (Client, WsConnection) {
+    ) -> (Client, ServerSide) {
         let mut client = self.upgrade_with(recv_buffer).await;
         let token = self.token(client_id);
         client.send(Message::Binary(token.into())).await.unwrap();
@@ -186,6 +194,161 @@ impl TestServer {
             .expect("hand-off closed");
         assert_eq!(connection.client_id(), client_id);
         (client, connection)
+    }
+}
+
+impl TestServer {
+    /// What a server's shutdown does: the endpoint refuses new clients, the shard closes
+    /// the connections it drives.
+    pub fn shutdown(&self) {
+        self.endpoint.shutdown();
+        self.links
+            .lock()
+            .unwrap()
+            .close_all(CloseCode::ServerShutdown, "server shutting down");
+    }
+}
+
+/// A shard in miniature: attaches every admitted client (seating everyone), and every
+/// millisecond reads, runs timers, routes events to the test's handles and flushes. A real
+/// shard awaits readiness instead; polling keeps this one simple, since the tests share the
+/// links with it behind a lock.
+async fn run_shard(
+    links: Arc<Mutex<WsLinks>>,
+    mut arrivals: mpsc::Receiver<Arrival>,
+    attached: mpsc::Sender<ServerSide>,
+) {
+    let mut inbound: HashMap<WsLinkId, mpsc::UnboundedSender<Delivery>> = HashMap::new();
+    let mut tick = tokio::time::interval(Duration::from_millis(1));
+    loop {
+        tokio::select! {
+            arrival = arrivals.recv() => match arrival {
+                Some(Arrival::WebSocket(socket)) => {
+                    let (client_id, user_data, peer) =
+                        (socket.client_id(), *socket.user_data(), socket.peer_address());
+                    let link = links.lock().unwrap().attach(std::time::Instant::now(), socket).unwrap();
+                    let (events, receiver) = mpsc::unbounded_channel();
+                    inbound.insert(link, events);
+                    let side = ServerSide {
+                        client_id,
+                        user_data,
+                        peer,
+                        inbound: receiver,
+                        closed: None,
+                        sender: SideSender { link, links: links.clone() },
+                    };
+                    if attached.send(side).await.is_err() {
+                        return;
+                    }
+                }
+                Some(Arrival::WebTransport(_)) => {}
+                None => return,
+            },
+            _ = tick.tick() => {}
+        }
+        let mut links = links.lock().unwrap();
+        let now = std::time::Instant::now();
+        links.handle_io(now);
+        links.handle_timeout(now);
+        while let Some(event) = links.poll_event() {
+            match event {
+                WsLinkEvent::Message {
+                    link,
+                    channel,
+                    message,
+                } => {
+                    if let Some(events) = inbound.get(&link) {
+                        let _ = events.send(Ok((channel, message)));
+                    }
+                }
+                WsLinkEvent::Closed { link, closed } => {
+                    if let Some(events) = inbound.remove(&link) {
+                        let _ = events.send(Err(closed));
+                    }
+                }
+            }
+        }
+        links.flush(now);
+    }
+}
+
+/// What the test's shard passes to a client's handle: a message, or how it ended.
+type Delivery = Result<(u8, Bytes), WsClosed>;
+
+/// The server's side of one client, as the test's shard attached it.
+pub struct ServerSide {
+    client_id: u64,
+    user_data: [u8; tickwire_proto::token::USER_DATA_BYTES],
+    peer: Option<SocketAddr>,
+    inbound: mpsc::UnboundedReceiver<Delivery>,
+    closed: Option<WsClosed>,
+    sender: SideSender,
+}
+
+impl ServerSide {
+    pub fn client_id(&self) -> u64 {
+        self.client_id
+    }
+
+    pub fn user_data(&self) -> &[u8] {
+        &self.user_data
+    }
+
+    pub fn peer_address(&self) -> Option<SocketAddr> {
+        self.peer
+    }
+
+    pub fn sender(&self) -> SideSender {
+        self.sender.clone()
+    }
+
+    pub fn close(&self, code: CloseCode, reason: &str) {
+        self.sender.close(code, reason);
+    }
+
+    /// The next message, or how the connection ended (a close the test's side started
+    /// with [`close`](Self::close) is reported as the server's).
+    pub async fn recv(&mut self) -> Result<(u8, Bytes), WsClosed> {
+        if let Some(closed) = &self.closed {
+            return Err(closed.clone());
+        }
+        match self.inbound.recv().await {
+            Some(Ok(message)) => Ok(message),
+            Some(Err(closed)) => {
+                self.closed = Some(closed.clone());
+                Err(closed)
+            }
+            None => Err(WsClosed::Lost),
+        }
+    }
+}
+
+/// Sends to one client through the shard's links (written at the shard's next flush).
+#[derive(Clone)]
+pub struct SideSender {
+    link: WsLinkId,
+    links: Arc<Mutex<WsLinks>>,
+}
+
+impl SideSender {
+    pub fn send(&self, channel: u8, message: Bytes) -> Result<(), WsSendError> {
+        self.links.lock().unwrap().send(self.link, channel, message)
+    }
+
+    pub fn close(&self, code: CloseCode, reason: &str) {
+        self.links.lock().unwrap().close(self.link, code, reason);
+    }
+
+    pub fn depth(&self) -> WsLinkDepth {
+        self.links
+            .lock()
+            .unwrap()
+            .depth(self.link)
+            .unwrap_or_default()
+    }
+
+    pub fn is_closing(&self) -> bool {
+        !self.links.lock().unwrap().is_open(self.link)
     }
 }
 

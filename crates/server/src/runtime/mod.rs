@@ -34,7 +34,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use tickwire_net::ws::{
-    HttpListener, ListenConfig, TlsIdentity, TokenAuthenticator, WsConfig, WsConnection, WsEndpoint,
+    Arrival, HttpListener, ListenConfig, TlsIdentity, TokenAuthenticator, WsConfig, WsEndpoint,
 };
 use tickwire_net::wt::{WtCertificate, WtConfig, WtEndpoint};
 use tickwire_proto::ServerConfig;
@@ -619,23 +619,23 @@ async fn serve(listener: HttpListener, router: axum::Router, mut stopped: watch:
     }
 }
 
-/// Hands each authenticated WebSocket connection to the shard hosting its room.
-async fn hand_off(app: Arc<App>, mut connections: mpsc::Receiver<WsConnection>) {
-    while let Some(connection) = connections.recv().await {
-        let shard = SeatTicket::decode(connection.user_data())
+/// Hands each admitted WebSocket or WebTransport player to the shard hosting its room.
+async fn hand_off(app: Arc<App>, mut arrivals: mpsc::Receiver<Arrival>) {
+    while let Some(arrival) = arrivals.recv().await {
+        let shard = SeatTicket::decode(arrival.user_data())
             .and_then(|ticket| app.matchmaker().shard_of(ticket.room));
         match shard.and_then(|shard| app.shards.get(shard)) {
             Some(link) => {
-                if let Err(mpsc::error::SendError(Control::AttachWs(connection))) =
-                    link.control.send(Control::AttachWs(connection)).await
+                if let Err(mpsc::error::SendError(Control::Attach(arrival))) =
+                    link.control.send(Control::Attach(arrival)).await
                 {
-                    connection.close(
+                    arrival.refuse(
                         tickwire_net::ws::CloseCode::ServerShutdown,
                         "server shutting down",
                     );
                 }
             }
-            None => connection.close(tickwire_net::ws::CloseCode::Kicked, "no such room"),
+            None => arrival.refuse(tickwire_net::ws::CloseCode::Kicked, "no such room"),
         }
     }
 }

@@ -22,7 +22,7 @@ use std::thread::JoinHandle;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use tickwire_net::udp::BatchSocket;
-use tickwire_net::ws::WsConnection;
+use tickwire_net::ws::Arrival;
 use tickwire_proto::{Server, ServerConfig};
 use tokio::sync::{mpsc, oneshot};
 
@@ -52,8 +52,8 @@ pub enum Control {
         /// Told whether the room now exists, when someone waits for it.
         created: Option<oneshot::Sender<bool>>,
     },
-    /// A WebSocket player, authenticated by the HTTP side, to seat in a room.
-    AttachWs(WsConnection),
+    /// A WebSocket or WebTransport player, admitted by the HTTP side, to seat in a room.
+    Attach(Arrival),
     /// Remove a player from their room and disconnect them.
     Kick {
         /// Who.
@@ -135,7 +135,7 @@ impl ShardWorker {
                     if let Some(observer) = links.tick_observer.take() {
                         shard.set_tick_observer(observer);
                     }
-                    run::Worker::new(socket, server, shard, links)
+                    run::Worker::new(socket, server, shard, links)?
                         .run(inbox)
                         .await
                 })

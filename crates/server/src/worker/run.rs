@@ -9,7 +9,9 @@ use std::time::Instant;
 use bytes::Bytes;
 use tickwire_net::driver::{MIN_WAIT, sleep_until, transmit};
 use tickwire_net::udp::{BatchSocket, RecvBatch, SendBatch};
-use tickwire_net::ws::{CloseCode, WsClosed, WsConnection, WsSender};
+use tickwire_net::ws::{
+    Arrival, CloseCode, WsClosed, WsConnection, WsLinkEvent, WsLinkId, WsLinks, WsSender, WsSocket,
+};
 use tickwire_proto::token::USER_DATA_BYTES;
 use tickwire_proto::{ConnectionId, DisconnectReason, MAX_DATAGRAM_BYTES, Server, ServerEvent};
 use tokio::sync::mpsc;
@@ -20,9 +22,9 @@ use crate::console::PlayerSummary;
 use crate::room::{LeaveReason, PlayerId};
 use crate::shard::{Shard, ShardOutput};
 
-/// Messages from WebSocket players waiting for the worker; past this, their readers wait
-/// and TCP flow control holds the clients back.
-const WS_EVENT_QUEUE: usize = 4096;
+/// Messages from WebTransport players waiting for the worker; past this, their readers wait
+/// and QUIC flow control holds the clients back.
+const WT_EVENT_QUEUE: usize = 4096;
 
 /// Most `recvmmsg` batches one turn of the loop takes in before it answers them. Whatever
 /// is already waiting in the socket when a turn starts is ready together with it: taking it
@@ -67,9 +69,9 @@ impl Hasher for IdHasher {
 /// A map keyed by the worker's ids.
 type IdMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
 
-/// What a WebSocket player's reader task reports. `attach` tells one attachment of a
+/// What a WebTransport player's reader task reports. `attach` tells one attachment of a
 /// player from a later one.
-enum WsEvent {
+enum WtEvent {
     Message {
         player: PlayerId,
         channel: u8,
@@ -87,7 +89,13 @@ enum WsEvent {
 /// How a connected player is reached.
 enum Link {
     Udp(ConnectionId),
-    Ws { sender: WsSender, attach: u64 },
+    /// A WebSocket connection this worker drives itself.
+    Ws(WsLinkId),
+    /// A WebTransport session, driven by its own tasks.
+    Wt {
+        sender: WsSender,
+        attach: u64,
+    },
 }
 
 struct Connected {
@@ -103,9 +111,11 @@ pub(super) struct Worker {
     links: WorkerLinks,
     players: IdMap<PlayerId, Connected>,
     udp_players: IdMap<ConnectionId, PlayerId>,
-    ws_events: mpsc::Receiver<WsEvent>,
-    ws_events_in: mpsc::Sender<WsEvent>,
-    ws_attaches: u64,
+    ws: WsLinks,
+    ws_players: IdMap<WsLinkId, PlayerId>,
+    wt_events: mpsc::Receiver<WtEvent>,
+    wt_events_in: mpsc::Sender<WtEvent>,
+    wt_attaches: u64,
     inbox: RecvBatch,
     outbox: SendBatch,
     scratch: Box<[u8; MAX_DATAGRAM_BYTES]>,
@@ -120,25 +130,27 @@ impl Worker {
         server: Server,
         shard: Shard,
         links: WorkerLinks,
-    ) -> Self {
-        let (ws_events_in, ws_events) = mpsc::channel(WS_EVENT_QUEUE);
-        Self {
+    ) -> io::Result<Self> {
+        let (wt_events_in, wt_events) = mpsc::channel(WT_EVENT_QUEUE);
+        Ok(Self {
             socket,
             server,
             shard,
             links,
             players: IdMap::default(),
             udp_players: IdMap::default(),
-            ws_events,
-            ws_events_in,
-            ws_attaches: 0,
+            ws: WsLinks::new()?,
+            ws_players: IdMap::default(),
+            wt_events,
+            wt_events_in,
+            wt_attaches: 0,
             inbox: RecvBatch::new(),
             outbox: SendBatch::new(),
             scratch: Box::new([0; MAX_DATAGRAM_BYTES]),
             report: WorkerReport::default(),
             refused_by_address: 0,
             next_publish: Instant::now(),
-        }
+        })
     }
 
     pub(super) async fn run(
@@ -151,6 +163,10 @@ impl Worker {
                 self.server.handle_timeout(now);
             }
             self.take_events(now);
+            if self.ws.poll_timeout().is_some_and(|at| at <= now) {
+                self.ws.handle_timeout(now);
+                self.take_ws_events(now);
+            }
             // Ticks, then their events on the wire, then the rooms' publish phase
             // (snapshots): a confirmation never waits behind every player's snapshot.
             self.shard.tick_due(now, &mut Instant::now);
@@ -166,6 +182,7 @@ impl Worker {
 
             let deadline = [
                 self.server.poll_timeout(),
+                self.ws.poll_timeout(),
                 self.shard.next_deadline(),
                 Some(self.next_publish),
             ]
@@ -178,10 +195,17 @@ impl Worker {
                     received?;
                     self.take_datagrams()?;
                 }
-                event = self.ws_events.recv() => {
+                readable = self.ws.readable() => {
+                    readable?;
+                    let now = Instant::now();
+                    self.ws.handle_io(now);
+                    self.take_ws_events(now);
+                    self.route_outputs(now);
+                }
+                event = self.wt_events.recv() => {
                     // The worker holds a sender itself, so the queue never closes.
                     if let Some(event) = event {
-                        self.ws_event(Instant::now(), event);
+                        self.wt_event(Instant::now(), event);
                     }
                 }
                 message = control.recv() => {
@@ -196,7 +220,10 @@ impl Worker {
                                 let _ = created.send(result.is_ok());
                             }
                         }
-                        Some(Control::AttachWs(connection)) => self.attach_ws(now, connection),
+                        Some(Control::Attach(Arrival::WebSocket(socket))) => self.attach_ws(now, socket),
+                        Some(Control::Attach(Arrival::WebTransport(session))) => {
+                            self.attach_wt(now, session)
+                        }
                         Some(Control::Kick { player, reason }) => {
                             self.shard.kick(now, player, &reason);
                         }
@@ -293,14 +320,44 @@ impl Worker {
         }
     }
 
-    fn ws_event(&mut self, now: Instant, event: WsEvent) {
+    /// Messages and closes from the WebSocket connections, into the shard.
+    fn take_ws_events(&mut self, now: Instant) {
+        while let Some(event) = self.ws.poll_event() {
+            match event {
+                WsLinkEvent::Message {
+                    link,
+                    channel,
+                    message,
+                } => {
+                    if let Some(player) = self.ws_players.get(&link) {
+                        self.shard.message(now, *player, channel, message);
+                    }
+                }
+                WsLinkEvent::Closed { link, closed } => {
+                    // A link the worker closed itself (a kick, a replacement) is unlisted
+                    // already and reports nothing.
+                    let Some(player) = self.ws_players.get(&link).copied() else {
+                        continue;
+                    };
+                    self.release(player);
+                    if matches!(closed, WsClosed::ByClient { code, .. } if closing_leaves(code)) {
+                        self.shard.leave(now, player, LeaveReason::Left);
+                    } else {
+                        self.shard.connection_lost(now, player);
+                    }
+                }
+            }
+        }
+    }
+
+    fn wt_event(&mut self, now: Instant, event: WtEvent) {
         match event {
-            WsEvent::Message {
+            WtEvent::Message {
                 player,
                 channel,
                 message,
             } => self.shard.message(now, player, channel, message),
-            WsEvent::Closed {
+            WtEvent::Closed {
                 player,
                 attach,
                 left,
@@ -309,7 +366,7 @@ impl Worker {
                 // already, and a newer attachment is not this one.
                 let current = matches!(
                     self.players.get(&player),
-                    Some(Connected { link: Link::Ws { attach: linked, .. }, .. }) if *linked == attach
+                    Some(Connected { link: Link::Wt { attach: linked, .. }, .. }) if *linked == attach
                 );
                 if !current {
                     return;
@@ -354,16 +411,23 @@ impl Worker {
             if !inherits && let (Some(limiter), Some(ip)) = (&self.links.limiter, older.ip) {
                 limiter.closed(ip);
             }
-            match older.link {
+            match &older.link {
                 Link::Udp(connection) => {
-                    self.udp_players.remove(&connection);
-                    self.server
-                        .disconnect(now, connection, DisconnectReason::AlreadyConnected);
+                    self.udp_players.remove(connection);
                 }
-                Link::Ws { sender, .. } => {
-                    sender.close(CloseCode::AlreadyConnected, "connected again elsewhere");
+                Link::Ws(link) => {
+                    self.ws_players.remove(link);
                 }
+                Link::Wt { .. } => {}
             }
+            end_link(
+                &mut self.server,
+                &mut self.ws,
+                now,
+                older.link,
+                DisconnectReason::AlreadyConnected,
+                "connected again elsewhere",
+            );
             self.shard.connection_lost(now, player);
         }
         let seated = match SeatTicket::decode(user_data) {
@@ -390,12 +454,48 @@ impl Worker {
         release(
             &mut self.players,
             &mut self.udp_players,
+            &mut self.ws_players,
             self.links.limiter.as_ref(),
             player,
         )
     }
 
-    fn attach_ws(&mut self, now: Instant, mut connection: WsConnection) {
+    /// A WebSocket player admitted by the HTTP side: seated first, then attached, so the
+    /// accepted message is the first thing on the socket and everything the room sends
+    /// after it follows.
+    fn attach_ws(&mut self, now: Instant, socket: WsSocket) {
+        let player = PlayerId(socket.client_id());
+        let user_data = *socket.user_data();
+        let ip = socket.peer_address().map(|address| address.ip());
+        if let Err(reason) = self.take_seat(now, player, ip, &user_data) {
+            self.ws.refuse(now, socket, CloseCode::Kicked, reason);
+            return;
+        }
+        match self.ws.attach(now, socket) {
+            Ok(link) => {
+                self.report.ws_attached += 1;
+                self.ws_players.insert(link, player);
+                self.players.insert(
+                    player,
+                    Connected {
+                        link: Link::Ws(link),
+                        ip,
+                    },
+                );
+                // Messages the client sent right after its token.
+                self.take_ws_events(now);
+            }
+            Err(error) => {
+                tracing::warn!(%error, "websocket not attached");
+                if let (Some(limiter), Some(ip)) = (&self.links.limiter, ip) {
+                    limiter.closed(ip);
+                }
+                self.shard.connection_lost(now, player);
+            }
+        }
+    }
+
+    fn attach_wt(&mut self, now: Instant, mut connection: WsConnection) {
         let player = PlayerId(connection.client_id());
         let user_data = *connection.user_data();
         let ip = connection.peer_address().map(|address| address.ip());
@@ -404,34 +504,34 @@ impl Worker {
             return;
         }
         self.report.ws_attached += 1;
-        self.ws_attaches += 1;
-        let attach = self.ws_attaches;
+        self.wt_attaches += 1;
+        let attach = self.wt_attaches;
         self.players.insert(
             player,
             Connected {
-                link: Link::Ws {
+                link: Link::Wt {
                     sender: connection.sender(),
                     attach,
                 },
                 ip,
             },
         );
-        let events = self.ws_events_in.clone();
+        let events = self.wt_events_in.clone();
         tokio::spawn(async move {
             loop {
                 let event = match connection.recv().await {
-                    Ok((channel, message)) => WsEvent::Message {
+                    Ok((channel, message)) => WtEvent::Message {
                         player,
                         channel,
                         message,
                     },
-                    Err(closed) => WsEvent::Closed {
+                    Err(closed) => WtEvent::Closed {
                         player,
                         attach,
                         left: matches!(closed, WsClosed::ByClient { code, .. } if closing_leaves(code)),
                     },
                 };
-                let closed = matches!(event, WsEvent::Closed { .. });
+                let closed = matches!(event, WtEvent::Closed { .. });
                 if events.send(event).await.is_err() || closed {
                     return;
                 }
@@ -455,25 +555,33 @@ impl Worker {
                         Some(Link::Udp(connection)) => {
                             let _ = self.server.send(now, *connection, channel, message);
                         }
-                        Some(Link::Ws { sender, .. }) => {
+                        Some(Link::Ws(link)) => {
+                            let _ = self.ws.send(*link, channel, message);
+                        }
+                        Some(Link::Wt { sender, .. }) => {
                             let _ = sender.send(channel, message);
                         }
                         None => {}
                     }
                 }
-                ShardOutput::Disconnect { player, reason } => match release(
-                    &mut self.players,
-                    &mut self.udp_players,
-                    self.links.limiter.as_ref(),
-                    player,
-                ) {
-                    Some(Link::Udp(connection)) => {
-                        self.server
-                            .disconnect(now, connection, DisconnectReason::Kicked);
+                ShardOutput::Disconnect { player, reason } => {
+                    if let Some(link) = release(
+                        &mut self.players,
+                        &mut self.udp_players,
+                        &mut self.ws_players,
+                        self.links.limiter.as_ref(),
+                        player,
+                    ) {
+                        end_link(
+                            &mut self.server,
+                            &mut self.ws,
+                            now,
+                            link,
+                            DisconnectReason::Kicked,
+                            &reason,
+                        );
                     }
-                    Some(Link::Ws { sender, .. }) => sender.close(CloseCode::Kicked, &reason),
-                    None => {}
-                },
+                }
                 ShardOutput::Seated { player, room } => {
                     report(&self.links, WorkerEvent::Seated { player, room });
                 }
@@ -488,6 +596,7 @@ impl Worker {
     }
 
     async fn flush(&mut self) -> io::Result<()> {
+        self.ws.flush(Instant::now());
         transmit(
             &mut self.server,
             &self.socket,
@@ -520,7 +629,8 @@ impl Worker {
                     name: member.name.clone(),
                     transport: match &connected.link {
                         Link::Udp(_) => "udp",
-                        Link::Ws { sender, .. } => sender.transport(),
+                        Link::Ws(_) => "ws",
+                        Link::Wt { sender, .. } => sender.transport(),
                     }
                     .to_string(),
                     room: Some(room.id.0),
@@ -530,24 +640,53 @@ impl Worker {
         self.links.view.publish(view);
     }
 
+    /// After a shutdown's close frames: waits (within their close timeout) for the clients'
+    /// close answers, so no socket is dropped with unread data (a reset that can destroy the
+    /// close frame in flight).
+    async fn linger_ws(&mut self) {
+        while !self.ws.is_empty() {
+            let now = Instant::now();
+            self.ws.handle_timeout(now);
+            let wake = self
+                .ws
+                .poll_timeout()
+                .map_or(now + MIN_WAIT, |at| at.max(now + MIN_WAIT));
+            tokio::select! {
+                readable = self.ws.readable() => {
+                    if readable.is_err() {
+                        return;
+                    }
+                    self.ws.handle_io(Instant::now());
+                }
+                () = sleep_until(Some(wake)) => {}
+            }
+            while self.ws.poll_event().is_some() {}
+            self.ws.flush(Instant::now());
+        }
+    }
+
     async fn stop(mut self) -> io::Result<WorkerReport> {
         let now = Instant::now();
         self.shard.shut_down(now);
         self.route_outputs(now);
         let players: Vec<PlayerId> = self.players.keys().copied().collect();
         for player in players {
-            match self.release(player) {
-                None => {}
-                Some(Link::Udp(connection)) => {
-                    self.server
-                        .disconnect(now, connection, DisconnectReason::ServerShutdown);
-                }
-                Some(Link::Ws { sender, .. }) => {
-                    sender.close(CloseCode::ServerShutdown, "server shutting down");
-                }
+            if let Some(link) = self.release(player) {
+                end_link(
+                    &mut self.server,
+                    &mut self.ws,
+                    now,
+                    link,
+                    DisconnectReason::ServerShutdown,
+                    "server shutting down",
+                );
             }
         }
+        // Sockets attached to no player (refused, or closing already) go too.
+        self.ws
+            .close_all(CloseCode::ServerShutdown, "server shutting down");
         self.flush().await?;
+        self.linger_ws().await;
         self.publish();
         let stats = self.server.stats();
         self.report.datagrams_sent = stats.datagrams_sent;
@@ -570,6 +709,7 @@ fn closing_leaves(code: Option<u16>) -> bool {
 fn release(
     players: &mut IdMap<PlayerId, Connected>,
     udp_players: &mut IdMap<ConnectionId, PlayerId>,
+    ws_players: &mut IdMap<WsLinkId, PlayerId>,
     limiter: Option<&SharedIpLimiter>,
     player: PlayerId,
 ) -> Option<Link> {
@@ -577,10 +717,34 @@ fn release(
     if let (Some(limiter), Some(ip)) = (limiter, connected.ip) {
         limiter.closed(ip);
     }
-    if let Link::Udp(connection) = connected.link {
-        udp_players.remove(&connection);
+    match &connected.link {
+        Link::Udp(connection) => {
+            udp_players.remove(connection);
+        }
+        Link::Ws(link) => {
+            ws_players.remove(link);
+        }
+        Link::Wt { .. } => {}
     }
     Some(connected.link)
+}
+
+/// Ends a link the worker has unlisted, telling the client `reason` on whichever transport
+/// it uses (UDP's disconnect reason, or the WebSocket close code `4000 +` it).
+fn end_link(
+    server: &mut Server,
+    ws: &mut WsLinks,
+    now: Instant,
+    link: Link,
+    reason: DisconnectReason,
+    text: &str,
+) {
+    let code = CloseCode::from_disconnect_reason(reason);
+    match link {
+        Link::Udp(connection) => server.disconnect(now, connection, reason),
+        Link::Ws(link) => ws.close(link, code, text),
+        Link::Wt { sender, .. } => sender.close(code, text),
+    }
 }
 
 /// Sends a seat change to the matchmaker. The queue is unbounded on purpose: every event

@@ -161,6 +161,17 @@ pub type WsClient = WebSocketStream<TcpStream>;
 
 /// A WebSocket client that presented `token` and got the accepted message.
 pub async fn ws_connect(http_address: SocketAddr, token: &ConnectToken) -> WsClient {
+    let mut client = ws_present(http_address, token).await;
+    assert!(
+        !ws_next(&mut client).await.is_empty(),
+        "the accepted message"
+    );
+    client
+}
+
+/// A WebSocket client that presented `token`; what the server answers is the caller's to
+/// read (the accepted message, or a close when the player cannot be seated).
+pub async fn ws_present(http_address: SocketAddr, token: &ConnectToken) -> WsClient {
     let stream = TcpStream::connect(http_address).await.unwrap();
     let (mut client, _) = timeout(
         WAIT,
@@ -174,10 +185,6 @@ pub async fn ws_connect(http_address: SocketAddr, token: &ConnectToken) -> WsCli
         .send(Message::Binary(bytes.to_vec().into()))
         .await
         .unwrap();
-    assert!(
-        !ws_next(&mut client).await.is_empty(),
-        "the accepted message"
-    );
     client
 }
 

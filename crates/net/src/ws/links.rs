@@ -1,0 +1,945 @@
+//! The WebSocket connections of one shard, driven by the shard's own thread: no task per
+//! connection, no lock, no hand-off between threads. A message a client sends goes from the
+//! kernel to the shard in one read; a message the shard sends is framed into the
+//! connection's buffer and written with one `write` per connection per turn.
+//!
+//! The sockets sit in an epoll set of the links' own, which the shard's loop awaits as one
+//! file descriptor beside its UDP socket ([`WsLinks::readable`]). A driver calls, each turn:
+//!
+//! 1. [`handle_io`](WsLinks::handle_io) when [`readable`](WsLinks::readable) fires: reads
+//!    every ready socket, parses frames, answers pings, and queues [`WsLinkEvent`]s;
+//! 2. [`handle_timeout`](WsLinks::handle_timeout) when [`poll_timeout`](WsLinks::poll_timeout)
+//!    is due: idle timeouts, keepalive pings, close deadlines;
+//! 3. [`poll_event`](WsLinks::poll_event) until `None`;
+//! 4. [`send`](WsLinks::send) and [`close`](WsLinks::close) as the rooms decide;
+//! 5. [`flush`](WsLinks::flush) once at the end: each connection given something writes it.
+//!
+//! A client that does not drain its socket is handled per channel kind, as the outbox of
+//! the task-driven transports does: reliable bytes wait in order up to a bound (past it the
+//! connection closes with [`CloseCode::SlowClient`]); a sequenced channel keeps only its
+//! newest unsent message (latest wins, never a queue of stale snapshots); unreliable
+//! messages wait in a bounded queue that drops its oldest.
+
+use std::collections::VecDeque;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use tickwire_proto::reliable::ChannelKind;
+use tokio::io::Interest;
+use tokio::io::unix::AsyncFd;
+
+use super::connection::WsClosed;
+use super::endpoint::Shared;
+use super::framing::{CloseCode, parse_data_message};
+use super::outbox::WsSendError;
+use super::socket::{ByteStream, ConnectionSlot, ReadOutcome, WsSocket};
+use super::stats::WsCounters;
+use tickwire_proto::websocket::{self as frame, FrameError, Inbound, MessageReader, opcode};
+
+/// Identifies one connection among a [`WsLinks`]' for as long as it lives; never reused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct WsLinkId(u64);
+
+impl WsLinkId {
+    fn new(index: usize, generation: u32) -> Self {
+        Self(index as u64 | (u64::from(generation) << 32))
+    }
+
+    fn index(self) -> usize {
+        (self.0 & 0xFFFF_FFFF) as usize
+    }
+
+    fn generation(self) -> u32 {
+        (self.0 >> 32) as u32
+    }
+}
+
+/// What happened on a connection.
+#[derive(Debug)]
+pub enum WsLinkEvent {
+    /// A data message: its channel and payload.
+    Message {
+        /// Which connection.
+        link: WsLinkId,
+        /// The channel id (checked against the connection's channels).
+        channel: u8,
+        /// The payload.
+        message: Bytes,
+    },
+    /// The connection ended or started closing, other than by [`WsLinks::close`]; nothing
+    /// more comes from it and sends to it are refused.
+    Closed {
+        /// Which connection.
+        link: WsLinkId,
+        /// How.
+        closed: WsClosed,
+    },
+}
+
+/// What one connection holds unwritten, for tests and metrics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WsLinkDepth {
+    /// Framed bytes committed to the socket in order and not yet written: reliable data,
+    /// and whatever was framed before the socket stopped taking bytes.
+    pub unwritten_bytes: usize,
+    /// Unreliable messages waiting aside.
+    pub unreliable_messages: usize,
+    /// Sequenced channels holding a newest unsent message aside.
+    pub sequenced_pending: usize,
+}
+
+/// Events one `epoll_wait` takes.
+const EPOLL_BATCH: usize = 256;
+/// Bytes read per `read` call.
+const READ_CHUNK: usize = 4096;
+/// Bytes one connection may read in one turn before others get theirs.
+const READ_BUDGET: usize = 64 << 10;
+/// How often idle timeouts, pings and close deadlines are checked.
+const SWEEP_INTERVAL: Duration = Duration::from_millis(100);
+/// A write buffer larger than this is given back once it drains.
+const KEEP_BUFFER_BYTES: usize = 16 << 10;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Open,
+    /// Closing: whatever is in `out` (ending with a close frame) is written, then the
+    /// connection lingers for the client's close answer until `deadline`.
+    Closing {
+        deadline: Instant,
+        /// False once the byte stream cannot be parsed (a framing error): the rest is
+        /// discarded while lingering.
+        parseable: bool,
+        /// The client already sent its close: drop the socket once `out` is written.
+        answered: bool,
+    },
+}
+
+struct Conn {
+    generation: u32,
+    stream: ByteStream,
+    shared: Arc<Shared>,
+    _slot: ConnectionSlot,
+    state: State,
+    reader: MessageReader,
+    /// Bytes read and not yet parsed.
+    inbuf: Vec<u8>,
+    /// Framed bytes committed to the socket, in order; `out[written..]` is still to write.
+    out: Vec<u8>,
+    written: usize,
+    /// The socket did not take everything: wait for it to be writable, and keep
+    /// unreliable messages aside (latest wins, drop-oldest) meanwhile.
+    blocked: bool,
+    /// Listed in `dirty` for the next flush.
+    dirty: bool,
+    /// By channel id: the newest unsent message of a sequenced channel while blocked.
+    sequenced: Vec<Option<Bytes>>,
+    unreliable: VecDeque<(u8, Bytes)>,
+    unreliable_bytes: usize,
+    last_received: Instant,
+    last_sent: Instant,
+}
+
+/// Where [`Conn::queue`] put a message.
+enum Queued {
+    /// Framed into the write buffer: this many payload bytes.
+    Framed(usize),
+    /// Kept aside while the socket is blocked.
+    Aside,
+}
+
+impl Conn {
+    fn fd(&self) -> RawFd {
+        self.stream.fd()
+    }
+
+    /// Frames `message` into the write buffer, or keeps it aside while blocked as its
+    /// channel's kind says.
+    fn queue(&mut self, channel: u8, message: Bytes) -> Result<Queued, WsSendError> {
+        if self.state != State::Open {
+            return Err(WsSendError::Closed);
+        }
+        let shared = &self.shared;
+        let Some(&kind) = shared.channels.get(usize::from(channel)) else {
+            return Err(WsSendError::UnknownChannel {
+                channel,
+                count: shared.channels.len(),
+            });
+        };
+        let len = message.len();
+        let max = shared.max_payload;
+        if len > max {
+            return Err(WsSendError::TooLarge { len, max });
+        }
+        let limits = shared.outbox;
+        if self.blocked {
+            match kind {
+                ChannelKind::Reliable => {
+                    let queued = self.pending();
+                    if queued + len > limits.max_reliable_bytes {
+                        WsCounters::bump(&shared.counters.closed_slow_client);
+                        return Err(WsSendError::SlowClient {
+                            queued,
+                            len,
+                            max: limits.max_reliable_bytes,
+                        });
+                    }
+                }
+                ChannelKind::UnreliableSequenced => {
+                    if self.sequenced[usize::from(channel)]
+                        .replace(message)
+                        .is_some()
+                    {
+                        WsCounters::bump(&shared.counters.sequenced_replaced);
+                    }
+                    return Ok(Queued::Aside);
+                }
+                ChannelKind::Unreliable => {
+                    self.unreliable_bytes += len;
+                    self.unreliable.push_back((channel, message));
+                    while self.unreliable.len() > limits.max_unreliable_messages
+                        || self.unreliable_bytes > limits.max_unreliable_bytes
+                    {
+                        let Some((_, dropped)) = self.unreliable.pop_front() else {
+                            break;
+                        };
+                        self.unreliable_bytes -= dropped.len();
+                        WsCounters::bump(&shared.counters.unreliable_dropped);
+                    }
+                    return Ok(Queued::Aside);
+                }
+            }
+        }
+        frame::write_frame(&mut self.out, opcode::BINARY, &[channel], &message);
+        Ok(Queued::Framed(len))
+    }
+
+    /// Forgets what waited aside (closing: only reliable data still goes out).
+    fn drop_aside(&mut self) {
+        self.sequenced.iter_mut().for_each(|slot| *slot = None);
+        self.unreliable.clear();
+        self.unreliable_bytes = 0;
+    }
+
+    fn pending(&self) -> usize {
+        self.out.len() - self.written
+    }
+}
+
+/// Counts kept on the thread and added to the endpoint's shared counters at each flush.
+#[derive(Default)]
+struct LocalCounts {
+    messages_sent: u64,
+    bytes_sent: u64,
+    messages_received: u64,
+    bytes_received: u64,
+}
+
+/// The WebSocket connections one thread drives; see the [module docs](self).
+pub struct WsLinks {
+    epoll: AsyncFd<OwnedFd>,
+    conns: Vec<Option<Conn>>,
+    generations: Vec<u32>,
+    free: Vec<usize>,
+    live: usize,
+    dirty: Vec<usize>,
+    events: VecDeque<WsLinkEvent>,
+    /// Connections whose read budget ran out with data left: read again next turn.
+    again: Vec<usize>,
+    next_sweep: Option<Instant>,
+    counts: LocalCounts,
+    counters: Option<Arc<WsCounters>>,
+    ready: Vec<libc::epoll_event>,
+}
+
+impl std::fmt::Debug for WsLinks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WsLinks")
+            .field("connections", &self.live)
+            .finish_non_exhaustive()
+    }
+}
+
+impl WsLinks {
+    /// An empty set. Must be called inside a tokio runtime with I/O enabled: the set's epoll
+    /// descriptor is registered with it.
+    pub fn new() -> io::Result<Self> {
+        // SAFETY: epoll_create1 takes no pointers; a non-negative result is a new
+        // descriptor that nothing else owns.
+        let fd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `fd` was just created and is owned by nothing else.
+        let owned = unsafe { OwnedFd::from_raw_fd(fd) };
+        Ok(Self {
+            // SAFETY: the AsyncFd owns `owned`, so the descriptor stays open and the same for
+            // its whole life.
+            epoll: unsafe { AsyncFd::register_with_interest(owned, Interest::READABLE) }
+                .map_err(|error| error.into_parts().1)?,
+            conns: Vec::new(),
+            generations: Vec::new(),
+            free: Vec::new(),
+            live: 0,
+            dirty: Vec::new(),
+            events: VecDeque::new(),
+            again: Vec::new(),
+            next_sweep: None,
+            counts: LocalCounts::default(),
+            counters: None,
+            ready: vec![libc::epoll_event { events: 0, u64: 0 }; EPOLL_BATCH],
+        })
+    }
+
+    /// Connections held (open or closing).
+    pub fn len(&self) -> usize {
+        self.live
+    }
+
+    /// Whether no connection is held.
+    pub fn is_empty(&self) -> bool {
+        self.live == 0
+    }
+
+    /// Takes over an admitted client: sends the accepted message, then reads what the
+    /// client sent after its token. The caller has seated the player, so anything the
+    /// player's room sends from now on reaches them after the accepted message.
+    pub fn attach(&mut self, now: Instant, socket: WsSocket) -> io::Result<WsLinkId> {
+        let link = self.insert(now, socket)?;
+        let conn = self.conn_mut(link).expect("just inserted");
+        let accepted = conn.shared.accepted.clone();
+        frame::write_frame(&mut conn.out, opcode::BINARY, &[], &accepted);
+        self.mark_dirty(link.index());
+        self.parse(link.index(), now);
+        Ok(link)
+    }
+
+    /// Refuses an admitted client the caller could not seat: a close frame with `code` and
+    /// `reason`, then the connection lingers for the client's answer as any close does.
+    pub fn refuse(&mut self, now: Instant, socket: WsSocket, code: CloseCode, reason: &str) {
+        if let Ok(link) = self.insert(now, socket) {
+            self.close_quietly(link.index(), now, code, reason);
+        }
+    }
+
+    fn insert(&mut self, now: Instant, socket: WsSocket) -> io::Result<WsLinkId> {
+        let WsSocket {
+            stream,
+            leftover,
+            shared,
+            slot,
+            ..
+        } = socket;
+        if self.counters.is_none() {
+            self.counters = Some(shared.counters.clone());
+        }
+        let index = self.free.pop().unwrap_or_else(|| {
+            self.conns.push(None);
+            self.generations.push(0);
+            self.conns.len() - 1
+        });
+        self.generations[index] = self.generations[index].wrapping_add(1);
+        let generation = self.generations[index];
+        let link = WsLinkId::new(index, generation);
+        let fd = stream.fd();
+        if let Err(error) = self.epoll_ctl(libc::EPOLL_CTL_ADD, fd, interest(false), link) {
+            self.free.push(index);
+            return Err(error);
+        }
+        let channels = shared.channels.len();
+        self.conns[index] = Some(Conn {
+            generation,
+            stream,
+            shared,
+            _slot: slot,
+            state: State::Open,
+            reader: MessageReader::default(),
+            inbuf: leftover,
+            out: Vec::new(),
+            written: 0,
+            blocked: false,
+            dirty: false,
+            sequenced: vec![None; channels],
+            unreliable: VecDeque::new(),
+            unreliable_bytes: 0,
+            last_received: now,
+            last_sent: now,
+        });
+        self.live += 1;
+        self.next_sweep.get_or_insert(now + SWEEP_INTERVAL);
+        Ok(link)
+    }
+
+    /// Queues `message` for `link` on `channel`, without waiting; see the
+    /// [module docs](self) for what a client that does not read gets.
+    pub fn send(&mut self, link: WsLinkId, channel: u8, message: Bytes) -> Result<(), WsSendError> {
+        let Some(conn) = self.conn_mut(link) else {
+            return Err(WsSendError::Closed);
+        };
+        match conn.queue(channel, message) {
+            Ok(Queued::Framed(len)) => {
+                self.counts.messages_sent += 1;
+                self.counts.bytes_sent += len as u64;
+                self.mark_dirty(link.index());
+                Ok(())
+            }
+            Ok(Queued::Aside) => Ok(()),
+            Err(error) => {
+                if let WsSendError::SlowClient { queued, len, max } = error {
+                    let reason = format!(
+                        "reliable queue of {queued} bytes plus {len} exceeds the maximum of {max}"
+                    );
+                    self.close_loudly(link.index(), Instant::now(), CloseCode::SlowClient, &reason);
+                }
+                Err(error)
+            }
+        }
+    }
+
+    /// What `link` holds unwritten; `None` once it is gone.
+    pub fn depth(&mut self, link: WsLinkId) -> Option<WsLinkDepth> {
+        let conn = self.conn_mut(link)?;
+        Some(WsLinkDepth {
+            unwritten_bytes: conn.pending(),
+            unreliable_messages: conn.unreliable.len(),
+            sequenced_pending: conn.sequenced.iter().filter(|slot| slot.is_some()).count(),
+        })
+    }
+
+    /// Whether `link` is open: not closing, not gone.
+    pub fn is_open(&mut self, link: WsLinkId) -> bool {
+        self.conn_mut(link)
+            .is_some_and(|conn| conn.state == State::Open)
+    }
+
+    /// Closes `link` with `code` and `reason` (a kick, a replacement, a shutdown). No
+    /// [`WsLinkEvent::Closed`] follows: the caller knows.
+    pub fn close(&mut self, link: WsLinkId, code: CloseCode, reason: &str) {
+        if let Some(conn) = self.conn_mut(link) {
+            if code == CloseCode::AlreadyConnected {
+                WsCounters::bump(&conn.shared.counters.connections_replaced);
+            }
+            self.close_quietly(link.index(), Instant::now(), code, reason);
+        }
+    }
+
+    /// Closes every connection with `code` and `reason`, as [`close`](Self::close) does.
+    pub fn close_all(&mut self, code: CloseCode, reason: &str) {
+        let now = Instant::now();
+        for index in 0..self.conns.len() {
+            if self.conns[index].is_some() {
+                self.close_quietly(index, now, code, reason);
+            }
+        }
+    }
+
+    /// Waits until some connection may have something to read (or may take writes again).
+    /// Call [`handle_io`](Self::handle_io) after it returns.
+    pub async fn readable(&self) -> io::Result<()> {
+        if !self.again.is_empty() {
+            return Ok(());
+        }
+        let mut guard = self.epoll.readable().await?;
+        guard.retain_ready();
+        Ok(())
+    }
+
+    /// Reads every socket that is ready, and writes to those that can take their backlog.
+    pub fn handle_io(&mut self, now: Instant) {
+        for index in std::mem::take(&mut self.again) {
+            self.read(index, now);
+        }
+        // Taken before the wait, so readiness that arrives during it is not cleared below.
+        let mut context = std::task::Context::from_waker(std::task::Waker::noop());
+        let guard = match self.epoll.poll_read_ready(&mut context) {
+            std::task::Poll::Ready(Ok(guard)) => Some(guard),
+            _ => None,
+        };
+        // SAFETY: `ready` holds EPOLL_BATCH events; the kernel writes at most that many.
+        let count = unsafe {
+            libc::epoll_wait(
+                self.epoll.get_ref().as_raw_fd(),
+                self.ready.as_mut_ptr(),
+                EPOLL_BATCH as i32,
+                0,
+            )
+        };
+        let count = usize::try_from(count).unwrap_or(0);
+        if let Some(mut guard) = guard
+            && count < EPOLL_BATCH
+        {
+            // Every ready socket is about to be read until it would block (or listed in
+            // `again`): the next readiness is a new event. A full batch may have more.
+            guard.clear_ready();
+        }
+        for i in 0..count {
+            let event = self.ready[i];
+            let link = WsLinkId(event.u64);
+            let bits = event.events;
+            if self.conn_mut(link).is_none() {
+                continue;
+            }
+            let index = link.index();
+            if bits & (libc::EPOLLOUT as u32) != 0 {
+                self.write_backlog(index, now);
+            }
+            if bits & ((libc::EPOLLIN | libc::EPOLLRDHUP | libc::EPOLLHUP | libc::EPOLLERR) as u32)
+                != 0
+            {
+                self.read(index, now);
+            }
+        }
+    }
+
+    /// The next deadline (idle timeouts, pings, close deadlines), if any connection is held.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.next_sweep
+    }
+
+    /// Runs what is due: idle clients are closed, quiet ones pinged, closes past their
+    /// deadline dropped.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        if self.next_sweep.is_none_or(|at| at > now) {
+            return;
+        }
+        for index in 0..self.conns.len() {
+            let Some(conn) = self.conns[index].as_mut() else {
+                continue;
+            };
+            let timings = conn.shared.timings;
+            match conn.state {
+                State::Open
+                    if now.saturating_duration_since(conn.last_received)
+                        >= timings.idle_timeout =>
+                {
+                    WsCounters::bump(&conn.shared.counters.closed_idle);
+                    let reason = format!("nothing received for {:?}", timings.idle_timeout);
+                    self.close_loudly(index, now, CloseCode::TimedOut, &reason);
+                }
+                State::Open => {
+                    if !conn.blocked
+                        && now.saturating_duration_since(conn.last_sent) >= timings.ping_interval
+                    {
+                        frame::write_frame(&mut conn.out, opcode::PING, &[], &[]);
+                        conn.last_sent = now;
+                        WsCounters::bump(&conn.shared.counters.pings_sent);
+                        self.mark_dirty(index);
+                    }
+                }
+                State::Closing { deadline, .. } if now >= deadline => {
+                    if conn.pending() > 0 {
+                        WsCounters::bump(&conn.shared.counters.close_timeouts);
+                    }
+                    self.remove(index);
+                }
+                State::Closing { .. } => {}
+            }
+        }
+        self.next_sweep = (self.live > 0).then(|| now + SWEEP_INTERVAL);
+    }
+
+    /// The next event, if any.
+    pub fn poll_event(&mut self) -> Option<WsLinkEvent> {
+        self.events.pop_front()
+    }
+
+    /// Writes what each connection was given since the last flush.
+    pub fn flush(&mut self, now: Instant) {
+        for index in std::mem::take(&mut self.dirty) {
+            if let Some(conn) = self.conns[index].as_mut() {
+                conn.dirty = false;
+                self.write_backlog(index, now);
+            }
+        }
+        if let Some(counters) = &self.counters {
+            let counts = std::mem::take(&mut self.counts);
+            for (counter, n) in [
+                (&counters.messages_sent, counts.messages_sent),
+                (&counters.bytes_sent, counts.bytes_sent),
+                (&counters.messages_received, counts.messages_received),
+                (&counters.bytes_received, counts.bytes_received),
+            ] {
+                if n > 0 {
+                    WsCounters::add(counter, n);
+                }
+            }
+        }
+    }
+
+    fn conn_mut(&mut self, link: WsLinkId) -> Option<&mut Conn> {
+        self.conns
+            .get_mut(link.index())?
+            .as_mut()
+            .filter(|conn| conn.generation == link.generation())
+    }
+
+    fn link_of(&self, index: usize) -> WsLinkId {
+        WsLinkId::new(index, self.generations[index])
+    }
+
+    fn mark_dirty(&mut self, index: usize) {
+        if let Some(conn) = self.conns[index].as_mut()
+            && !conn.dirty
+        {
+            conn.dirty = true;
+            self.dirty.push(index);
+        }
+    }
+
+    /// Reads what the socket has (up to the budget) and parses it as it comes.
+    fn read(&mut self, index: usize, now: Instant) {
+        let mut budget = READ_BUDGET;
+        loop {
+            let Some(conn) = self.conns[index].as_mut() else {
+                return;
+            };
+            if budget == 0 {
+                self.again.push(index);
+                return;
+            }
+            // The input never holds more than one largest frame and a chunk: parsing
+            // refuses a longer frame from its header.
+            match conn.stream.read_into(&mut conn.inbuf, READ_CHUNK) {
+                Ok(ReadOutcome::Data(n)) => {
+                    budget = budget.saturating_sub(n.max(1));
+                    self.parse(index, now);
+                }
+                Ok(ReadOutcome::WouldBlock) => return,
+                Ok(ReadOutcome::Closed) => return self.lost(index),
+                Err(error) => {
+                    tracing::debug!(%error, "websocket read failed");
+                    return self.lost(index);
+                }
+            }
+        }
+    }
+
+    /// Parses whole frames out of the connection's input and acts on each.
+    fn parse(&mut self, index: usize, now: Instant) {
+        let mut pos = 0;
+        loop {
+            let Some(conn) = self.conns[index].as_mut() else {
+                return;
+            };
+            if matches!(
+                conn.state,
+                State::Closing {
+                    parseable: false,
+                    ..
+                }
+            ) {
+                conn.inbuf.clear();
+                return;
+            }
+            let max = conn.shared.max_inbound;
+            let item = match conn.reader.next(&mut conn.inbuf, &mut pos, max) {
+                Ok(Some(item)) => item,
+                Ok(None) => {
+                    conn.inbuf.drain(..pos);
+                    return;
+                }
+                Err(error) => {
+                    conn.inbuf.clear();
+                    return self.framing_error(index, now, &error);
+                }
+            };
+            if !self.inbound(index, now, item) {
+                if let Some(conn) = self.conns[index].as_mut() {
+                    conn.inbuf.clear();
+                }
+                return;
+            }
+        }
+    }
+
+    /// Acts on one complete item from the client; false once the connection stopped
+    /// reading messages (closing or gone).
+    fn inbound(&mut self, index: usize, now: Instant, item: Inbound) -> bool {
+        let link = self.link_of(index);
+        let Some(conn) = self.conns[index].as_mut() else {
+            return false;
+        };
+        let open = conn.state == State::Open;
+        conn.last_received = now;
+        match item {
+            Inbound::Pong => true,
+            Inbound::Ping(payload) => {
+                // Only a connection keeping up answers: a pong is not worth queueing behind
+                // a backlog, and the next ping gets one.
+                if open && !conn.blocked {
+                    frame::write_frame(&mut conn.out, opcode::PONG, &[], &payload);
+                    self.mark_dirty(index);
+                }
+                true
+            }
+            Inbound::Close(frame) => {
+                if let State::Closing { answered, .. } = &mut conn.state {
+                    // The answer to our close: done once our frame is out.
+                    *answered = true;
+                    if conn.pending() == 0 {
+                        self.remove(index);
+                    }
+                    return false;
+                }
+                let code = frame.as_ref().map(|(code, _)| *code);
+                conn.drop_aside();
+                // Echo the close (RFC 6455 §5.5.1); the socket is dropped once it is out.
+                match code {
+                    Some(code) => frame::write_close(&mut conn.out, code, ""),
+                    None => frame::write_frame(&mut conn.out, opcode::CLOSE, &[], &[]),
+                }
+                conn.state = State::Closing {
+                    deadline: now + conn.shared.timings.close_timeout,
+                    parseable: true,
+                    answered: true,
+                };
+                let reason = frame.map(|(_, reason)| reason).unwrap_or_default();
+                self.events.push_back(WsLinkEvent::Closed {
+                    link,
+                    closed: WsClosed::ByClient { code, reason },
+                });
+                self.mark_dirty(index);
+                false
+            }
+            // Data after our close is discarded while we wait for the answer.
+            Inbound::Text | Inbound::Binary(_) if !open => true,
+            Inbound::Text => {
+                WsCounters::bump(&conn.shared.counters.closed_protocol_violation);
+                self.close_loudly(
+                    index,
+                    now,
+                    CloseCode::ProtocolViolation,
+                    "text message; tickwire messages are binary",
+                );
+                false
+            }
+            Inbound::Binary(message) => {
+                let len = message.len();
+                match parse_data_message(message, conn.shared.channels.len()) {
+                    Ok((channel, message)) => {
+                        self.counts.messages_received += 1;
+                        self.counts.bytes_received += len as u64 - 1;
+                        self.events.push_back(WsLinkEvent::Message {
+                            link,
+                            channel,
+                            message,
+                        });
+                        true
+                    }
+                    Err(error) => {
+                        WsCounters::bump(&conn.shared.counters.closed_protocol_violation);
+                        self.close_loudly(
+                            index,
+                            now,
+                            CloseCode::ProtocolViolation,
+                            &error.to_string(),
+                        );
+                        false
+                    }
+                }
+            }
+        }
+    }
+
+    fn framing_error(&mut self, index: usize, now: Instant, error: &FrameError) {
+        let Some(conn) = self.conns[index].as_mut() else {
+            return;
+        };
+        if conn.state != State::Open {
+            // Lingering after our close: the rest is discarded.
+            if let State::Closing { parseable, .. } = &mut conn.state {
+                *parseable = false;
+            }
+            return;
+        }
+        let code = if matches!(error, FrameError::TooLarge { .. }) {
+            WsCounters::bump(&conn.shared.counters.closed_too_large);
+            CloseCode::MessageTooLarge
+        } else {
+            WsCounters::bump(&conn.shared.counters.closed_protocol_violation);
+            CloseCode::ProtocolViolation
+        };
+        self.close_loudly(index, now, code, &error.to_string());
+        if let Some(State::Closing { parseable, .. }) =
+            self.conns[index].as_mut().map(|conn| &mut conn.state)
+        {
+            *parseable = false;
+        }
+    }
+
+    /// Starts a server close and tells the driver (an event).
+    fn close_loudly(&mut self, index: usize, now: Instant, code: CloseCode, reason: &str) {
+        if self.close_quietly(index, now, code, reason) {
+            self.events.push_back(WsLinkEvent::Closed {
+                link: self.link_of(index),
+                closed: WsClosed::ByServer {
+                    code,
+                    reason: frame::clamp_close_reason(reason).to_owned(),
+                },
+            });
+        }
+    }
+
+    /// Starts a server close: unsent unreliable messages are dropped, reliable ones stay
+    /// ahead of the close frame, all within the close timeout. False if it was closing.
+    fn close_quietly(&mut self, index: usize, now: Instant, code: CloseCode, reason: &str) -> bool {
+        let Some(conn) = self.conns[index].as_mut() else {
+            return false;
+        };
+        if conn.state != State::Open {
+            return false;
+        }
+        conn.drop_aside();
+        frame::write_close(&mut conn.out, code.code(), reason);
+        conn.state = State::Closing {
+            deadline: now + conn.shared.timings.close_timeout,
+            parseable: true,
+            answered: false,
+        };
+        self.mark_dirty(index);
+        true
+    }
+
+    /// The socket ended or failed: tell the driver if it was open, and drop it.
+    fn lost(&mut self, index: usize) {
+        let Some(conn) = self.conns[index].as_ref() else {
+            return;
+        };
+        if conn.state == State::Open {
+            self.events.push_back(WsLinkEvent::Closed {
+                link: self.link_of(index),
+                closed: WsClosed::Lost,
+            });
+        }
+        self.remove(index);
+    }
+
+    fn remove(&mut self, index: usize) {
+        if let Some(conn) = self.conns[index].take() {
+            WsCounters::bump(&conn.shared.counters.connections_closed);
+            // Closing the descriptor takes it out of the epoll set.
+            drop(conn);
+            self.live -= 1;
+            self.free.push(index);
+        }
+    }
+
+    /// Writes the connection's backlog: committed bytes first, then (once they are out)
+    /// what waited aside while it was blocked.
+    fn write_backlog(&mut self, index: usize, now: Instant) {
+        let Some(conn) = self.conns[index].as_mut() else {
+            return;
+        };
+        let was_blocked = conn.blocked;
+        let mut failed = false;
+        loop {
+            if conn.pending() > 0 {
+                match conn.stream.write_some(&conn.out[conn.written..]) {
+                    Ok(n) => {
+                        conn.written += n;
+                        if n > 0 {
+                            conn.last_sent = now;
+                        }
+                        if conn.pending() > 0 {
+                            conn.blocked = true;
+                            break;
+                        }
+                    }
+                    Err(error) => {
+                        tracing::debug!(%error, "websocket write failed");
+                        failed = true;
+                        break;
+                    }
+                }
+            }
+            conn.out.clear();
+            conn.written = 0;
+            if conn.out.capacity() > KEEP_BUFFER_BYTES {
+                conn.out = Vec::new();
+            }
+            if !take_aside(conn, &mut self.counts) {
+                conn.blocked = match conn.stream.has_backlog() {
+                    Ok(backlog) => backlog,
+                    Err(_) => {
+                        failed = true;
+                        false
+                    }
+                };
+                break;
+            }
+        }
+        if failed {
+            self.lost(index);
+            return;
+        }
+        let conn = self.conns[index].as_mut().expect("present");
+        if let State::Closing { answered: true, .. } = conn.state
+            && conn.pending() == 0
+            && !conn.blocked
+        {
+            // Both closes are out: the server drops the TCP connection first.
+            self.remove(index);
+            return;
+        }
+        let blocked = conn.blocked;
+        if blocked != was_blocked {
+            let fd = conn.fd();
+            let link = self.link_of(index);
+            if self
+                .epoll_ctl(libc::EPOLL_CTL_MOD, fd, interest(blocked), link)
+                .is_err()
+            {
+                self.lost(index);
+            }
+        }
+    }
+
+    fn epoll_ctl(&self, op: i32, fd: RawFd, events: u32, link: WsLinkId) -> io::Result<()> {
+        let mut event = libc::epoll_event {
+            events,
+            u64: link.0,
+        };
+        // SAFETY: `event` is a valid epoll_event for the call's duration; the kernel copies
+        // it.
+        let result =
+            unsafe { libc::epoll_ctl(self.epoll.get_ref().as_raw_fd(), op, fd, &mut event) };
+        if result < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(())
+        }
+    }
+}
+
+/// Level-triggered readability always; writability only while blocked (it would fire on
+/// every wait otherwise).
+fn interest(blocked: bool) -> u32 {
+    let mut events = (libc::EPOLLIN | libc::EPOLLRDHUP) as u32;
+    if blocked {
+        events |= libc::EPOLLOUT as u32;
+    }
+    events
+}
+
+/// Moves what waited aside while blocked into the write buffer; false if there was none.
+fn take_aside(conn: &mut Conn, counts: &mut LocalCounts) -> bool {
+    let mut any = false;
+    for (channel, slot) in conn.sequenced.iter_mut().enumerate() {
+        if let Some(message) = slot.take() {
+            frame::write_frame(&mut conn.out, opcode::BINARY, &[channel as u8], &message);
+            counts.messages_sent += 1;
+            counts.bytes_sent += message.len() as u64;
+            any = true;
+        }
+    }
+    for (channel, message) in conn.unreliable.drain(..) {
+        frame::write_frame(&mut conn.out, opcode::BINARY, &[channel], &message);
+        counts.messages_sent += 1;
+        counts.bytes_sent += message.len() as u64;
+        any = true;
+    }
+    conn.unreliable_bytes = 0;
+    any
+}
