@@ -13,7 +13,6 @@
 //! a newer connection of a player already connected (on either transport) replaces the older.
 
 mod run;
-mod ticket;
 mod view;
 
 use std::io;
@@ -26,7 +25,7 @@ use tickwire_net::ws::WsConnection;
 use tickwire_proto::{Server, ServerConfig};
 use tokio::sync::{mpsc, oneshot};
 
-pub use ticket::{MAX_TICKET_NAME_BYTES, SeatTicket};
+pub use tickwire_room::ticket::{MAX_TICKET_NAME_BYTES, SeatTicket};
 pub use view::{
     PUBLISH_INTERVAL, SharedIpLimiter, SharedView, WorkerEvent, WorkerLinks, WorkerView,
 };
