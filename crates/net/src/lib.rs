@@ -44,9 +44,7 @@
 //! | `ws::WsEndpoint`, `ws::HttpListener` | (`server`) the WebSocket transport: `/ws`, tokens, bounded per-connection outboxes, TLS |
 //! | `wt::WtEndpoint` | (`server`) the WebTransport transport: `/wt` over HTTP/3, datagrams for unreliable channels |
 //! | [`wt::WtClient`] | a player over WebTransport |
-//! | [`bench::raw_sendmmsg`] | the machine's raw send limit, which the full path is held against |
 
-pub mod bench;
 pub mod driver;
 pub mod udp;
 pub mod ws;
