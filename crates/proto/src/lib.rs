@@ -19,6 +19,7 @@
 //! | [`Endpoint`] | the sans-IO calls both share, for drivers |
 //! | [`ConnectionParams`] | what the server dictates: tick rate, keepalive, timeout, MTU, channels |
 //! | [`reliable`] | acks, RTT, channels, fragmentation inside a connection |
+//! | [`matchmake`] | the matchmaking API's JSON: request, answer, signed identity |
 //! | [`sim`] | a seeded link simulator for deterministic tests |
 
 use std::net::SocketAddr;
@@ -29,6 +30,7 @@ mod client;
 mod connection;
 pub mod crypto;
 mod deadlines;
+pub mod matchmake;
 mod packet;
 mod params;
 pub mod reliable;
