@@ -114,6 +114,15 @@ pub struct Transmit {
     pub len: usize,
 }
 
+/// The system clock's Unix time in whole seconds (0 if it reads before 1970): what a driver
+/// passes to [`Server::new`], a token issuer or a client, once, at the edge. Nothing in this
+/// crate calls it; endpoints derive Unix time from the monotonic `now` they are given.
+pub fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_secs())
+}
+
 /// Unix time derived from the driver's monotonic clock, so endpoints never read the system
 /// clock and tests can run on a virtual one.
 #[derive(Debug, Clone, Copy)]

@@ -40,7 +40,7 @@ use std::ptr;
 use std::sync::Barrier;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use tickwire_proto::crypto::Key;
@@ -500,10 +500,7 @@ impl<'c> Relay<'c> {
         let mut rng = rand::rng();
         let key = Key::random(&mut rng);
         let now = Instant::now();
-        let unix_now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or_default()
-            .as_secs();
+        let unix_now = tickwire_proto::unix_now();
         let mut server_config = ServerConfig::new(PROTOCOL_ID, key.clone(), vec![server_address]);
         // No connection may time out because a phase leaves it silent: the clients send
         // nothing during the warm-up, the out phase and the raw loop (default 10 s; three

@@ -18,10 +18,11 @@ mod view;
 use std::io;
 use std::net::SocketAddr;
 use std::thread::JoinHandle;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
 use tickwire_net::udp::BatchSocket;
 use tickwire_net::ws::WsConnection;
+pub(crate) use tickwire_proto::unix_now;
 use tickwire_proto::{Server, ServerConfig};
 use tokio::sync::{mpsc, oneshot};
 
@@ -189,10 +190,4 @@ impl ShardWorker {
         .await
         .map_err(io::Error::other)?
     }
-}
-
-pub(crate) fn unix_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |elapsed| elapsed.as_secs())
 }
