@@ -554,45 +554,10 @@ fn loss_estimate_tracks_the_link_loss() {
     }
 }
 
-/// Counts this thread's heap allocations, so the test below can see what one exchange costs
-/// while other tests run in parallel.
-mod alloc_count {
-    use std::alloc::{GlobalAlloc, Layout, System};
-    use std::cell::Cell;
-
-    pub(crate) struct Counting;
-
-    thread_local! {
-        static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
-    }
-
-    // SAFETY: forwards to the system allocator unchanged; only counts calls.
-    unsafe impl GlobalAlloc for Counting {
-        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-            ALLOCATIONS.with(|n| n.set(n.get() + 1));
-            // SAFETY: the caller upholds `alloc`'s contract, which we pass on.
-            unsafe { System.alloc(layout) }
-        }
-
-        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-            // SAFETY: `ptr` came from `System.alloc` with this layout.
-            unsafe { System.dealloc(ptr, layout) }
-        }
-
-        unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-            ALLOCATIONS.with(|n| n.set(n.get() + 1));
-            // SAFETY: as for `alloc` and `dealloc`.
-            unsafe { System.realloc(ptr, layout, new_size) }
-        }
-    }
-
-    pub(crate) fn allocations() -> u64 {
-        ALLOCATIONS.with(Cell::get)
-    }
-}
-
+// Counts per thread, so the test below sees what one exchange costs while other tests run
+// in parallel.
 #[global_allocator]
-static ALLOCATOR: alloc_count::Counting = alloc_count::Counting;
+static ALLOCATOR: tickwire_alloc_count::CountingAllocator = tickwire_alloc_count::CountingAllocator;
 
 #[test]
 fn steady_state_packets_allocate_only_for_delivered_messages() {
@@ -628,12 +593,12 @@ fn steady_state_packets_allocate_only_for_delivered_messages() {
     for n in 0..300 {
         tick(n, &mut delivered); // buffers grow to their working size
     }
-    let before = alloc_count::allocations();
+    let before = tickwire_alloc_count::thread_allocations();
     delivered = 0;
     for n in 300..1300 {
         tick(n, &mut delivered);
     }
-    let allocations = alloc_count::allocations() - before;
+    let allocations = tickwire_alloc_count::thread_allocations() - before;
     assert_eq!(delivered, 3000, "three messages a tick for 1000 ticks");
     // Each delivered message is copied out of the packet into its own buffer; nothing else
     // (packets, acks, bookkeeping) may allocate.

@@ -23,7 +23,7 @@ use crate::bench::relay::{InFigures, RelayConfig, RelayFigures, protocol_relay};
 use anyhow::Context;
 use serde::Serialize;
 
-use crate::alloc_count;
+use tickwire_alloc_count as alloc_count;
 
 /// What DESIGN.md asks of the protocol path: this share of the raw limit, same run.
 pub const TARGET_RATIO_TO_RAW: f64 = 0.7;
