@@ -28,6 +28,7 @@
 
 use std::f64::consts::PI;
 
+use tickwire_proto::reliable::sequence_newer;
 use tickwire_wire::{Decode, Encode};
 
 use crate::geom::Vec2;
@@ -128,13 +129,6 @@ impl InputCommand {
         }
         Ok(())
     }
-}
-
-/// Whether sequence `a` comes after `b`, across wrap-around.
-#[inline]
-pub fn sequence_newer(a: u16, b: u16) -> bool {
-    let ahead = a.wrapping_sub(b);
-    ahead != 0 && ahead < 0x8000
 }
 
 /// Why the world did not take an input. Every case is counted in [`InputStats`].
@@ -385,16 +379,6 @@ mod tests {
         ));
         assert!(errors.iter().all(InputError::is_hostile));
         assert_eq!(errors[2].to_string(), "input move_x 1.5 is outside -1..=1");
-    }
-
-    #[test]
-    fn sequences_compare_across_wrap_around() {
-        assert!(sequence_newer(1, 0));
-        assert!(sequence_newer(0, 65535));
-        assert!(sequence_newer(10, 65500));
-        assert!(!sequence_newer(65500, 10));
-        assert!(!sequence_newer(5, 5));
-        assert!(!sequence_newer(4, 5));
     }
 
     #[test]

@@ -44,7 +44,7 @@
 //! | [`physics`] | contacts, swept tests, the [`SpatialGrid`](physics::SpatialGrid) broadphase |
 //! | [`snapshot`] | per-player delta snapshots: interest, view cap, priorities, byte budget; the decoder |
 //! | [`messages`] | what clients and the server send on channels 0, 1 and 2 |
-//! | [`room::ArenaRoom`] | the game as a `tickwire-server` room; [`room::ArenaRoomFactory`] registers it |
+//! | [`room::ArenaRoom`] | the game as a `tickwire-room` room; [`room::ArenaRoomFactory`] registers it |
 //!
 //! The wire format of snapshots and messages is specified in `docs/ARENA.md`.
 //!

@@ -1,4 +1,4 @@
-//! [`ArenaRoom`]: the arena as a `tickwire-server` [`Room`], and [`ArenaRoomFactory`] to
+//! [`ArenaRoom`]: the arena as a `tickwire-room` [`Room`], and [`ArenaRoomFactory`] to
 //! register it.
 //!
 //! # Lifecycle
@@ -39,8 +39,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
-use tickwire_server::room::{JoinRefused, LeaveReason, Member, PlayerId, Room, RoomContext};
-use tickwire_server::shard::RoomId;
+use tickwire_room::room::{JoinRefused, LeaveReason, Member, PlayerId, Room, RoomContext};
+use tickwire_room::shard::RoomId;
 use tickwire_wire::{decode_exact, encode_to_slice};
 
 use crate::config::{ConfigError, WorldConfig};
@@ -191,18 +191,21 @@ pub struct ArenaStats {
     pub snapshot_bytes: u64,
 }
 
-/// Makes [`ArenaRoom`]s; register it with `RoomKinds`:
+/// Makes [`ArenaRoom`]s; the server registers [`into_factory`](Self::into_factory) with
+/// its room kinds (`kinds.register("arena", 64, factory.into_factory())` on
+/// `tickwire_server::runtime::RoomKinds`):
 ///
 /// ```
 /// use std::sync::Arc;
 /// use tickwire_arena::room::{ArenaConfig, ArenaRoomFactory};
 /// use tickwire_arena::BuiltinMap;
-/// use tickwire_server::runtime::RoomKinds;
+/// use tickwire_room::room::Room;
 ///
 /// let map = Arc::new(BuiltinMap::Courtyard.load()?);
 /// let factory = ArenaRoomFactory::new(map, ArenaConfig::default(), 7)?;
-/// let mut kinds = RoomKinds::new();
-/// kinds.register("arena", 64, factory.into_factory());
+/// let make = factory.into_factory();
+/// let room = make();
+/// assert_eq!(room.tick_rate_hz(), ArenaConfig::default().world.tick_rate_hz);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct ArenaRoomFactory {

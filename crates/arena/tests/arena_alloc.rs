@@ -1,49 +1,15 @@
 //! A warmed-up world steps without allocating: 1,000 players wandering and shooting on the
 //! large map (hits, kills, respawns and teleports included), events polled every tick.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::sync::Arc;
+use tickwire_alloc_count::{CountingAllocator, thread_allocations};
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use tickwire_arena::{BuiltinMap, GameEvent, InputCommand, PlayerKey, World, WorldConfig};
 
-/// Counts allocations made by the thread that switched counting on.
-struct Counting;
-
-thread_local! {
-    static COUNTING: Cell<bool> = const { Cell::new(false) };
-    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
-}
-
-// SAFETY: forwards to the system allocator unchanged; the thread-locals are const-initialized
-// `Cell`s, which never allocate.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if COUNTING.with(Cell::get) {
-            ALLOCATIONS.with(|a| a.set(a.get() + 1));
-        }
-        // SAFETY: same contract as ours.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if COUNTING.with(Cell::get) {
-            ALLOCATIONS.with(|a| a.set(a.get() + 1));
-        }
-        // SAFETY: same contract as ours.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as ours.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
 #[global_allocator]
-static ALLOCATOR: Counting = Counting;
+static ALLOCATOR: CountingAllocator = CountingAllocator;
 
 #[test]
 fn steady_state_steps_allocate_nothing() {
@@ -83,12 +49,11 @@ fn steady_state_steps_allocate_nothing() {
         tick(&mut world, sequence, &mut tally);
     }
     let warm = tally;
-    COUNTING.with(|c| c.set(true));
+    let before = thread_allocations();
     for sequence in 600..1200 {
         tick(&mut world, sequence, &mut tally);
     }
-    COUNTING.with(|c| c.set(false));
-    let allocations = ALLOCATIONS.with(Cell::get);
+    let allocations = thread_allocations() - before;
     let counted: Vec<u64> = tally
         .iter()
         .zip(warm)

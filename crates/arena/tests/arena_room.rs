@@ -1,5 +1,5 @@
-//! The arena room driven sans-IO through the server's `Shard` (the public driver; a
-//! `RoomContext` cannot be built outside `tickwire-server`): join → welcome → inputs and
+//! The arena room driven sans-IO through `tickwire-room`'s `Shard` (the public driver; a
+//! `RoomContext` cannot be built outside `tickwire-room`): join → welcome → inputs and
 //! acks → hits and a kill → events and stats → leave, and hostile senders kicked.
 
 use std::sync::{Arc, Mutex};
@@ -11,8 +11,8 @@ use tickwire_arena::messages::{ClientInput, ClientMessage, ServerMessage};
 use tickwire_arena::room::{ArenaConfig, ArenaRoomFactory, StatEvent, StatSink};
 use tickwire_arena::snapshot::{SnapshotDecoder, SnapshotSchema};
 use tickwire_arena::{BuiltinMap, InputCommand};
-use tickwire_server::room::{LeaveReason, PlayerId};
-use tickwire_server::shard::{RoomId, Shard, ShardConfig, ShardOutput};
+use tickwire_room::room::{LeaveReason, PlayerId};
+use tickwire_room::shard::{RoomId, Shard, ShardConfig, ShardOutput};
 use tickwire_wire::{decode_exact, encode_to_vec};
 
 #[derive(Default)]

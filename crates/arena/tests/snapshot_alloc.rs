@@ -3,9 +3,8 @@
 //! on the large map, a frame captured and a snapshot encoded for every one of them each
 //! tick, each acknowledged (deltas, creates, destroys and the priority path included).
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::sync::Arc;
+use tickwire_alloc_count::{CountingAllocator, thread_allocations};
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -14,41 +13,8 @@ use tickwire_arena::snapshot::{
 };
 use tickwire_arena::{BuiltinMap, InputCommand, PlayerKey, World, WorldConfig};
 
-/// Counts allocations made by the thread that switched counting on.
-struct Counting;
-
-thread_local! {
-    static COUNTING: Cell<bool> = const { Cell::new(false) };
-    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
-}
-
-// SAFETY: forwards to the system allocator unchanged; the thread-locals are const-initialized
-// `Cell`s, which never allocate.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if COUNTING.with(Cell::get) {
-            ALLOCATIONS.with(|a| a.set(a.get() + 1));
-        }
-        // SAFETY: same contract as ours.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if COUNTING.with(Cell::get) {
-            ALLOCATIONS.with(|a| a.set(a.get() + 1));
-        }
-        // SAFETY: same contract as ours.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as ours.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
 #[global_allocator]
-static ALLOCATOR: Counting = Counting;
+static ALLOCATOR: CountingAllocator = CountingAllocator;
 
 #[test]
 fn steady_state_encoding_allocates_only_to_grow_a_players_history() {
@@ -104,12 +70,11 @@ fn steady_state_encoding_allocates_only_to_grow_a_players_history() {
     }
     bytes = 0;
     let strides_before: Vec<usize> = clients.iter().map(|(_, c)| c.history_stride()).collect();
-    COUNTING.with(|c| c.set(true));
+    let before = thread_allocations();
     for sequence in 300..600 {
         tick(sequence, &mut clients, &mut bytes);
     }
-    COUNTING.with(|c| c.set(false));
-    let allocations = ALLOCATIONS.with(Cell::get);
+    let allocations = thread_allocations() - before;
     // The one allocation encoding may make: a player's history growing to hold a larger view
     // than it ever had (doubling, at most log2(max_entities) + 1 times in its life).
     let doublings: u32 = clients

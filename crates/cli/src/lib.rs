@@ -9,9 +9,7 @@
 //! | [`bench::udp`] | `tickwire bench udp` |
 //! | [`serve`] | `tickwire serve` |
 //! | [`web`] | `tickwire serve`'s browser client at `/` and the map it draws |
-//! | [`alloc_count`] | allocation counting for benchmarks |
 
-pub mod alloc_count;
 pub mod arena;
 pub mod bench;
 pub mod bots;

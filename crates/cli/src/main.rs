@@ -3,12 +3,12 @@
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use tickwire::alloc_count::CountingAllocator;
 use tickwire::bench::load::{self, LoadBenchArgs};
 use tickwire::bench::udp::{self, UdpBenchConfig};
 use tickwire::bench::wire::{self, WireBenchConfig};
 use tickwire::bots::{self, BotsArgs};
 use tickwire::serve::{self, ServeArgs};
+use tickwire_alloc_count::CountingAllocator;
 
 // Counting costs one relaxed atomic add per allocation and lets benchmarks report
 // allocations per operation from the real binary.

@@ -12,7 +12,7 @@ use tickwire::serve::{room_kinds, room_kinds_with_arena};
 use tickwire_arena::room::{StatEvent, StatSink};
 use tickwire_bots::engine::{self, Quiet, RunConfig};
 use tickwire_bots::scenario::ArenaScenario;
-use tickwire_client::{ConnectOptions, Link, LinkEvent, MatchRequest, Transport, matchmake};
+use tickwire_client::{ConnectOptions, Link, LinkEvent, MatchmakeRequest, Transport, matchmake};
 use tickwire_server::config::ServeConfig;
 use tickwire_server::runtime::{Extras, Runtime};
 use tickwire_store::{Store, WriterConfig};
@@ -47,7 +47,7 @@ async fn an_arena_session_lands_in_the_database_and_on_the_api() {
     let runtime = Runtime::start_with(config, kinds, extras).await.unwrap();
     let url = format!("http://{}", runtime.addresses().http);
 
-    let answer = matchmake(&url, &MatchRequest::kind("arena").named("ada"), WAIT)
+    let answer = matchmake(&url, &MatchmakeRequest::kind("arena").named("ada"), WAIT)
         .await
         .unwrap();
     assert_eq!(answer.kind, "arena");

@@ -4,7 +4,7 @@
 
 use std::net::SocketAddr;
 use std::process::Stdio;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use futures_util::{SinkExt, StreamExt};
@@ -12,7 +12,7 @@ use tickwire_net::driver::ClientDriver;
 use tickwire_net::udp::BatchSocket;
 use tickwire_proto::reliable::ReliabilityConfig;
 use tickwire_proto::token::ConnectToken;
-use tickwire_proto::{Client, ClientEvent, DisconnectReason};
+use tickwire_proto::{Client, ClientEvent, DisconnectReason, unix_now};
 use tokio::net::TcpStream;
 use tokio::time::timeout;
 use tokio_tungstenite::tungstenite::Message;
@@ -242,11 +242,4 @@ async fn configuration_layers_file_then_environment_then_flags() {
         "the store is named, its password is not: {error}"
     );
     let _ = std::fs::remove_dir_all(dir);
-}
-
-fn unix_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
 }

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use common::{SERVE_ON_FREE_PORTS, listening, scratch_dir, tickwire};
 
 use sqlx::Connection as _;
-use tickwire_client::{ConnectOptions, Link, MatchRequest, Transport, matchmake};
+use tickwire_client::{ConnectOptions, Link, MatchmakeRequest, Transport, matchmake};
 use tickwire_store::Store;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::time::timeout;
@@ -88,7 +88,7 @@ async fn drain_with_a_full_queue_commits_everything_accepted_and_exits_zero() {
     for i in 0..PLAYERS {
         let answer = matchmake(
             &server,
-            &MatchRequest::kind("arena").named(format!("p{i}")),
+            &MatchmakeRequest::kind("arena").named(format!("p{i}")),
             WAIT,
         )
         .await

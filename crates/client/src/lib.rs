@@ -15,9 +15,9 @@
 //! # async fn play() -> Result<(), Box<dyn std::error::Error>> {
 //! use std::time::Duration;
 //! use bytes::Bytes;
-//! use tickwire_client::{ConnectOptions, Link, LinkEvent, MatchRequest, Transport, matchmake};
+//! use tickwire_client::{ConnectOptions, Link, LinkEvent, MatchmakeRequest, Transport, matchmake};
 //!
-//! let answer = matchmake("http://127.0.0.1:8080", &MatchRequest::kind("relay"), Duration::from_secs(5)).await?;
+//! let answer = matchmake("http://127.0.0.1:8080", &MatchmakeRequest::kind("relay"), Duration::from_secs(5)).await?;
 //! let mut link = Link::connect(&answer, Transport::Ws, &ConnectOptions::default()).await?;
 //! link.send(1, Bytes::from_static(b"hello"))?;
 //! while let LinkEvent::Message { channel, message } = link.next_event().await {
@@ -44,7 +44,8 @@ pub use link::{
     ConnectError, ConnectOptions, Ended, Link, LinkEvent, LinkStats, SendError, Transport,
 };
 pub use matchmake::{
-    Endpoints, MatchAnswer, MatchRequest, MatchmakeError, SignedIdentity, WtEndpoint, matchmake,
+    Endpoints, MatchAnswer, MatchmakeError, MatchmakeRequest, SignedIdentity, WtEndpointInfo,
+    matchmake,
 };
 pub use session::{Backoff, Session, SessionError, SessionEvent};
 pub use tickwire_proto::DisconnectReason;

@@ -2,13 +2,13 @@
 //! whichever transport carries it.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use tickwire_net::driver::ClientDriver;
 use tickwire_net::udp::BatchSocket;
 use tickwire_proto::reliable::ReliabilityConfig;
-use tickwire_proto::{Client, ClientEvent, ConnectionParams, DisconnectReason};
+use tickwire_proto::{Client, ClientEvent, ConnectionParams, DisconnectReason, unix_now};
 
 use crate::matchmake::MatchAnswer;
 use crate::ws::WsLink;
@@ -224,12 +224,6 @@ impl std::fmt::Debug for Link {
             .field("ended", &self.ended)
             .finish_non_exhaustive()
     }
-}
-
-fn unix_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |elapsed| elapsed.as_secs())
 }
 
 impl Link {

@@ -1,8 +1,8 @@
 //! `POST /api/matchmake`: where a player goes, with the connect token that gets them in.
-//! The JSON shapes are the server's HTTP API (docs/OPERATIONS.md); they are written out here
-//! rather than shared with the server crate so a client never links the server.
+//! The JSON shapes are the server's HTTP API (docs/OPERATIONS.md), defined once in
+//! [`tickwire_proto::matchmake`] for the server and the clients alike; [`MatchAnswer`] is the
+//! answer with its token decoded.
 
-use std::net::SocketAddr;
 use std::time::Duration;
 
 use base64::Engine;
@@ -10,107 +10,18 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::{Method, Request, Uri, header};
 use hyper_util::rt::TokioIo;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
+use tickwire_proto::matchmake::MatchmakeAnswer;
 use tickwire_proto::token::ConnectToken;
 use tokio::net::TcpStream;
 
 /// The largest matchmaking answer read; a real one is under 4 KiB.
 const MAX_ANSWER_BYTES: usize = 64 * 1024;
 
-/// An identity signed by the game's own backend (`auth.mode = "shared_secret"`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SignedIdentity {
-    /// The player's id.
-    pub id: u64,
-    /// Display name.
-    pub name: String,
-    /// Unix seconds after which the server refuses it.
-    pub expires: u64,
-    /// Hex HMAC-SHA256 of `"{id}:{name}:{expires}"` under the shared secret.
-    pub signature: String,
-}
+pub use tickwire_proto::matchmake::{Endpoints, MatchmakeRequest, SignedIdentity, WtEndpointInfo};
 
-/// What a player asks for: a room kind to join or create, or one room by id.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct MatchRequest {
-    /// Join-or-create a room of this kind.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub kind: Option<String>,
-    /// Or join this room.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub room: Option<u64>,
-    /// With `kind`: always create a new room of that kind.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub create: bool,
-    /// A guest's display name (the server generates one when absent).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
-    /// The session from an earlier answer: the same player again, and their seat if held.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub session: Option<String>,
-    /// A backend-signed identity instead of a guest one.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub identity: Option<SignedIdentity>,
-}
-
-impl MatchRequest {
-    /// Join or create a room of `kind`.
-    pub fn kind(kind: impl Into<String>) -> Self {
-        Self {
-            kind: Some(kind.into()),
-            ..Self::default()
-        }
-    }
-
-    /// A new room of `kind`, whatever rooms are open.
-    pub fn create(kind: impl Into<String>) -> Self {
-        Self {
-            kind: Some(kind.into()),
-            create: true,
-            ..Self::default()
-        }
-    }
-
-    /// Room `room`, by id.
-    pub fn room(room: u64) -> Self {
-        Self {
-            room: Some(room),
-            ..Self::default()
-        }
-    }
-
-    /// With a display name.
-    pub fn named(mut self, name: impl Into<String>) -> Self {
-        self.name = Some(name.into());
-        self
-    }
-}
-
-/// Where the server can be reached, per transport.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub struct Endpoints {
-    /// The room's shard, for the UDP protocol.
-    pub udp: SocketAddr,
-    /// `ws://host:port/ws`.
-    pub ws: String,
-    /// `wss://host:port/ws`, when the server runs TLS.
-    pub wss: Option<String>,
-    /// WebTransport, when the server serves it.
-    #[serde(default)]
-    pub wt: Option<WtEndpoint>,
-}
-
-/// The server's WebTransport endpoint.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub struct WtEndpoint {
-    /// `https://host:port/wt`.
-    pub url: String,
-    /// Lowercase hex SHA-256 of a self-signed certificate to trust by its hash; `None` with
-    /// a certificate the system's roots validate.
-    pub cert_sha256: Option<String>,
-}
-
-/// The server's answer: who the player is, where they sit, and the token that lets them in.
+/// The server's answer ([`MatchmakeAnswer`] on the wire) with its token decoded: who the
+/// player is, where they sit, and the token that lets them in.
 #[derive(Debug, Clone)]
 pub struct MatchAnswer {
     /// The player's id on this server.
@@ -131,19 +42,6 @@ pub struct MatchAnswer {
     pub expires_at: u64,
     /// Where to connect.
     pub endpoints: Endpoints,
-}
-
-#[derive(Deserialize)]
-struct AnswerJson {
-    player_id: u64,
-    name: String,
-    room: u64,
-    kind: String,
-    reconnect: bool,
-    session: String,
-    token: String,
-    expires_at: u64,
-    endpoints: Endpoints,
 }
 
 #[derive(Deserialize)]
@@ -197,7 +95,7 @@ pub enum MatchmakeError {
 /// served on the plain port as well, and the token it returns opens `wss` too.
 pub async fn matchmake(
     server: &str,
-    request: &MatchRequest,
+    request: &MatchmakeRequest,
     timeout: Duration,
 ) -> Result<MatchAnswer, MatchmakeError> {
     let uri = server_uri(server)?;
@@ -237,7 +135,7 @@ fn server_uri(server: &str) -> Result<Uri, MatchmakeError> {
 async fn post_json(
     uri: &Uri,
     server: &str,
-    request: &MatchRequest,
+    request: &MatchmakeRequest,
 ) -> Result<(u16, Bytes), MatchmakeError> {
     let unreachable =
         |source: Box<dyn std::error::Error + Send + Sync>| MatchmakeError::Unreachable {
@@ -278,7 +176,7 @@ async fn post_json(
 }
 
 fn parse_answer(body: &[u8]) -> Result<MatchAnswer, MatchmakeError> {
-    let json: AnswerJson = serde_json::from_slice(body)
+    let json: MatchmakeAnswer = serde_json::from_slice(body)
         .map_err(|error| MatchmakeError::Malformed(error.to_string()))?;
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(&json.token)
@@ -318,12 +216,6 @@ mod tests {
                 "{bad:?} should be refused"
             );
         }
-    }
-
-    #[test]
-    fn a_request_names_only_what_is_set() {
-        let json = serde_json::to_string(&MatchRequest::kind("relay").named("ann")).unwrap();
-        assert_eq!(json, r#"{"kind":"relay","name":"ann"}"#);
     }
 
     #[test]

@@ -7,7 +7,7 @@ use bytes::Bytes;
 use rand::Rng;
 
 use crate::link::{ConnectError, ConnectOptions, Ended, Link, LinkEvent, SendError, Transport};
-use crate::matchmake::{MatchAnswer, MatchRequest, MatchmakeError, matchmake};
+use crate::matchmake::{MatchAnswer, MatchmakeError, MatchmakeRequest, matchmake};
 
 /// Capped exponential backoff with jitter between reconnection attempts.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -87,9 +87,9 @@ pub enum SessionEvent {
 /// ```no_run
 /// # async fn play() -> Result<(), Box<dyn std::error::Error>> {
 /// use bytes::Bytes;
-/// use tickwire_client::{ConnectOptions, MatchRequest, Session, SessionEvent, Transport};
+/// use tickwire_client::{ConnectOptions, MatchmakeRequest, Session, SessionEvent, Transport};
 ///
-/// let request = MatchRequest::kind("relay").named("ann");
+/// let request = MatchmakeRequest::kind("relay").named("ann");
 /// let mut session =
 ///     Session::start("http://127.0.0.1:8080", request, Transport::Udp, ConnectOptions::default())
 ///         .await?;
@@ -106,7 +106,7 @@ pub enum SessionEvent {
 /// ```
 pub struct Session {
     server: String,
-    request: MatchRequest,
+    request: MatchmakeRequest,
     transport: Transport,
     options: ConnectOptions,
     backoff: Backoff,
@@ -129,7 +129,7 @@ impl Session {
     /// Matchmakes at `server` (`http://host:port`) and connects over `transport`.
     pub async fn start(
         server: &str,
-        request: MatchRequest,
+        request: MatchmakeRequest,
         transport: Transport,
         options: ConnectOptions,
     ) -> Result<Self, SessionError> {
@@ -209,7 +209,7 @@ impl Session {
         }
     }
 
-    async fn try_reconnect(&mut self, request: &MatchRequest) -> Result<bool, SessionError> {
+    async fn try_reconnect(&mut self, request: &MatchmakeRequest) -> Result<bool, SessionError> {
         let answer = matchmake(&self.server, request, self.options.timeout).await?;
         let link = Link::connect(&answer, self.transport, &self.options).await?;
         let same_room = answer.room == self.answer.room;

@@ -9,7 +9,7 @@ use tickwire_net::wt::{WtClient, WtClientError};
 use tickwire_proto::ConnectionParams;
 
 use crate::link::{ConnectError, Ended, LinkEvent, SendError};
-use crate::matchmake::{MatchAnswer, WtEndpoint};
+use crate::matchmake::{MatchAnswer, WtEndpointInfo};
 
 /// A connected WebTransport link.
 pub(crate) struct WtLink {
@@ -26,7 +26,7 @@ fn ended(error: WtClientError) -> Ended {
 
 impl WtLink {
     pub(crate) async fn connect(
-        endpoint: &WtEndpoint,
+        endpoint: &WtEndpointInfo,
         answer: &MatchAnswer,
     ) -> Result<(Self, ConnectionParams), ConnectError> {
         let token = answer

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use tickwire_client::{
-    ConnectError, ConnectOptions, DisconnectReason, Ended, Link, LinkEvent, MatchRequest,
-    MatchmakeError, Session, SessionEvent, Transport, matchmake,
+    ConnectError, ConnectOptions, DisconnectReason, Ended, Link, LinkEvent, MatchmakeError,
+    MatchmakeRequest, Session, SessionEvent, Transport, matchmake,
 };
 use tickwire_server::config::ServeConfig;
 use tickwire_server::rooms::relay::RelayRoom;
@@ -60,10 +60,10 @@ async fn heard(link: &mut Link, payload: &[u8]) -> u8 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn udp_and_websocket_links_share_a_room_and_measure_their_round_trip() {
     let (runtime, url) = relay_server().await;
-    let ann_answer = matchmake(&url, &MatchRequest::kind("relay").named("ann"), WAIT)
+    let ann_answer = matchmake(&url, &MatchmakeRequest::kind("relay").named("ann"), WAIT)
         .await
         .unwrap();
-    let bob_answer = matchmake(&url, &MatchRequest::kind("relay").named("bob"), WAIT)
+    let bob_answer = matchmake(&url, &MatchmakeRequest::kind("relay").named("bob"), WAIT)
         .await
         .unwrap();
     assert_eq!(ann_answer.room, bob_answer.room);
@@ -128,7 +128,7 @@ async fn udp_and_websocket_links_share_a_room_and_measure_their_round_trip() {
 async fn a_session_comes_back_to_its_seat_over_either_transport() {
     let (runtime, url) = relay_server().await;
     for transport in [Transport::Udp, Transport::Ws] {
-        let request = MatchRequest::kind("relay").named(transport.name());
+        let request = MatchmakeRequest::kind("relay").named(transport.name());
         let mut session = Session::start(&url, request, transport, options())
             .await
             .unwrap();
@@ -153,7 +153,7 @@ async fn a_session_comes_back_to_its_seat_over_either_transport() {
         // The new connection is the player's: a listener in the room hears it.
         let listener_answer = matchmake(
             &url,
-            &MatchRequest {
+            &MatchmakeRequest {
                 room: Some(room),
                 ..Default::default()
             },
@@ -189,7 +189,7 @@ async fn a_session_comes_back_to_its_seat_over_either_transport() {
 async fn refusals_are_told_apart_and_a_shutdown_is_not_retried() {
     let (runtime, url) = relay_server().await;
 
-    match matchmake(&url, &MatchRequest::kind("no-such-kind"), WAIT).await {
+    match matchmake(&url, &MatchmakeRequest::kind("no-such-kind"), WAIT).await {
         Err(MatchmakeError::Refused { status, message }) => {
             assert!((400..500).contains(&status), "{status}");
             assert!(message.contains("no-such-kind"), "{message}");
@@ -203,7 +203,7 @@ async fn refusals_are_told_apart_and_a_shutdown_is_not_retried() {
     assert!(matches!(
         matchmake(
             &format!("http://{closed_port}"),
-            &MatchRequest::kind("relay"),
+            &MatchmakeRequest::kind("relay"),
             WAIT
         )
         .await,
@@ -212,14 +212,14 @@ async fn refusals_are_told_apart_and_a_shutdown_is_not_retried() {
     assert!(matches!(
         matchmake(
             "https://example.invalid",
-            &MatchRequest::kind("relay"),
+            &MatchmakeRequest::kind("relay"),
             WAIT
         )
         .await,
         Err(MatchmakeError::BadUrl { .. })
     ));
 
-    let answer = matchmake(&url, &MatchRequest::kind("relay"), WAIT)
+    let answer = matchmake(&url, &MatchmakeRequest::kind("relay"), WAIT)
         .await
         .unwrap();
     assert!(matches!(
@@ -241,9 +241,14 @@ async fn refusals_are_told_apart_and_a_shutdown_is_not_retried() {
     }
     drop(first);
 
-    let mut session = Session::start(&url, MatchRequest::kind("relay"), Transport::Udp, options())
-        .await
-        .unwrap();
+    let mut session = Session::start(
+        &url,
+        MatchmakeRequest::kind("relay"),
+        Transport::Udp,
+        options(),
+    )
+    .await
+    .unwrap();
     let handle = runtime.handle();
     let running = tokio::spawn(runtime.run());
     handle.shutdown();
@@ -284,7 +289,7 @@ async fn wss_connects_when_the_client_trusts_the_servers_certificate() {
     let runtime = Runtime::start(config, kinds).await.unwrap();
     let url = format!("http://{}", runtime.addresses().http);
 
-    let answer = matchmake(&url, &MatchRequest::kind("relay"), WAIT)
+    let answer = matchmake(&url, &MatchmakeRequest::kind("relay"), WAIT)
         .await
         .unwrap();
     assert!(
@@ -318,7 +323,7 @@ async fn wss_connects_when_the_client_trusts_the_servers_certificate() {
         tls: Some(tickwire_client::tls_trusting(stranger.cert.der()).unwrap()),
         ..options()
     };
-    let second = matchmake(&url, &MatchRequest::kind("relay"), WAIT)
+    let second = matchmake(&url, &MatchmakeRequest::kind("relay"), WAIT)
         .await
         .unwrap();
     assert!(matches!(

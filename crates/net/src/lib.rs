@@ -8,6 +8,11 @@
 //! between workers, so no lock sits on the packet path, and nothing is allocated per packet.
 //! Linux only: it calls `recvmmsg`, `sendmmsg` and `sched_setaffinity` directly.
 //!
+//! The feature `server` (off by default; `tickwire-server` turns it on) adds the WebSocket
+//! and WebTransport server side: endpoints, the HTTP listener, TLS and development
+//! certificates. Without it a client gets the UDP driver, the WebTransport client and the
+//! framing both share, and compiles no axum and no rcgen.
+//!
 //! ```no_run
 //! use tickwire_net::udp::{BatchSocket, RecvBatch, SendBatch};
 //!
@@ -36,11 +41,10 @@
 //! | [`udp::RecvBatch`], [`udp::SendBatch`] | preallocated datagram slots, one `*mmsg` call each |
 //! | [`udp::RecvStats`], [`udp::SendStats`] | per-batch counters, drops by reason |
 //! | [`udp::bind_reuseport`] | the socket setup: `SO_REUSEPORT`, buffer sizes, dual stack |
-//! | [`ws::WsEndpoint`], [`ws::HttpListener`] | the WebSocket transport: `/ws`, tokens, bounded per-connection outboxes, TLS |
-//! | [`wt::WtEndpoint`] | the WebTransport transport: `/wt` over HTTP/3, datagrams for unreliable channels |
-//! | [`bench::raw_sendmmsg`] | the machine's raw send limit, which the full path is held against |
+//! | `ws::WsEndpoint`, `ws::HttpListener` | (`server`) the WebSocket transport: `/ws`, tokens, bounded per-connection outboxes, TLS |
+//! | `wt::WtEndpoint` | (`server`) the WebTransport transport: `/wt` over HTTP/3, datagrams for unreliable channels |
+//! | [`wt::WtClient`] | a player over WebTransport |
 
-pub mod bench;
 pub mod driver;
 pub mod udp;
 pub mod ws;

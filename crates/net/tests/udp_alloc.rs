@@ -1,41 +1,15 @@
 //! The batched UDP path allocates nothing per datagram once its batches exist.
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
+use tickwire_alloc_count::{CountingAllocator, thread_allocations};
 use tickwire_net::udp::{BatchSocket, RecvBatch, SendBatch};
 use tokio::time::timeout;
 
-/// Counts allocations made by the thread that switched counting on; other test threads and
-/// the runtime's own threads are not counted.
-struct Counting;
-
-thread_local! {
-    static COUNTING: Cell<bool> = const { Cell::new(false) };
-    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
-}
-
-// SAFETY: forwards to the system allocator unchanged; the thread-locals are const-initialized
-// `Cell`s, which never allocate.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if COUNTING.with(Cell::get) {
-            ALLOCATIONS.with(|a| a.set(a.get() + 1));
-        }
-        // SAFETY: same contract as ours.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as ours.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
 #[global_allocator]
-static ALLOCATOR: Counting = Counting;
+static ALLOCATOR: CountingAllocator = CountingAllocator;
 
 #[tokio::test(flavor = "current_thread")]
 async fn steady_state_send_and_receive_allocate_nothing() {
@@ -49,8 +23,9 @@ async fn steady_state_send_and_receive_allocate_nothing() {
     let mut inboxes: Vec<RecvBatch> = receivers.iter().map(|_| RecvBatch::new()).collect();
 
     // One round trip: fill a batch for all four receivers, send it, receive every datagram.
+    let counted = Cell::new(0u64);
     let mut round = async |count: bool| {
-        COUNTING.with(|c| c.set(count));
+        let before = thread_allocations();
         for i in 0..64u32 {
             outbox.push_with(dests[i as usize % 4], |slot| {
                 slot[..4].copy_from_slice(&i.to_le_bytes());
@@ -65,7 +40,9 @@ async fn steady_state_send_and_receive_allocate_nothing() {
                 got += inbox.iter().filter(|(_, d)| d.len() == 100).count();
             }
         }
-        COUNTING.with(|c| c.set(false));
+        if count {
+            counted.set(counted.get() + thread_allocations() - before);
+        }
     };
 
     // Warm-up: tokio grows its list of deferred wakers the first time this task uses up its
@@ -80,7 +57,7 @@ async fn steady_state_send_and_receive_allocate_nothing() {
             .await
             .expect("round timed out");
     }
-    let allocations = ALLOCATIONS.with(Cell::get);
+    let allocations = counted.get();
     assert_eq!(
         allocations, 0,
         "200 rounds of 64 datagrams each way allocated {allocations} times"

@@ -1,7 +1,7 @@
 //! The protocol over real loopback sockets: a client and a server driver handshake, then
 //! exchange reliable, unreliable and fragmented messages, then disconnect cleanly.
 
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use tickwire_net::driver::{ClientDriver, ServerDriver};
@@ -9,19 +9,14 @@ use tickwire_net::udp::BatchSocket;
 use tickwire_proto::crypto::Key;
 use tickwire_proto::reliable::ReliabilityConfig;
 use tickwire_proto::token::TokenIssuer;
-use tickwire_proto::{Client, ClientEvent, DisconnectReason, Server, ServerConfig, ServerEvent};
+use tickwire_proto::{
+    Client, ClientEvent, DisconnectReason, Server, ServerConfig, ServerEvent, unix_now,
+};
 use tokio::time::timeout;
 
 const PROTOCOL_ID: u64 = 0x7157_0003;
 const RELIABLE: u8 = 0;
 const UNRELIABLE: u8 = 1;
-
-fn unix_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .expect("clock after 1970")
-        .as_secs()
-}
 
 /// A message whose bytes depend on `seed` and position, so corruption shows.
 fn pattern(len: usize, seed: u8) -> Bytes {

@@ -1,38 +1,17 @@
 //! Heap bytes a `Server` holds per idle connected client, counted by a wrapping allocator:
 //! `cargo run --release -p tickwire-proto --example connection_memory [clients]`.
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicIsize, Ordering};
 use std::time::Instant;
 
+use tickwire_alloc_count::{CountingAllocator, live_bytes};
 use tickwire_proto::crypto::Key;
 use tickwire_proto::reliable::ReliabilityConfig;
 use tickwire_proto::token::TokenIssuer;
 use tickwire_proto::{Client, Server, ServerConfig};
 
-/// Live heap bytes.
-static LIVE: AtomicIsize = AtomicIsize::new(0);
-
-struct Counting;
-
-// SAFETY: every call forwards to `System` unchanged; the counter is only bookkeeping.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
-        // SAFETY: forwarded with the caller's layout.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
-        // SAFETY: forwarded with the caller's pointer and layout.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
 #[global_allocator]
-static ALLOCATOR: Counting = Counting;
+static ALLOCATOR: CountingAllocator = CountingAllocator;
 
 const UNIX_TIME: u64 = 1_800_000_000;
 
@@ -85,9 +64,9 @@ fn main() {
     }
 
     let connected = server.connection_count();
-    let with_server = LIVE.load(Ordering::Relaxed);
+    let with_server = live_bytes();
     drop(server);
-    let server_bytes = with_server - LIVE.load(Ordering::Relaxed);
+    let server_bytes = with_server - live_bytes();
     println!(
         "{connected} connected clients; server heap {} KiB, {} bytes per connection",
         server_bytes / 1024,

@@ -19,6 +19,7 @@
 //! | [`Endpoint`] | the sans-IO calls both share, for drivers |
 //! | [`ConnectionParams`] | what the server dictates: tick rate, keepalive, timeout, MTU, channels |
 //! | [`reliable`] | acks, RTT, channels, fragmentation inside a connection |
+//! | [`matchmake`] | the matchmaking API's JSON: request, answer, signed identity |
 //! | [`sim`] | a seeded link simulator for deterministic tests |
 
 use std::net::SocketAddr;
@@ -29,6 +30,7 @@ mod client;
 mod connection;
 pub mod crypto;
 mod deadlines;
+pub mod matchmake;
 mod packet;
 mod params;
 pub mod reliable;
@@ -111,6 +113,15 @@ pub struct Transmit {
     pub destination: SocketAddr,
     /// How many bytes of the buffer it fills.
     pub len: usize,
+}
+
+/// The system clock's Unix time in whole seconds (0 if it reads before 1970): what a driver
+/// passes to [`Server::new`], a token issuer or a client, once, at the edge. Nothing in this
+/// crate calls it; endpoints derive Unix time from the monotonic `now` they are given.
+pub fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_secs())
 }
 
 /// Unix time derived from the driver's monotonic clock, so endpoints never read the system

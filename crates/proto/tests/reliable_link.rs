@@ -1,15 +1,16 @@
-//! Two `Reliability` instances talking through a seeded, lossy simulated link on a virtual
+//! Two `Reliability` instances talking through `tickwire_proto::sim` links (seeded, lossy) on a virtual
 //! clock: what the channels promise must hold under loss, latency, jitter, duplication and
 //! reordering, and the RTT and loss estimates must track the link.
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashSet};
+use std::collections::HashSet;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use tickwire_proto::reliable::{ChannelKind, Reliability, ReliabilityConfig, ReliabilityStats};
+use tickwire_proto::sim::{Link, LinkConfig};
 
 const RELIABLE: u8 = 0;
 const UNRELIABLE: u8 = 1;
@@ -24,101 +25,10 @@ fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
 
-/// What the simulated link does to each datagram.
-#[derive(Clone, Copy, Debug)]
-struct LinkConfig {
-    /// One-way delay before jitter.
-    latency: Duration,
-    /// Each datagram's delay is `latency` plus a uniform offset in `-jitter..=jitter`.
-    jitter: Duration,
-    /// Probability a datagram is lost.
-    loss: f64,
-    /// Probability a datagram is delivered twice (each copy with its own delay).
-    duplicate: f64,
-    /// Probability a datagram is held back an extra 20..=80 ms, arriving after later ones.
-    reorder: f64,
-}
-
-impl LinkConfig {
-    fn clean(latency: Duration) -> Self {
-        Self {
-            latency,
-            jitter: Duration::ZERO,
-            loss: 0.0,
-            duplicate: 0.0,
-            reorder: 0.0,
-        }
-    }
-}
-
-/// One direction of the link: datagrams in flight, ordered by arrival time (ties by send
-/// order, so a run is fully determined by the seed).
-struct Link {
-    config: LinkConfig,
-    rng: ChaCha8Rng,
-    in_flight: BinaryHeap<Reverse<(Instant, u64, Vec<u8>)>>,
-    sent: u64,
-}
-
-impl Link {
-    fn new(config: LinkConfig, seed: u64) -> Self {
-        Self {
-            config,
-            rng: ChaCha8Rng::seed_from_u64(seed),
-            in_flight: BinaryHeap::new(),
-            sent: 0,
-        }
-    }
-
-    fn send(&mut self, now: Instant, datagram: &[u8]) {
-        if self.rng.random_bool(self.config.loss) {
-            return;
-        }
-        let copies = if self.rng.random_bool(self.config.duplicate) {
-            2
-        } else {
-            1
-        };
-        for _ in 0..copies {
-            let jitter = self.config.jitter.as_micros() as i64;
-            let offset = self.rng.random_range(-jitter..=jitter);
-            let mut delay = self.config.latency.saturating_add_signed_micros(offset);
-            if self.rng.random_bool(self.config.reorder) {
-                delay += ms(self.rng.random_range(20..=80));
-            }
-            self.sent += 1;
-            self.in_flight
-                .push(Reverse((now + delay, self.sent, datagram.to_vec())));
-        }
-    }
-
-    fn next_arrival(&self) -> Option<Instant> {
-        self.in_flight.peek().map(|Reverse((at, _, _))| *at)
-    }
-
-    fn pop_arrived(&mut self, now: Instant) -> Option<Vec<u8>> {
-        if self.next_arrival()? > now {
-            return None;
-        }
-        self.in_flight
-            .pop()
-            .map(|Reverse((_, _, datagram))| datagram)
-    }
-}
-
-trait SaturatingAddSigned {
-    fn saturating_add_signed_micros(self, micros: i64) -> Duration;
-}
-
-impl SaturatingAddSigned for Duration {
-    fn saturating_add_signed_micros(self, micros: i64) -> Duration {
-        if micros >= 0 {
-            self + Duration::from_micros(micros as u64)
-        } else {
-            self.saturating_sub(Duration::from_micros(micros.unsigned_abs()))
-        }
-    }
-}
+// Each direction is its own `sim::Link`, so a's packets and b's are lost, delayed and
+// reordered independently, each run fixed by its seed.
+const A: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 1);
+const B: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 2);
 
 /// A message that says who sent it, on which channel and which it is: byte 0 the sender,
 /// byte 1 the channel, bytes 2..6 the per-channel counter, then a pattern. Receivers check
@@ -183,7 +93,7 @@ impl Peer {
         let mut buf = [0u8; 1150];
         let mut packets = 0;
         while let Some(len) = self.layer.write_packet(now, &mut buf, false) {
-            link.send(now, &buf[..len]);
+            link.send(now, A, B, &buf[..len]);
             packets += 1;
             assert!(
                 packets < 10_000,
@@ -260,7 +170,7 @@ fn run(
     traffic: Traffic<'_>,
     probe: &mut dyn FnMut(&Peer, &Peer, Duration),
 ) {
-    let mut ab = Link::new(link, seed);
+    let mut ab = Link::new(link.clone(), seed);
     let mut ba = Link::new(link, seed ^ 0x5eed);
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x7aff1c);
     let end = t0 + until;
@@ -270,8 +180,8 @@ fn run(
         let next = [
             Some(a.next_tick),
             Some(b.next_tick),
-            ab.next_arrival(),
-            ba.next_arrival(),
+            ab.next_delivery(),
+            ba.next_delivery(),
             a.layer.next_timeout(),
             b.layer.next_timeout(),
         ]
@@ -289,11 +199,11 @@ fn run(
             "the simulation stopped making progress at {now:?}"
         );
 
-        while let Some(datagram) = ab.pop_arrived(now) {
-            deliver(a, b, now, &datagram);
+        while let Some(datagram) = ab.deliver(now) {
+            deliver(a, b, now, &datagram.bytes);
         }
-        while let Some(datagram) = ba.pop_arrived(now) {
-            deliver(b, a, now, &datagram);
+        while let Some(datagram) = ba.deliver(now) {
+            deliver(b, a, now, &datagram.bytes);
         }
         let elapsed = now - t0;
         let a_ticks = now >= a.next_tick;
@@ -340,13 +250,7 @@ fn every_channel_keeps_its_promise_over_a_hostile_link() {
     // b's ticks are offset from a's, as two machines' would be.
     let mut a = Peer::new("a", 1, &config, t0);
     let mut b = Peer::new("b", 2, &config, t0 + ms(7));
-    let link = LinkConfig {
-        latency: ms(100),
-        jitter: ms(20),
-        loss: 0.20,
-        duplicate: 0.01,
-        reorder: 0.04,
-    };
+    let link = LinkConfig::hostile();
     let mut traffic = |peer: &mut Peer, rng: &mut ChaCha8Rng, elapsed: Duration| {
         peer.send(RELIABLE, rng.random_range(6..200));
         peer.send(UNRELIABLE, rng.random_range(6..400));
@@ -498,7 +402,7 @@ fn measure(
 #[test]
 fn rtt_converges_to_the_round_trip_on_a_clean_link() {
     for latency in [ms(20), ms(50), ms(100)] {
-        let (rtt, stats) = measure(LinkConfig::clean(latency), 1, 10, |s| {
+        let (rtt, stats) = measure(LinkConfig::perfect(latency), 1, 10, |s| {
             s.rtt.as_secs_f64() * 1000.0
         });
         // Round trip plus the peer's wait for its next tick to ack (0..16 ms).
@@ -523,7 +427,7 @@ fn rtt_converges_to_the_round_trip_on_a_clean_link() {
 fn rtt_tracks_the_mean_under_jitter() {
     let link = LinkConfig {
         jitter: ms(20),
-        ..LinkConfig::clean(ms(100))
+        ..LinkConfig::perfect(ms(100))
     };
     let (rtt, stats) = measure(link, 2, 20, |s| s.rtt.as_secs_f64() * 1000.0);
     // The mean round trip is 200 ms plus the ack delay (5 ms at these tick phases). Samples
@@ -544,7 +448,7 @@ fn loss_estimate_tracks_the_link_loss() {
     for (loss, seed) in [(0.05, 3), (0.20, 4), (0.40, 5)] {
         let link = LinkConfig {
             loss,
-            ..LinkConfig::clean(ms(50))
+            ..LinkConfig::perfect(ms(50))
         };
         let (estimate, stats) = measure(link, seed, 60, |s| f64::from(s.packet_loss));
         assert!(
@@ -554,45 +458,10 @@ fn loss_estimate_tracks_the_link_loss() {
     }
 }
 
-/// Counts this thread's heap allocations, so the test below can see what one exchange costs
-/// while other tests run in parallel.
-mod alloc_count {
-    use std::alloc::{GlobalAlloc, Layout, System};
-    use std::cell::Cell;
-
-    pub(crate) struct Counting;
-
-    thread_local! {
-        static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
-    }
-
-    // SAFETY: forwards to the system allocator unchanged; only counts calls.
-    unsafe impl GlobalAlloc for Counting {
-        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-            ALLOCATIONS.with(|n| n.set(n.get() + 1));
-            // SAFETY: the caller upholds `alloc`'s contract, which we pass on.
-            unsafe { System.alloc(layout) }
-        }
-
-        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-            // SAFETY: `ptr` came from `System.alloc` with this layout.
-            unsafe { System.dealloc(ptr, layout) }
-        }
-
-        unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-            ALLOCATIONS.with(|n| n.set(n.get() + 1));
-            // SAFETY: as for `alloc` and `dealloc`.
-            unsafe { System.realloc(ptr, layout, new_size) }
-        }
-    }
-
-    pub(crate) fn allocations() -> u64 {
-        ALLOCATIONS.with(Cell::get)
-    }
-}
-
+// Counts per thread, so the test below sees what one exchange costs while other tests run
+// in parallel.
 #[global_allocator]
-static ALLOCATOR: alloc_count::Counting = alloc_count::Counting;
+static ALLOCATOR: tickwire_alloc_count::CountingAllocator = tickwire_alloc_count::CountingAllocator;
 
 #[test]
 fn steady_state_packets_allocate_only_for_delivered_messages() {
@@ -628,12 +497,12 @@ fn steady_state_packets_allocate_only_for_delivered_messages() {
     for n in 0..300 {
         tick(n, &mut delivered); // buffers grow to their working size
     }
-    let before = alloc_count::allocations();
+    let before = tickwire_alloc_count::thread_allocations();
     delivered = 0;
     for n in 300..1300 {
         tick(n, &mut delivered);
     }
-    let allocations = alloc_count::allocations() - before;
+    let allocations = tickwire_alloc_count::thread_allocations() - before;
     assert_eq!(delivered, 3000, "three messages a tick for 1000 ticks");
     // Each delivered message is copied out of the packet into its own buffer; nothing else
     // (packets, acks, bookkeeping) may allocate.

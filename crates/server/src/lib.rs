@@ -1,29 +1,24 @@
-//! tickwire's server runtime: the [`Room`](room::Room) trait a game implements, fixed-rate
-//! ticks, and the built-in room kinds.
+//! tickwire's server runtime: the process around the rooms. Shard workers (a thread, a UDP
+//! port and a tokio runtime each), matchmaking and the HTTP API, the admin console, metrics,
+//! drain and configuration. The room logic they drive — the [`Room`](room::Room) trait,
+//! hosts, shards, the matchmaker, limits and the built-in rooms — is `tickwire-room`,
+//! re-exported here under its old paths.
 //!
 //! | type | role |
 //! |---|---|
-//! | [`room::Room`] | game logic: join, leave, messages, ticks |
-//! | [`room::RoomContext`] | what a room sees and how it answers (send, broadcast, kick) |
-//! | [`host::RoomHost`] | runs one room: seats, reconnection, ticks on schedule |
-//! | [`timestep::FixedTimestep`] | drift-free fixed-rate ticks |
-//! | [`shard::Shard`] | one worker's rooms and players, reconnection grace, room disposal |
-//! | [`console`] | the telnet-compatible admin console, over [`console::AdminOps`] |
-//! | [`limits`] | connection rate and count per IP, message rate per player |
-//! | [`matchmaker::Matchmaker`] | join-or-create placement, seat reservations, shard balancing |
-//! | [`rooms`] | built-in kinds: `relay` and `chat` |
 //! | [`worker::ShardWorker`] | a shard on its own thread and UDP port, players connected over the protocol |
 //! | [`runtime::Runtime`] | the whole server: workers, matchmaking and the HTTP API, console, metrics, drain |
+//! | [`runtime::RoomKinds`] | the room kinds matchmaking may create, by name |
+//! | [`console`] | the telnet-compatible admin console, over [`console::AdminOps`] |
 //! | [`config::ServeConfig`] | the deployment configuration `tickwire serve` loads |
+//! | [`room`], [`shard`], [`host`], [`matchmaker`], [`limits`], [`rooms`], [`timestep`] | re-exported from `tickwire-room` |
 
 pub mod config;
 pub mod console;
-pub mod host;
-pub mod limits;
-pub mod matchmaker;
-pub mod room;
-pub mod rooms;
 pub mod runtime;
-pub mod shard;
-pub mod timestep;
 pub mod worker;
+
+// The room logic lives in `tickwire-room`, which a game builds on without compiling the
+// server; these keep `tickwire_server::room::Room` and the server's own `crate::shard::…`
+// paths working.
+pub use tickwire_room::{host, limits, matchmaker, room, rooms, shard, timestep};

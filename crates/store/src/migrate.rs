@@ -52,18 +52,18 @@ pub(crate) async fn run(pool: &Pool, backend: Backend, prefix: &str) -> Result<(
     };
     let now = crate::event::unix_ms(std::time::SystemTime::now());
 
-    // Each arm: take the lock, read the applied versions, apply the rest in order.
-    match pool {
-        Pool::Sqlite(pool) => {
-            // BEGIN IMMEDIATE is the lock: one writer at a time per database file.
-            let mut tx = pool.begin_with("BEGIN IMMEDIATE").await.map_err(setup)?;
+    // What every backend does once it holds its lock: the versions table, the applied
+    // versions, then each pending migration and its record, in order. A macro rather than
+    // a function because each backend's connection is its own sqlx type.
+    macro_rules! apply_pending {
+        ($conn:ident) => {{
             sqlx::query(AssertSqlSafe(create.as_str()))
-                .execute(&mut *tx)
+                .execute(&mut *$conn)
                 .await
                 .map_err(setup)?;
             let applied = versions(
                 sqlx::query(AssertSqlSafe(applied_sql.as_str()))
-                    .fetch_all(&mut *tx)
+                    .fetch_all(&mut *$conn)
                     .await
                     .map_err(setup)?
                     .iter()
@@ -74,7 +74,7 @@ pub(crate) async fn run(pool: &Pool, backend: Backend, prefix: &str) -> Result<(
             for m in all.iter().filter(|m| !applied.contains(&m.version)) {
                 for statement in &m.statements {
                     sqlx::query(AssertSqlSafe(statement.as_str()))
-                        .execute(&mut *tx)
+                        .execute(&mut *$conn)
                         .await
                         .map_err(migration_error(m))?;
                 }
@@ -82,10 +82,19 @@ pub(crate) async fn run(pool: &Pool, backend: Backend, prefix: &str) -> Result<(
                     .bind(m.version)
                     .bind(m.description)
                     .bind(now)
-                    .execute(&mut *tx)
+                    .execute(&mut *$conn)
                     .await
                     .map_err(migration_error(m))?;
             }
+        }};
+    }
+
+    // Each arm takes its backend's lock around `apply_pending`.
+    match pool {
+        Pool::Sqlite(pool) => {
+            // BEGIN IMMEDIATE is the lock: one writer at a time per database file.
+            let mut tx = pool.begin_with("BEGIN IMMEDIATE").await.map_err(setup)?;
+            apply_pending!(tx);
             tx.commit().await.map_err(setup)?;
         }
         Pool::Postgres(pool) => {
@@ -96,35 +105,7 @@ pub(crate) async fn run(pool: &Pool, backend: Backend, prefix: &str) -> Result<(
                 .execute(&mut *tx)
                 .await
                 .map_err(setup)?;
-            sqlx::query(AssertSqlSafe(create.as_str()))
-                .execute(&mut *tx)
-                .await
-                .map_err(setup)?;
-            let applied = versions(
-                sqlx::query(AssertSqlSafe(applied_sql.as_str()))
-                    .fetch_all(&mut *tx)
-                    .await
-                    .map_err(setup)?
-                    .iter()
-                    .map(|r| r.try_get::<i64, _>(0)),
-            )
-            .map_err(setup)?;
-            check_not_newer(&applied, known)?;
-            for m in all.iter().filter(|m| !applied.contains(&m.version)) {
-                for statement in &m.statements {
-                    sqlx::query(AssertSqlSafe(statement.as_str()))
-                        .execute(&mut *tx)
-                        .await
-                        .map_err(migration_error(m))?;
-                }
-                sqlx::query(AssertSqlSafe(record.as_str()))
-                    .bind(m.version)
-                    .bind(m.description)
-                    .bind(now)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(migration_error(m))?;
-            }
+            apply_pending!(tx);
             tx.commit().await.map_err(setup)?;
         }
         Pool::MySql(pool) => {
@@ -142,35 +123,7 @@ pub(crate) async fn run(pool: &Pool, backend: Backend, prefix: &str) -> Result<(
                 ))));
             }
             let result = async {
-                sqlx::query(AssertSqlSafe(create.as_str()))
-                    .execute(&mut *conn)
-                    .await
-                    .map_err(setup)?;
-                let applied = versions(
-                    sqlx::query(AssertSqlSafe(applied_sql.as_str()))
-                        .fetch_all(&mut *conn)
-                        .await
-                        .map_err(setup)?
-                        .iter()
-                        .map(|r| r.try_get::<i64, _>(0)),
-                )
-                .map_err(setup)?;
-                check_not_newer(&applied, known)?;
-                for m in all.iter().filter(|m| !applied.contains(&m.version)) {
-                    for statement in &m.statements {
-                        sqlx::query(AssertSqlSafe(statement.as_str()))
-                            .execute(&mut *conn)
-                            .await
-                            .map_err(migration_error(m))?;
-                    }
-                    sqlx::query(AssertSqlSafe(record.as_str()))
-                        .bind(m.version)
-                        .bind(m.description)
-                        .bind(now)
-                        .execute(&mut *conn)
-                        .await
-                        .map_err(migration_error(m))?;
-                }
+                apply_pending!(conn);
                 Ok(())
             }
             .await;

@@ -51,7 +51,7 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 use serde::Serialize;
-use tickwire_client::{MatchAnswer, MatchRequest, Transport, matchmake};
+use tickwire_client::{MatchAnswer, MatchmakeRequest, Transport, matchmake};
 use tokio::sync::{Notify, watch};
 
 use crate::meter::{ArenaFigures, Meter};
@@ -634,15 +634,15 @@ async fn place(spec: &GroupSpec, bot: u32) -> Result<MatchAnswer, String> {
     let rooms = scenario.rooms();
     let index = bot as usize % rooms;
     let request = if rooms == 1 {
-        MatchRequest::kind(scenario.room_kind())
+        MatchmakeRequest::kind(scenario.room_kind())
     } else if (bot as usize) < rooms {
-        MatchRequest::create(scenario.room_kind())
+        MatchmakeRequest::create(scenario.room_kind())
     } else {
         let room =
             tokio::time::timeout(spec.config.connect_timeout * 3, spec.directory.room(index))
                 .await
                 .map_err(|_| format!("room {index} was not created in time"))??;
-        MatchRequest::room(room)
+        MatchmakeRequest::room(room)
     }
     .named(format!("bot{bot}"));
     let answer = matchmake(&spec.config.server, &request, spec.config.connect_timeout).await;

@@ -9,14 +9,14 @@ use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::rc::Rc;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use rand::SeedableRng;
 use rand::rngs::SmallRng;
 use tickwire_client::MatchAnswer;
 use tickwire_net::udp::{BatchSocket, RecvBatch, SendBatch};
 use tickwire_proto::reliable::ReliabilityConfig;
-use tickwire_proto::{Client, ClientEvent, MAX_DATAGRAM_BYTES};
+use tickwire_proto::{Client, ClientEvent, MAX_DATAGRAM_BYTES, unix_now};
 use tokio::sync::Semaphore;
 use tokio::time::MissedTickBehavior;
 
@@ -124,12 +124,6 @@ struct Group {
     disconnects: u64,
     first_disconnect: Option<String>,
     send_errors: u64,
-}
-
-fn unix_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |elapsed| elapsed.as_secs())
 }
 
 pub(super) async fn run(spec: GroupSpec) -> Option<GroupResult> {

@@ -28,10 +28,10 @@ use bytes::Bytes;
 use rand::Rng;
 use rand::rngs::SmallRng;
 use tickwire_arena::geom::{Aabb, Vec2};
-use tickwire_arena::input::sequence_newer;
 use tickwire_arena::messages::{ClientInput, INPUT, RELIABLE, SNAPSHOT, ServerMessage};
 use tickwire_arena::snapshot::{SnapshotConfig, SnapshotDecoder, SnapshotHeader, SnapshotSchema};
 use tickwire_arena::{BuiltinMap, InputCommand};
+use tickwire_proto::reliable::sequence_newer;
 use tickwire_wire::{decode_exact, encode_to_slice};
 
 use super::{BotCx, BotLogic, Outbox, Scenario};

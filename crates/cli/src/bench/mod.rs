@@ -1,5 +1,7 @@
 //! `tickwire bench <scenario>`: commands that measure and print figures.
 
 pub mod load;
+pub mod raw;
+pub mod relay;
 pub mod udp;
 pub mod wire;

@@ -3,12 +3,12 @@
 //!
 //! Each run connects `destinations` clients to a server over loopback with the real
 //! handshake, then measures, with the server thread pinned to one CPU and the clients' thread
-//! to the other ([`tickwire_net::bench::relay::protocol_relay`]):
+//! to the other ([`crate::bench::relay::protocol_relay`]):
 //!
 //! - **out**: the server sends a small unreliable message to every client, round-robin,
 //!   through `poll_transmit` and `sendmmsg`;
 //! - **raw**: taking turns with it in four slices, a bare `sendmmsg` loop
-//!   ([`tickwire_net::bench::raw_sendmmsg`]) sending datagrams of the same length to as many
+//!   ([`crate::bench::raw::raw_sendmmsg`]) sending datagrams of the same length to as many
 //!   sockets from the same CPUs;
 //! - **in**: every client sends to the server, which receives with `recvmmsg` and runs
 //!   `handle_datagram`, and **in, raw**: the same traffic, the server only receiving it.
@@ -19,11 +19,11 @@
 
 use std::time::Duration;
 
+use crate::bench::relay::{InFigures, RelayConfig, RelayFigures, protocol_relay};
 use anyhow::Context;
 use serde::Serialize;
-use tickwire_net::bench::relay::{InFigures, RelayConfig, RelayFigures, protocol_relay};
 
-use crate::alloc_count;
+use tickwire_alloc_count as alloc_count;
 
 /// What DESIGN.md asks of the protocol path: this share of the raw limit, same run.
 pub const TARGET_RATIO_TO_RAW: f64 = 0.7;

@@ -14,7 +14,7 @@ use serde::Serialize;
 use tickwire_wire::fixtures::SeedEntity;
 use tickwire_wire::{bit_len, decode_exact, decode_exact_in_place, encode_to_slice};
 
-use crate::alloc_count;
+use tickwire_alloc_count as alloc_count;
 
 /// The seed's figures, measured here with its own Go benchmark.
 pub const ANCHOR: Figures = Figures {

@@ -133,7 +133,7 @@ impl RecvBatch {
     /// One nonblocking `recvmmsg` into this batch, replacing its contents. Returns how many
     /// datagrams it now holds, which is 0 when everything received was dropped (see
     /// [`stats`](Self::stats)); `WouldBlock` when nothing was waiting.
-    pub(crate) fn recv_from_fd(&mut self, fd: BorrowedFd<'_>) -> io::Result<usize> {
+    pub fn recv_from_fd(&mut self, fd: BorrowedFd<'_>) -> io::Result<usize> {
         self.entries.clear();
         // Each asynchronous error is cleared by the call that reports it, so retrying makes
         // progress; the bound only stops a flood of them from keeping this call busy.

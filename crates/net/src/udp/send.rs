@@ -190,12 +190,9 @@ impl SendBatch {
 
     /// Sends what is queued with nonblocking `sendmmsg` calls until everything was accepted or
     /// dropped (then the batch is cleared) or the send buffer is full (`WouldBlock`; the rest
-    /// stays queued). `socket_is_ipv6` says how to write IPv4 destinations.
-    pub(crate) fn send_to_fd(
-        &mut self,
-        fd: BorrowedFd<'_>,
-        socket_is_ipv6: bool,
-    ) -> io::Result<()> {
+    /// stays queued). `socket_is_ipv6` says how to write IPv4 destinations. For a loop of its
+    /// own on a plain socket (the benchmarks); [`BatchSocket`](super::BatchSocket) calls it.
+    pub fn send_to_fd(&mut self, fd: BorrowedFd<'_>, socket_is_ipv6: bool) -> io::Result<()> {
         while self.next < self.queued.len() {
             let pending = &self.queued[self.next..];
             let prepared = self.headers.prepare(

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use axum::Router;
 use bytes::Bytes;
@@ -316,7 +316,7 @@ impl WsEndpoint {
         let inner = &*self.inner;
         let authenticated = inner
             .auth
-            .authenticate(token, unix_now())
+            .authenticate(token, tickwire_proto::unix_now())
             .map_err(|error| {
                 let counter = match error {
                     AuthError::Malformed { .. } => &counters.refused_malformed,
@@ -467,11 +467,4 @@ pub(crate) struct Admission<'a> {
     pub(crate) inbound: mpsc::Sender<(u8, Bytes)>,
     /// Identifies the session to [`WsEndpoint::forget`].
     pub(crate) serial: u64,
-}
-
-/// Unix seconds now, for token expiry.
-fn unix_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |elapsed| elapsed.as_secs())
 }

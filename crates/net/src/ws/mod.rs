@@ -22,28 +22,53 @@
 //! | [`TokenAuthenticator`] | connect-token checks and the used-token set |
 //! | [`CloseCode`] | why the server closed a connection |
 
+// Without the `server` feature only the framing is here (close codes, the accepted
+// message), which the WebTransport client shares.
+#[cfg(feature = "server")]
 mod auth;
+#[cfg(feature = "server")]
 mod connection;
+#[cfg(feature = "server")]
 mod endpoint;
+// Its data-message helpers serve the endpoints alone.
+#[cfg_attr(not(feature = "server"), allow(dead_code))]
 mod framing;
+#[cfg(feature = "server")]
 mod links;
+#[cfg(feature = "server")]
 mod listen;
+#[cfg(feature = "server")]
 mod outbox;
+#[cfg(feature = "server")]
 mod socket;
+#[cfg(feature = "server")]
 mod stats;
+#[cfg(feature = "server")]
 mod tls;
+#[cfg(feature = "server")]
 mod upgrade;
 
+#[cfg(feature = "server")]
 pub use auth::{AuthError, Authenticated, TokenAuthenticator};
+#[cfg(feature = "server")]
 pub use connection::{WsClosed, WsConnection};
+#[cfg(feature = "server")]
 pub use endpoint::{Arrival, WS_PATH, WsConfig, WsConfigError, WsEndpoint};
 pub use framing::{CloseCode, DataMessageError, MAX_CLOSE_REASON_BYTES, accepted_message};
+#[cfg(feature = "server")]
 pub use links::{WsLinkDepth, WsLinkEvent, WsLinkId, WsLinks};
+#[cfg(feature = "server")]
 pub use listen::{HttpListener, ListenConfig, ListenMetrics, ListenStats};
+#[cfg(feature = "server")]
 pub use outbox::{OutboxDepth, OutboxLimits, WsSendError, WsSender};
+#[cfg(feature = "server")]
 pub use socket::WsSocket;
+#[cfg(feature = "server")]
 pub use stats::WsStats;
+#[cfg(feature = "server")]
 pub use tls::{TlsError, TlsIdentity};
 
+#[cfg(feature = "server")]
 pub(crate) use outbox::{Closing, Outbox, Take};
+#[cfg(feature = "server")]
 pub(crate) use stats::WsCounters;

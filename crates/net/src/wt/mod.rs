@@ -27,11 +27,15 @@
 //! | [`framing`] | frames, close frames and datagrams, for servers and clients |
 
 mod client;
+#[cfg(feature = "server")]
 mod endpoint;
 pub mod framing;
+#[cfg(feature = "server")]
 mod stats;
 
 pub use client::{WtClient, WtClientError, WtRawSession, parse_cert_sha256};
+#[cfg(feature = "server")]
 pub use endpoint::{WtCertificate, WtConfig, WtEndpoint, WtError};
 pub use framing::WT_PATH;
+#[cfg(feature = "server")]
 pub use stats::WtCounts;

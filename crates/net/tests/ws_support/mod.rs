@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
@@ -352,12 +352,7 @@ impl SideSender {
     }
 }
 
-pub fn unix_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
-}
+pub use tickwire_proto::unix_now;
 
 /// The next binary message, skipping control frames; panics on anything else.
 pub async fn next_binary(client: &mut Client) -> Bytes {

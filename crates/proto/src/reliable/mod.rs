@@ -77,6 +77,7 @@ pub use config::{
 pub use error::{MalformedError, ReadError, SendError};
 pub use header::HEADER_LEN;
 pub use rtt::{INITIAL_RTT, LOSS_WINDOW, MAX_RESEND_TIMEOUT, MIN_RESEND_TIMEOUT};
+pub use sequence::sequence_newer;
 pub use stats::ReliabilityStats;
 
 use acks::{AckWanted, Arrival, ReceivedPackets, SentPackets};
@@ -87,7 +88,6 @@ use header::{Ack, PacketHeader};
 use reliable_recv::{Delivered, Held};
 use reliable_send::WriteContext;
 use rtt::{LossEstimator, RttEstimator};
-use sequence::sequence_newer;
 
 /// How often, at least, a packet asks for its ack at once (the ping flag) when nothing
 /// reliable is being sent: the RTT estimate lives on such packets, since acks for packets of

@@ -8,9 +8,11 @@
 /// Half of the u16 circle: differences at or past this count as "behind".
 pub(crate) const HALF: u16 = 0x8000;
 
-/// True when `a` is newer than `b`: `(a - b) mod 65536` is in `1..=32767`.
+/// True when `a` is newer than `b`: `(a - b) mod 65536` is in `1..=32767`. The one
+/// definition of "newer" for every u16 sequence in tickwire: packets, sequenced channels,
+/// WebTransport datagrams, the arena's input commands.
 #[inline]
-pub(crate) fn sequence_newer(a: u16, b: u16) -> bool {
+pub fn sequence_newer(a: u16, b: u16) -> bool {
     let ahead = a.wrapping_sub(b);
     ahead != 0 && ahead < HALF
 }

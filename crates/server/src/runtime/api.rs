@@ -17,12 +17,13 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::json;
+use tickwire_proto::matchmake::{Endpoints, MatchmakeAnswer, MatchmakeRequest, WtEndpointInfo};
 use tickwire_proto::token::TokenIssuer;
 use tokio::sync::oneshot;
 
-use super::identity::{Identity, IdentityError, SignedIdentity};
+use super::identity::{Identity, IdentityError};
 use super::{App, Phase};
 use crate::matchmaker::{MatchError, MatchRequest};
 use crate::room::PlayerId;
@@ -84,60 +85,6 @@ impl From<MatchError> for ApiError {
         };
         Self(status, error.to_string())
     }
-}
-
-/// `POST /api/matchmake`.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct MatchmakeRequest {
-    /// Join-or-create a room of this kind.
-    kind: Option<String>,
-    /// Or join this room.
-    room: Option<u64>,
-    /// With `kind`: always a new room of that kind.
-    #[serde(default)]
-    create: bool,
-    /// A guest's display name.
-    name: Option<String>,
-    /// A session from an earlier answer: the same player again (and their seat, if held).
-    session: Option<String>,
-    /// A backend-signed identity.
-    identity: Option<SignedIdentity>,
-}
-
-#[derive(Debug, Serialize)]
-struct Endpoints {
-    udp: String,
-    ws: String,
-    wss: Option<String>,
-    /// WebTransport, when enabled.
-    wt: Option<WtEndpointInfo>,
-}
-
-#[derive(Debug, Serialize)]
-struct WtEndpointInfo {
-    /// `https://host:port/wt`.
-    url: String,
-    /// Lowercase hex SHA-256 of the self-signed certificate's DER (a browser's
-    /// `serverCertificateHashes`); null with an operator certificate.
-    cert_sha256: Option<String>,
-}
-
-#[derive(Debug, Serialize)]
-struct MatchmakeAnswer {
-    player_id: u64,
-    name: String,
-    room: u64,
-    kind: String,
-    /// True when this is the player's held seat coming back.
-    reconnect: bool,
-    session: String,
-    /// The 2048-byte connect token, base64: the first WebSocket frame, or the UDP
-    /// client's token.
-    token: String,
-    /// Unix seconds after which the token is refused.
-    expires_at: u64,
-    endpoints: Endpoints,
 }
 
 async fn matchmake(
@@ -251,7 +198,7 @@ async fn matchmake(
         token: STANDARD.encode(token.as_slice()),
         expires_at: now + app.config.udp.token_validity_secs,
         endpoints: Endpoints {
-            udp: shard.udp_public.to_string(),
+            udp: shard.udp_public,
             ws,
             wss,
             wt,

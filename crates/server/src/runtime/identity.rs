@@ -6,7 +6,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use rand::Rng as _;
 use ring::hmac;
-use serde::Deserialize;
+pub use tickwire_proto::matchmake::SignedIdentity;
 
 use crate::config::{AuthConfig, AuthMode};
 use crate::console::constant_time_eq;
@@ -25,20 +25,6 @@ pub struct Identity {
     pub player: PlayerId,
     /// The name shown to others.
     pub name: String,
-}
-
-/// An identity the game's backend vouches for: it signs
-/// `"{id}:{name}:{expires}"` with HMAC-SHA256 under the shared secret, hex-encoded.
-#[derive(Debug, Clone, Deserialize)]
-pub struct SignedIdentity {
-    /// Player id, 1 to 2^53 − 1.
-    pub id: u64,
-    /// Display name.
-    pub name: String,
-    /// Unix seconds after which the signature is no longer accepted.
-    pub expires: u64,
-    /// Lowercase hex HMAC-SHA256.
-    pub signature: String,
 }
 
 /// Why an identity was refused.

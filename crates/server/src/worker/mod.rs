@@ -13,20 +13,20 @@
 //! a newer connection of a player already connected (on either transport) replaces the older.
 
 mod run;
-mod ticket;
 mod view;
 
 use std::io;
 use std::net::SocketAddr;
 use std::thread::JoinHandle;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
 use tickwire_net::udp::BatchSocket;
 use tickwire_net::ws::Arrival;
+pub(crate) use tickwire_proto::unix_now;
 use tickwire_proto::{Server, ServerConfig};
 use tokio::sync::{mpsc, oneshot};
 
-pub use ticket::{MAX_TICKET_NAME_BYTES, SeatTicket};
+pub use tickwire_room::ticket::{MAX_TICKET_NAME_BYTES, SeatTicket};
 pub use view::{
     PUBLISH_INTERVAL, SharedIpLimiter, SharedView, WorkerEvent, WorkerLinks, WorkerView,
 };
@@ -190,10 +190,4 @@ impl ShardWorker {
         .await
         .map_err(io::Error::other)?
     }
-}
-
-pub(crate) fn unix_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |elapsed| elapsed.as_secs())
 }

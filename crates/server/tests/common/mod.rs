@@ -6,7 +6,7 @@
 pub mod serve;
 
 use std::net::SocketAddr;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use tickwire_net::driver::ClientDriver;
@@ -14,6 +14,7 @@ use tickwire_net::udp::BatchSocket;
 use tickwire_proto::crypto::Key;
 use tickwire_proto::reliable::ReliabilityConfig;
 use tickwire_proto::token::{ConnectToken, TokenIssuer};
+pub use tickwire_proto::unix_now;
 use tickwire_proto::{Client, ClientEvent, ServerConfig};
 use tickwire_server::rooms::relay::RelayRoom;
 use tickwire_server::shard::{RoomId, ShardConfig};
@@ -25,13 +26,6 @@ pub const PROTOCOL_ID: u64 = 0x7157_0004;
 pub const RELAY: RoomId = RoomId(1);
 /// The longest any single step may take before the test fails.
 pub const WAIT: Duration = Duration::from_secs(5);
-
-pub fn unix_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
-}
 
 /// A worker on a loopback port of its choosing, hosting the relay room [`RELAY`].
 pub async fn relay_worker(key: &Key) -> ShardWorker {

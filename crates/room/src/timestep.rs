@@ -26,7 +26,7 @@ pub struct Due {
 ///
 /// ```
 /// use std::time::{Duration, Instant};
-/// use tickwire_server::timestep::FixedTimestep;
+/// use tickwire_room::timestep::FixedTimestep;
 ///
 /// let start = Instant::now();
 /// let mut steps = FixedTimestep::new(start, 60).unwrap();

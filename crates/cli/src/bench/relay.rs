@@ -40,7 +40,7 @@ use std::ptr;
 use std::sync::Barrier;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use tickwire_proto::crypto::Key;
@@ -50,11 +50,11 @@ use tickwire_proto::{
     Client, ClientEvent, ConnectionId, MAX_DATAGRAM_BYTES, Server, ServerConfig, ServerEvent,
 };
 
-use super::{
+use super::raw::{
     RawBenchError, RawConfig, RawFigures, drain, loopback_socket, pin_current_thread, raw_sendmmsg,
     thread_cpu_time, wait_writable,
 };
-use crate::udp::{RECV_BUFFER_BYTES, RecvBatch, SEND_BUFFER_BYTES, SendBatch};
+use tickwire_net::udp::{RECV_BUFFER_BYTES, RecvBatch, SEND_BUFFER_BYTES, SendBatch};
 
 /// The protocol id the benchmark's server and tokens use.
 const PROTOCOL_ID: u64 = 0x7157_BE4C;
@@ -76,7 +76,7 @@ const MIN_SLICE: Duration = Duration::from_millis(1);
 #[derive(Debug, Clone)]
 pub struct RelayConfig {
     /// Connected clients, each on its own loopback socket (default 256, as
-    /// [`RawConfig::destinations`](super::RawConfig::destinations)).
+    /// [`RawConfig::destinations`](super::raw::RawConfig::destinations)).
     pub destinations: usize,
     /// Bytes of each unreliable message (default 34: with a 2-byte packet sequence, the
     /// 9-byte reliability header, a 2-byte frame header and the 16-byte tag, a 64-byte
@@ -176,17 +176,17 @@ impl OutFigures {
 
     /// Datagrams sent per second of wall clock.
     pub fn sent_pps(&self) -> f64 {
-        super::per_second(self.sent, self.wall)
+        super::raw::per_second(self.sent, self.wall)
     }
 
     /// Datagrams sent per second of the server thread's CPU time.
     pub fn sent_pps_per_core(&self) -> f64 {
-        super::per_second(self.sent, self.server_cpu_time)
+        super::raw::per_second(self.sent, self.server_cpu_time)
     }
 
     /// Datagrams received per second of wall clock.
     pub fn received_pps(&self) -> f64 {
-        super::per_second(self.received, self.wall)
+        super::raw::per_second(self.received, self.wall)
     }
 
     /// Mean datagram length in bytes.
@@ -252,12 +252,12 @@ pub struct InFigures {
 impl InFigures {
     /// Datagrams received per second of wall clock.
     pub fn received_pps(&self) -> f64 {
-        super::per_second(self.received, self.wall)
+        super::raw::per_second(self.received, self.wall)
     }
 
     /// Datagrams received per second of the server thread's CPU time.
     pub fn received_pps_per_core(&self) -> f64 {
-        super::per_second(self.received, self.server_cpu_time)
+        super::raw::per_second(self.received, self.server_cpu_time)
     }
 
     /// Server CPU time per datagram received, in nanoseconds.
@@ -500,10 +500,7 @@ impl<'c> Relay<'c> {
         let mut rng = rand::rng();
         let key = Key::random(&mut rng);
         let now = Instant::now();
-        let unix_now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or_default()
-            .as_secs();
+        let unix_now = tickwire_proto::unix_now();
         let mut server_config = ServerConfig::new(PROTOCOL_ID, key.clone(), vec![server_address]);
         // No connection may time out because a phase leaves it silent: the clients send
         // nothing during the warm-up, the out phase and the raw loop (default 10 s; three

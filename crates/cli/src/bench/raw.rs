@@ -25,10 +25,8 @@ use std::time::{Duration, Instant};
 
 use socket2::{Domain, Protocol, Socket, Type};
 
-use crate::udp::sockaddr::RawAddr;
-use crate::udp::{RECV_BUFFER_BYTES, SEND_BUFFER_BYTES, SendBatch};
-
-pub mod relay;
+use socket2::SockAddr;
+use tickwire_net::udp::{RECV_BUFFER_BYTES, SEND_BUFFER_BYTES, SendBatch};
 
 /// What [`raw_sendmmsg`] and [`send_batch_loop`] send, where, and for how long.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -115,7 +113,7 @@ impl RawFigures {
     }
 }
 
-fn per_second(count: u64, time: Duration) -> f64 {
+pub(crate) fn per_second(count: u64, time: Duration) -> f64 {
     if time.is_zero() {
         return 0.0;
     }
@@ -293,7 +291,11 @@ fn run(config: &RawConfig, sender: SenderFn) -> Result<RawFigures, RawBenchError
 }
 
 /// A nonblocking UDP socket on `addr` with the given buffer sizes (0 keeps the default).
-fn loopback_socket(addr: SocketAddr, recv_buf: usize, send_buf: usize) -> io::Result<UdpSocket> {
+pub(crate) fn loopback_socket(
+    addr: SocketAddr,
+    recv_buf: usize,
+    send_buf: usize,
+) -> io::Result<UdpSocket> {
     let socket = Socket::new(Domain::IPV4, Type::DGRAM, Some(Protocol::UDP))?;
     if recv_buf > 0 {
         socket.set_recv_buffer_size(recv_buf)?;
@@ -308,7 +310,7 @@ fn loopback_socket(addr: SocketAddr, recv_buf: usize, send_buf: usize) -> io::Re
 
 /// Waits up to `timeout_ms` for `fd` to become writable, so a full send buffer is waited
 /// out rather than spun on.
-fn wait_writable(fd: RawFd, timeout_ms: i32) {
+pub(crate) fn wait_writable(fd: RawFd, timeout_ms: i32) {
     let mut pfd = libc::pollfd {
         fd,
         events: libc::POLLOUT,
@@ -327,12 +329,7 @@ fn bare_sender(
 ) -> io::Result<SenderCounts> {
     let fd = socket.as_raw_fd();
     let payload = vec![0xA5u8; config.payload_len];
-    let mut names = vec![RawAddr::ZEROED; dests.len()];
-    let namelens: Vec<_> = names
-        .iter_mut()
-        .zip(dests)
-        .map(|(name, &dest)| name.encode(dest, false))
-        .collect();
+    let names: Vec<SockAddr> = dests.iter().map(|&dest| SockAddr::from(dest)).collect();
     let mut iov = libc::iovec {
         // sendmmsg only reads through this pointer.
         iov_base: payload.as_ptr().cast_mut().cast(),
@@ -346,8 +343,9 @@ fn bare_sender(
             let d = i % dests.len();
             libc::mmsghdr {
                 msg_hdr: libc::msghdr {
-                    msg_name: ptr::from_mut(&mut names[d]).cast(),
-                    msg_namelen: namelens[d],
+                    // sendmmsg only reads the name.
+                    msg_name: names[d].as_ptr().cast_mut().cast(),
+                    msg_namelen: names[d].len(),
                     msg_iov: iov_ptr,
                     msg_iovlen: 1,
                     msg_control: ptr::null_mut(),
@@ -444,7 +442,7 @@ fn batch_sender(
 /// sender's CPU and charge to the sender. Without waiters, the figure is the send path's
 /// alone. The buffers have room: at 400K datagrams/s over 256 sockets, a millisecond is a
 /// handful of datagrams per socket, and each socket's buffer holds about 10,000.
-fn drain(sinks: &[UdpSocket], payload_len: usize, stop: &AtomicBool) -> (u64, Duration) {
+pub(crate) fn drain(sinks: &[UdpSocket], payload_len: usize, stop: &AtomicBool) -> (u64, Duration) {
     const BATCH: usize = 64;
     let cpu_start = thread_cpu_time();
     // Sources are not needed; a slot one byte larger than the payload is enough to count.

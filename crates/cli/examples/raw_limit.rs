@@ -2,7 +2,7 @@
 //! `SendBatch`), until `tickwire bench udp` carries it.
 //!
 //! ```text
-//! cargo run --release -p tickwire-net --example raw_limit -- [--json] [--driver]
+//! cargo run --release -p tickwire --example raw_limit -- [--json] [--driver]
 //!     [--runs 1] [--seconds 2] [--destinations 256] [--payload 64] [--batch 64]
 //!     [--sender-cpu 1] [--receiver-cpu 0]
 //! ```
@@ -13,7 +13,7 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
-use tickwire_net::bench::{RawBenchError, RawConfig, RawFigures, raw_sendmmsg, send_batch_loop};
+use tickwire::bench::raw::{RawBenchError, RawConfig, RawFigures, raw_sendmmsg, send_batch_loop};
 
 fn main() -> ExitCode {
     let mut config = RawConfig::default();

@@ -194,7 +194,7 @@ impl<'a> RoomContext<'a> {
 ///
 /// ```
 /// use bytes::Bytes;
-/// use tickwire_server::room::{PlayerId, Room, RoomContext};
+/// use tickwire_room::room::{PlayerId, Room, RoomContext};
 ///
 /// /// Echoes every message back to its sender.
 /// struct Echo;
