@@ -2,14 +2,15 @@
 // `tickwire serve` on free ports, and Debian's chromium.
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { createWriteStream, existsSync } from "node:fs";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 
 export const repo = fileURLToPath(new URL("../../../../", import.meta.url));
 export const dist = fileURLToPath(new URL("../dist/", import.meta.url));
 export const artifacts = join(repo, "target", "e2e");
-export const binary = process.env.TICKWIRE_BIN ?? join(repo, "target", "debug", "tickwire");
+/** `TICKWIRE_BIN`, else the debug build in cargo's target directory (`CARGO_TARGET_DIR`, relative to the repository, as `make` runs cargo there). */
+export const binary = process.env.TICKWIRE_BIN ?? join(resolve(repo, process.env.CARGO_TARGET_DIR ?? "target"), "debug", "tickwire");
 export const chromiumPath = process.env.CHROMIUM ?? "/usr/bin/chromium";
 export const ADMIN_TOKEN = "e2e-admin-token";
 
