@@ -160,6 +160,7 @@ export class FakeWebTransport implements WebTransportLike {
     createWritable?: () => WritableStream<Uint8Array>;
     writable?: WritableStream<Uint8Array>;
     maxDatagramSize: number;
+    outgoingHighWaterMark?: number;
   };
   /** What the client wrote on the control stream, chunk by chunk. */
   readonly streamWrites: Uint8Array[] = [];
@@ -191,6 +192,8 @@ export class FakeWebTransport implements WebTransportLike {
       createWritable: () => new WritableStream<Uint8Array>({ write: (chunk) => void this.sentDatagrams.push(chunk.slice()) }),
       writable: new WritableStream<Uint8Array>({ write: (chunk) => void this.sentDatagrams.push(chunk.slice()) }),
       maxDatagramSize: 1200,
+      // Chromium's default.
+      outgoingHighWaterMark: 1,
     };
   }
 

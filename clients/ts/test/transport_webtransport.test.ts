@@ -16,7 +16,7 @@ import {
   parseDatagram,
   sequenceNewer16,
 } from "../src/transport/webtransport-frames.js";
-import { WtConnection } from "../src/transport/webtransport.js";
+import { OUTGOING_HIGH_WATER_MARK, WtConnection } from "../src/transport/webtransport.js";
 import { WsConnection } from "../src/transport/websocket.js";
 import { DEFAULT_ACCEPTED, FakeWebSocket, FakeWebTransport, VirtualClock, settle, token } from "./fakes.js";
 
@@ -239,8 +239,27 @@ describe("WtConnection", () => {
     for (let i = 0; i < 200; i++) {
       expect(setup.connection.send(1, bytes(i))).toBe(true);
     }
-    expect(setup.connection.counts.datagramsSent, "queued up to the bound").toBeLessThanOrEqual(66);
+    // A few: each one waiting is a tick of input delay.
+    expect(setup.connection.counts.datagramsSent, "queued up to the bound").toBeLessThanOrEqual(6);
     expect(setup.connection.counts.datagramsNotQueued).toBe(200 - setup.connection.counts.datagramsSent);
+  });
+
+  it("asks the browser to take datagrams without a round trip to the page each", async () => {
+    const { connection, session } = await connected();
+    expect(session.datagrams.outgoingHighWaterMark, "raised from Chromium's 1").toBe(OUTGOING_HIGH_WATER_MARK);
+    // A browser without the attribute is left alone (and still sends).
+    FakeWebTransport.reset();
+    const setup = await open();
+    delete setup.session.datagrams.outgoingHighWaterMark;
+    setup.session.accept();
+    await settle();
+    setup.session.sendChunk(encodeFrame(DEFAULT_ACCEPTED));
+    await settle();
+    setup.connection.send(1, bytes(7));
+    await settle();
+    expect("outgoingHighWaterMark" in setup.session.datagrams).toBe(false);
+    expect(setup.session.sentDatagrams.map(hex)).toEqual(["0107"]);
+    expect(connection.state).toBe("connected");
   });
 
   it("sends an unreliable message too large for a datagram on the stream", async () => {

@@ -48,6 +48,14 @@ export interface DebugView {
   fallback: string | null;
   /** From starting the client to its first connection (matchmaking and any fallback included), ms. */
   connectMs: number | null;
+  /**
+   * Each other player in view by id: whether the newest snapshot moved it, and since when
+   * that is so (the arrival of the snapshot that started or stopped it, ms since the epoch:
+   * `performance.timeOrigin + performance.now()`, which the tabs of one browser share). Set
+   * as each snapshot arrives rather than once per frame, so a test can time a move from one
+   * tab to another.
+   */
+  motion: Record<number, { moving: boolean; since: number }>;
 }
 
 declare global {
@@ -81,6 +89,7 @@ window.__tickwire = {
   rttMs: null,
   frames: 0,
   problems: 0,
+  motion: {},
 };
 
 function $<T extends HTMLElement = HTMLElement>(id: string): T {
@@ -220,9 +229,23 @@ function play(name: string, map: ArenaMapInfo, scene: Scene): void {
     scene.maxHealth = welcome.maxHealth;
     debug.you = welcome.you;
   });
-  arena.on("snapshot", () => {
+  // Each other player's last server position, on the wire's grid.
+  const lastSeen = new Map<number, { x: number; y: number }>();
+  arena.on("snapshot", (snapshot) => {
     lastSnapshotAt = performance.now();
     debug.snapshots += 1;
+    for (const { id, state } of snapshot.entities) {
+      const last = lastSeen.get(id);
+      const moving = last !== undefined && (last.x !== state.x || last.y !== state.y);
+      if (debug.motion[id]?.moving !== moving) {
+        debug.motion[id] = { moving, since: performance.timeOrigin + lastSnapshotAt };
+      }
+      lastSeen.set(id, { x: state.x, y: state.y });
+    }
+    for (const id of snapshot.destroyed) {
+      lastSeen.delete(id);
+      delete debug.motion[id];
+    }
   });
   arena.on("chat", (line) => hud.chat(line));
   arena.on("kill", (kill) => {
@@ -337,6 +360,15 @@ function play(name: string, map: ArenaMapInfo, scene: Scene): void {
   arena.start();
 
   let lastMe: { x: number; y: number } | null = null;
+  const sendDueInputs = (): void => {
+    const pointer = controls.pointerPosition;
+    arena.update(performance.now(), controls.read(lastMe, scene.toWorld(pointer.x, pointer.y)));
+  };
+  // A key pressed or let go goes out with the inputs already due, not at the next frame: on
+  // a page drawing a few frames a second that is most of a frame sooner. (Controls saw the
+  // key first: its listeners were added first.)
+  window.addEventListener("keydown", sendDueInputs);
+  window.addEventListener("keyup", sendDueInputs);
   let lastHud = 0;
   let frames = 0;
   let fps = 0;

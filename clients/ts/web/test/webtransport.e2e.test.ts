@@ -14,7 +14,7 @@
 //    4003 CLOSE frame on its control stream got out before the QUIC endpoint closed).
 //
 // Needs what arena.e2e.test.ts needs. Every wait polls a condition under a deadline.
-import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { createSocket } from "node:dgram";
 import { createWriteStream, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -25,20 +25,12 @@ import { type Browser, type BrowserContext, type Page, chromium } from "playwrig
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import type { DebugView } from "../src/main.js";
-import { CHROMIUM_ARGS, type Server, artifacts, binary, chromiumPath, dist, startServer, stop, waitFor } from "./harness.js";
+import { CHROMIUM_ARGS, type Server, artifacts, binary, chromiumPath, dist, serverHasWebTransport, startServer, stop, waitFor } from "./harness.js";
 
 const BOTS = 3;
 const VIEWPORT = { width: 800, height: 500 };
 const CENTRE = { x: VIEWPORT.width / 2, y: VIEWPORT.height / 2 };
 
-/**
- * Whether the server binary has a WebTransport endpoint (`serve --wt`): without it (a build
- * from before issue 9's server side) this suite is skipped, saying so, rather than failing.
- */
-const serverHasWebTransport = existsSync(binary) && spawnSync(binary, ["serve", "--help"], { encoding: "utf8" }).stdout.includes("--wt");
-if (!serverHasWebTransport) {
-  console.warn(`SKIPPED: ${binary} has no WebTransport endpoint (no \`serve --wt\`): the server side of issue 9 is missing`);
-}
 
 async function debugView(page: Page): Promise<DebugView> {
   return page.evaluate(() => structuredClone(window.__tickwire));
