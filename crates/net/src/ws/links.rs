@@ -93,8 +93,8 @@ pub struct WsLinkDepth {
 
 /// Events one `epoll_wait` takes.
 const EPOLL_BATCH: usize = 256;
-/// Bytes read per `read` call.
-const READ_CHUNK: usize = 4096;
+/// Bytes read per `read` call: the scratch buffer's size.
+const READ_CHUNK: usize = 16 << 10;
 /// Bytes one connection may read in one turn before others get theirs.
 const READ_BUDGET: usize = 64 << 10;
 /// How often idle timeouts, pings and close deadlines are checked.
@@ -124,7 +124,7 @@ struct Conn {
     _slot: ConnectionSlot,
     state: State,
     reader: MessageReader,
-    /// Bytes read and not yet parsed.
+    /// The start of a frame whose rest has not arrived (empty between messages).
     inbuf: Vec<u8>,
     /// Framed bytes committed to the socket, in order; `out[written..]` is still to write.
     out: Vec<u8>,
@@ -252,6 +252,8 @@ pub struct WsLinks {
     counts: LocalCounts,
     counters: Option<Arc<WsCounters>>,
     ready: Vec<libc::epoll_event>,
+    /// Where every read lands first (see [`read`](Self::read)).
+    scratch: Vec<u8>,
 }
 
 impl std::fmt::Debug for WsLinks {
@@ -290,6 +292,7 @@ impl WsLinks {
             counts: LocalCounts::default(),
             counters: None,
             ready: vec![libc::epoll_event { events: 0, u64: 0 }; EPOLL_BATCH],
+            scratch: vec![0; READ_CHUNK],
         })
     }
 
@@ -312,7 +315,7 @@ impl WsLinks {
         let accepted = conn.shared.accepted.clone();
         frame::write_frame(&mut conn.out, opcode::BINARY, &[], &accepted);
         self.mark_dirty(link.index());
-        self.parse(link.index(), now);
+        self.parse_held(link.index(), now);
         Ok(link)
     }
 
@@ -591,37 +594,69 @@ impl WsLinks {
     /// Reads what the socket has (up to the budget) and parses it as it comes.
     fn read(&mut self, index: usize, now: Instant) {
         let mut budget = READ_BUDGET;
-        loop {
-            let Some(conn) = self.conns[index].as_mut() else {
-                return;
-            };
+        // Reads land in the links' one scratch buffer and are parsed there; only the tail
+        // of a frame that has not fully arrived is kept by the connection. So a connection
+        // holds no read buffer between messages, and nothing is zeroed per read.
+        let mut scratch = std::mem::take(&mut self.scratch);
+        while let Some(conn) = self.conns[index].as_mut() {
             if budget == 0 {
                 self.again.push(index);
-                return;
+                break;
             }
-            // The input never holds more than one largest frame and a chunk: parsing
-            // refuses a longer frame from its header.
-            match conn.stream.read_into(&mut conn.inbuf, READ_CHUNK) {
+            match conn.stream.read(&mut scratch) {
                 Ok(ReadOutcome::Data(n)) => {
                     budget = budget.saturating_sub(n.max(1));
-                    self.parse(index, now);
+                    if conn.inbuf.is_empty() {
+                        let consumed = self.parse(index, now, &mut scratch[..n]);
+                        if let Some(conn) = self.conns[index].as_mut() {
+                            conn.inbuf.extend_from_slice(&scratch[consumed..n]);
+                        }
+                    } else {
+                        // The connection's input never holds more than one largest frame:
+                        // parsing refuses a longer one from its header.
+                        conn.inbuf.extend_from_slice(&scratch[..n]);
+                        self.parse_held(index, now);
+                    }
                 }
-                Ok(ReadOutcome::WouldBlock) => return,
-                Ok(ReadOutcome::Closed) => return self.lost(index),
+                Ok(ReadOutcome::WouldBlock) => break,
+                Ok(ReadOutcome::Closed) => {
+                    self.lost(index);
+                    break;
+                }
                 Err(error) => {
                     tracing::debug!(%error, "websocket read failed");
-                    return self.lost(index);
+                    self.lost(index);
+                    break;
                 }
             }
         }
+        self.scratch = scratch;
     }
 
-    /// Parses whole frames out of the connection's input and acts on each.
-    fn parse(&mut self, index: usize, now: Instant) {
+    /// Parses what the connection holds (the leftover after its token, or a frame's tail
+    /// and what followed it).
+    fn parse_held(&mut self, index: usize, now: Instant) {
+        let Some(conn) = self.conns[index].as_mut() else {
+            return;
+        };
+        let mut held = std::mem::take(&mut conn.inbuf);
+        let consumed = self.parse(index, now, &mut held);
+        if let Some(conn) = self.conns[index].as_mut() {
+            held.drain(..consumed);
+            if held.capacity() > KEEP_BUFFER_BYTES && held.is_empty() {
+                held = Vec::new();
+            }
+            conn.inbuf = held;
+        }
+    }
+
+    /// Parses whole frames out of `input` and acts on each; how many bytes it consumed
+    /// (everything, once the connection stopped reading messages).
+    fn parse(&mut self, index: usize, now: Instant, input: &mut [u8]) -> usize {
         let mut pos = 0;
         loop {
             let Some(conn) = self.conns[index].as_mut() else {
-                return;
+                return input.len();
             };
             if matches!(
                 conn.state,
@@ -630,26 +665,19 @@ impl WsLinks {
                     ..
                 }
             ) {
-                conn.inbuf.clear();
-                return;
+                return input.len();
             }
             let max = conn.shared.max_inbound;
-            let item = match conn.reader.next(&mut conn.inbuf, &mut pos, max) {
+            let item = match conn.reader.next(input, &mut pos, max) {
                 Ok(Some(item)) => item,
-                Ok(None) => {
-                    conn.inbuf.drain(..pos);
-                    return;
-                }
+                Ok(None) => return pos,
                 Err(error) => {
-                    conn.inbuf.clear();
-                    return self.framing_error(index, now, &error);
+                    self.framing_error(index, now, &error);
+                    return input.len();
                 }
             };
             if !self.inbound(index, now, item) {
-                if let Some(conn) = self.conns[index].as_mut() {
-                    conn.inbuf.clear();
-                }
-                return;
+                return input.len();
             }
         }
     }

@@ -48,26 +48,19 @@ impl ByteStream {
         }
     }
 
-    /// Reads what is there (at most `max` bytes) onto the end of `buf`.
-    pub(crate) fn read_into(&mut self, buf: &mut Vec<u8>, max: usize) -> io::Result<ReadOutcome> {
-        let start = buf.len();
-        buf.resize(start + max, 0);
+    /// Reads what is there into `buf`.
+    pub(crate) fn read(&mut self, buf: &mut [u8]) -> io::Result<ReadOutcome> {
         let result = match self {
-            Self::Plain(stream) => stream.read(&mut buf[start..]),
-            Self::Tls(session, stream) => read_tls(session, stream, &mut buf[start..]),
+            Self::Plain(stream) => stream.read(buf),
+            Self::Tls(session, stream) => read_tls(session, stream, buf),
         };
-        let outcome = match result {
+        match result {
             Ok(0) => Ok(ReadOutcome::Closed),
-            Ok(n) => {
-                buf.truncate(start + n);
-                return Ok(ReadOutcome::Data(n));
-            }
+            Ok(n) => Ok(ReadOutcome::Data(n)),
             Err(error) if error.kind() == io::ErrorKind::WouldBlock => Ok(ReadOutcome::WouldBlock),
             Err(error) if error.kind() == io::ErrorKind::Interrupted => Ok(ReadOutcome::Data(0)),
             Err(error) => Err(error),
-        };
-        buf.truncate(start);
-        outcome
+        }
     }
 
     /// Writes as much of `bytes` as the socket (and, for TLS, the session's bounded buffer)
