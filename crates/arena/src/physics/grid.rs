@@ -1,7 +1,7 @@
 //! The broadphase for moving things: a uniform grid of cells, each holding the items whose
 //! position falls in it.
 //!
-//! Each cell is an intrusive doubly linked list threaded through one `Link` per item, so
+//! Each cell is an intrusive doubly linked list threaded through one `CellEntry` per item, so
 //! inserting, moving and removing an item are O(1) and never allocate, whichever cell the item
 //! lands in (5,000 players arriving in one zone in one tick cost 5,000 unlinks and links). A
 //! query walks the cells a box touches, so its cost grows with the items nearby, not with the
@@ -19,14 +19,14 @@ const NONE: u32 = u32::MAX;
 
 /// An item's place: its cell and its neighbours in that cell's list.
 #[derive(Debug, Clone, Copy)]
-struct Link {
+struct CellEntry {
     cell: u32,
     prev: u32,
     next: u32,
 }
 
-impl Link {
-    const ABSENT: Link = Link {
+impl CellEntry {
+    const ABSENT: CellEntry = CellEntry {
         cell: NONE,
         prev: NONE,
         next: NONE,
@@ -55,7 +55,7 @@ pub struct SpatialGrid {
     /// First item of each cell's list, row by row.
     heads: Vec<u32>,
     /// By item id.
-    links: Vec<Link>,
+    links: Vec<CellEntry>,
     len: usize,
 }
 
@@ -107,7 +107,7 @@ impl SpatialGrid {
     /// Makes room for item ids below `ids` so that inserting them does not allocate.
     pub fn reserve_ids(&mut self, ids: usize) {
         if self.links.len() < ids {
-            self.links.resize(ids, Link::ABSENT);
+            self.links.resize(ids, CellEntry::ABSENT);
         }
     }
 
@@ -193,13 +193,13 @@ impl SpatialGrid {
             self.links[link.next as usize].prev = to;
         }
         self.links[to as usize] = link;
-        self.links[from as usize] = Link::ABSENT;
+        self.links[from as usize] = CellEntry::ABSENT;
     }
 
     /// Removes every item, keeping the allocations.
     pub fn clear(&mut self) {
         self.heads.fill(NONE);
-        self.links.fill(Link::ABSENT);
+        self.links.fill(CellEntry::ABSENT);
         self.len = 0;
     }
 
@@ -209,7 +209,7 @@ impl SpatialGrid {
         if head != NONE {
             self.links[head as usize].prev = id;
         }
-        self.links[id as usize] = Link {
+        self.links[id as usize] = CellEntry {
             cell,
             prev: NONE,
             next: head,
@@ -228,7 +228,7 @@ impl SpatialGrid {
         if link.next != NONE {
             self.links[link.next as usize].prev = link.prev;
         }
-        self.links[id as usize] = Link::ABSENT;
+        self.links[id as usize] = CellEntry::ABSENT;
     }
 
     /// Calls `visit` with every item in the cells `area` touches (each item once), in a
