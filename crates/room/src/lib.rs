@@ -36,6 +36,7 @@
 //! | [`host::RoomHost`] | runs one room: seats, reconnection, ticks on schedule |
 //! | [`timestep::FixedTimestep`] | drift-free fixed-rate ticks |
 //! | [`shard::Shard`] | one worker's rooms and players, reconnection grace, room disposal |
+//! | [`sessions::Sessions`] | the one owner of player ↔ link: admission, replacement, leave or hold on close, kicks and shutdown as link closes |
 //! | [`matchmaker::Matchmaker`] | join-or-create placement, seat reservations, shard balancing |
 //! | [`limits`] | connection rate and count per IP, message rate per player |
 //! | [`ticket::SeatTicket`] | where a connect token sends its player: room and name |
@@ -46,6 +47,7 @@ pub mod limits;
 pub mod matchmaker;
 pub mod room;
 pub mod rooms;
+pub mod sessions;
 pub mod shard;
 pub mod ticket;
 pub mod timestep;

@@ -1,6 +1,7 @@
 //! A shard worker: one thread, its own current-thread tokio runtime, and everything a shard
-//! needs on its UDP port: the [`Shard`](crate::shard::Shard) (rooms and players) and the
-//! protocol [`Server`](tickwire_proto::Server) (connections). Nothing is shared with other
+//! needs on its UDP port: the [`Sessions`](crate::sessions::Sessions) table (which
+//! connection is which player, their seat; it owns the [`Shard`](crate::shard::Shard) and
+//! its rooms) and the protocol [`Server`](tickwire_proto::Server) (connections). Nothing is shared with other
 //! threads but bounded control queues, the seat events it reports and the view it
 //! publishes ([`WorkerLinks`]).
 //!

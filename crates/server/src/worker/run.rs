@@ -1,9 +1,6 @@
 //! The worker's loop and state, all owned by its thread.
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::io;
-use std::net::IpAddr;
 use std::time::Instant;
 
 use bytes::Bytes;
@@ -12,15 +9,15 @@ use tickwire_net::udp::{BatchSocket, RecvBatch, SendBatch};
 use tickwire_net::ws::{
     Arrival, CloseCode, WsClosed, WsConnection, WsLinkEvent, WsLinkId, WsLinks, WsSender, WsSocket,
 };
-use tickwire_proto::token::USER_DATA_BYTES;
 use tickwire_proto::{ConnectionId, DisconnectReason, MAX_DATAGRAM_BYTES, Server, ServerEvent};
 use tokio::sync::mpsc;
 
-use super::view::{PUBLISH_INTERVAL, SharedIpLimiter, WorkerEvent, WorkerLinks, WorkerView};
-use super::{Control, SeatTicket, WorkerReport};
+use super::view::{PUBLISH_INTERVAL, WorkerEvent, WorkerLinks, WorkerView};
+use super::{Control, WorkerReport};
 use crate::console::PlayerSummary;
-use crate::room::{LeaveReason, PlayerId};
-use crate::shard::{Shard, ShardOutput};
+use crate::room::PlayerId;
+use crate::sessions::{Admission, IdMap, LinkClosed, SessionOutput, Sessions};
+use crate::shard::Shard;
 
 /// Messages from WebTransport players waiting for the worker; past this, their readers wait
 /// and QUIC flow control holds the clients back.
@@ -35,84 +32,38 @@ const WT_EVENT_QUEUE: usize = 4096;
 /// timers and ticks still run.
 const RECV_BATCHES_PER_TURN: usize = 64;
 
-/// Hashes the ids the worker keys its maps by with one multiply per word instead of
-/// SipHash: every relayed message looks its recipient up, and SipHash showed in the shard's
-/// profile. The keys are not a peer's choice (player ids are random or the game backend's,
-/// connection ids the protocol server's), so colliding keys are not on offer to an attacker.
-#[derive(Default)]
-struct IdHasher(u64);
-
-impl Hasher for IdHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks(8) {
-            let mut word = [0u8; 8];
-            word[..chunk.len()].copy_from_slice(chunk);
-            self.write_u64(u64::from_le_bytes(word));
-        }
-    }
-
-    fn write_u32(&mut self, n: u32) {
-        self.write_u64(u64::from(n));
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        // FxHash's step: the multiply spreads every input bit into the high bits, which the
-        // table's probing reads.
-        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x517c_c1b7_2722_0a95);
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-/// A map keyed by the worker's ids.
-type IdMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
-
-/// What a WebTransport player's reader task reports. `attach` tells one attachment of a
-/// player from a later one.
+/// What a WebTransport session's reader task reports; `attach` is its [`Link::Wt`].
 enum WtEvent {
     Message {
-        player: PlayerId,
+        attach: u64,
         channel: u8,
         message: Bytes,
     },
     Closed {
-        player: PlayerId,
         attach: u64,
-        /// The client said goodbye (see [`closing_leaves`]), rather than lost its
-        /// connection or meant to come back.
-        left: bool,
+        how: LinkClosed,
     },
 }
 
-/// How a connected player is reached.
+/// How a connected player is reached: the link handle the session table keys players by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Link {
     Udp(ConnectionId),
     /// A WebSocket connection this worker drives itself.
     Ws(WsLinkId),
-    /// A WebTransport session, driven by its own tasks.
-    Wt {
-        sender: WsSender,
-        attach: u64,
-    },
-}
-
-struct Connected {
-    link: Link,
-    /// The address counted against the per-address limit.
-    ip: Option<IpAddr>,
+    /// A WebTransport session, driven by its own tasks; its sender is in `wt_senders`.
+    Wt(u64),
 }
 
 pub(super) struct Worker {
     socket: BatchSocket,
     server: Server,
-    shard: Shard,
+    /// Who each connection is and which seat is theirs; owns the shard.
+    sessions: Sessions<Link>,
     links: WorkerLinks,
-    players: IdMap<PlayerId, Connected>,
-    udp_players: IdMap<ConnectionId, PlayerId>,
     ws: WsLinks,
-    ws_players: IdMap<WsLinkId, PlayerId>,
+    /// The WebTransport sessions' outboxes, by attachment.
+    wt_senders: IdMap<u64, WsSender>,
     wt_events: mpsc::Receiver<WtEvent>,
     wt_events_in: mpsc::Sender<WtEvent>,
     wt_attaches: u64,
@@ -120,7 +71,6 @@ pub(super) struct Worker {
     outbox: SendBatch,
     scratch: Box<[u8; MAX_DATAGRAM_BYTES]>,
     report: WorkerReport,
-    refused_by_address: u64,
     next_publish: Instant,
 }
 
@@ -132,15 +82,17 @@ impl Worker {
         links: WorkerLinks,
     ) -> io::Result<Self> {
         let (wt_events_in, wt_events) = mpsc::channel(WT_EVENT_QUEUE);
+        let mut sessions = Sessions::new(shard);
+        if let Some(limiter) = &links.limiter {
+            sessions.set_address_limit(Box::new(limiter.clone()));
+        }
         Ok(Self {
             socket,
             server,
-            shard,
+            sessions,
             links,
-            players: IdMap::default(),
-            udp_players: IdMap::default(),
             ws: WsLinks::new()?,
-            ws_players: IdMap::default(),
+            wt_senders: IdMap::default(),
             wt_events,
             wt_events_in,
             wt_attaches: 0,
@@ -148,7 +100,6 @@ impl Worker {
             outbox: SendBatch::new(),
             scratch: Box::new([0; MAX_DATAGRAM_BYTES]),
             report: WorkerReport::default(),
-            refused_by_address: 0,
             next_publish: Instant::now(),
         })
     }
@@ -169,10 +120,12 @@ impl Worker {
             }
             // Ticks, then their events on the wire, then the rooms' publish phase
             // (snapshots): a confirmation never waits behind every player's snapshot.
-            self.shard.tick_due(now, &mut Instant::now);
+            self.sessions.shard_mut().tick_due(now, &mut Instant::now);
             self.route_outputs(now);
             self.flush().await?;
-            self.shard.publish_due(now, &mut Instant::now);
+            self.sessions
+                .shard_mut()
+                .publish_due(now, &mut Instant::now);
             self.route_outputs(now);
             self.flush().await?;
             if now >= self.next_publish {
@@ -183,7 +136,7 @@ impl Worker {
             let deadline = [
                 self.server.poll_timeout(),
                 self.ws.poll_timeout(),
-                self.shard.next_deadline(),
+                self.sessions.shard().next_deadline(),
                 Some(self.next_publish),
             ]
             .into_iter()
@@ -212,7 +165,7 @@ impl Worker {
                     let now = Instant::now();
                     match message {
                         Some(Control::CreateRoom { id, kind, room, capacity, created }) => {
-                            let result = self.shard.create_room(now, id, kind, room, capacity);
+                            let result = self.sessions.shard_mut().create_room(now, id, kind, room, capacity);
                             if let Err(error) = &result {
                                 tracing::warn!(?id, %error, "room not created");
                             }
@@ -225,9 +178,9 @@ impl Worker {
                             self.attach_wt(now, session)
                         }
                         Some(Control::Kick { player, reason }) => {
-                            self.shard.kick(now, player, &reason);
+                            self.sessions.kick(now, player, &reason);
                         }
-                        Some(Control::Say(text)) => self.shard.announce(now, &text),
+                        Some(Control::Say(text)) => self.sessions.shard_mut().announce(now, &text),
                         Some(Control::Stop) | None => return self.stop().await,
                     }
                 }
@@ -264,7 +217,7 @@ impl Worker {
         Ok(())
     }
 
-    /// Connections, messages and disconnects from the protocol, into the shard.
+    /// Connections, messages and disconnects from the protocol, into the session table.
     fn take_events(&mut self, now: Instant) {
         while let Some(event) = self.server.poll_event() {
             match event {
@@ -275,18 +228,11 @@ impl Worker {
                     user_data,
                 } => {
                     let player = PlayerId(client_id);
-                    if self
-                        .take_seat(now, player, Some(address.ip()), &user_data)
-                        .is_ok()
-                    {
-                        self.udp_players.insert(connection, player);
-                        self.players.insert(
-                            player,
-                            Connected {
-                                link: Link::Udp(connection),
-                                ip: Some(address.ip()),
-                            },
-                        );
+                    let admission =
+                        self.sessions
+                            .admit(now, player, Some(address.ip()), &user_data);
+                    if self.admitted(now, admission).is_ok() {
+                        self.sessions.bind(player, Link::Udp(connection));
                     } else {
                         self.server
                             .disconnect(now, connection, DisconnectReason::Kicked);
@@ -296,31 +242,24 @@ impl Worker {
                     connection,
                     channel,
                     message,
-                } => {
-                    if let Some(player) = self.udp_players.get(&connection) {
-                        self.shard.message(now, *player, channel, message);
-                    }
-                }
+                } => self
+                    .sessions
+                    .message(now, Link::Udp(connection), channel, message),
                 ServerEvent::Disconnected {
                     connection, reason, ..
                 } => {
-                    let Some(player) = self.udp_players.remove(&connection) else {
-                        continue;
-                    };
-                    self.release(player);
-                    match reason {
-                        DisconnectReason::Requested => {
-                            self.shard.leave(now, player, LeaveReason::Left)
-                        }
+                    let how = match reason {
+                        DisconnectReason::Requested => LinkClosed::Goodbye,
                         // Anything else may be a network hiccup: hold the seat.
-                        _ => self.shard.connection_lost(now, player),
-                    }
+                        _ => LinkClosed::Lost,
+                    };
+                    let _ = self.sessions.closed(now, Link::Udp(connection), how);
                 }
             }
         }
     }
 
-    /// Messages and closes from the WebSocket connections, into the shard.
+    /// Messages and closes from the WebSocket connections, into the session table.
     fn take_ws_events(&mut self, now: Instant) {
         while let Some(event) = self.ws.poll_event() {
             match event {
@@ -328,23 +267,13 @@ impl Worker {
                     link,
                     channel,
                     message,
-                } => {
-                    if let Some(player) = self.ws_players.get(&link) {
-                        self.shard.message(now, *player, channel, message);
-                    }
-                }
+                } => self.sessions.message(now, Link::Ws(link), channel, message),
+                // A link the worker closed itself (a kick, a replacement) is unlisted
+                // already and changes nothing.
                 WsLinkEvent::Closed { link, closed } => {
-                    // A link the worker closed itself (a kick, a replacement) is unlisted
-                    // already and reports nothing.
-                    let Some(player) = self.ws_players.get(&link).copied() else {
-                        continue;
-                    };
-                    self.release(player);
-                    if matches!(closed, WsClosed::ByClient { code, .. } if closing_leaves(code)) {
-                        self.shard.leave(now, player, LeaveReason::Left);
-                    } else {
-                        self.shard.connection_lost(now, player);
-                    }
+                    let _ = self
+                        .sessions
+                        .closed(now, Link::Ws(link), link_closed(&closed));
                 }
             }
         }
@@ -353,111 +282,39 @@ impl Worker {
     fn wt_event(&mut self, now: Instant, event: WtEvent) {
         match event {
             WtEvent::Message {
-                player,
+                attach,
                 channel,
                 message,
-            } => self.shard.message(now, player, channel, message),
-            WtEvent::Closed {
-                player,
-                attach,
-                left,
-            } => {
-                // Only the attachment still linked counts: a kicked player was unlinked
-                // already, and a newer attachment is not this one.
-                let current = matches!(
-                    self.players.get(&player),
-                    Some(Connected { link: Link::Wt { attach: linked, .. }, .. }) if *linked == attach
-                );
-                if !current {
-                    return;
-                }
-                self.release(player);
-                if left {
-                    self.shard.leave(now, player, LeaveReason::Left);
-                } else {
-                    self.shard.connection_lost(now, player);
-                }
+            } => self
+                .sessions
+                .message(now, Link::Wt(attach), channel, message),
+            WtEvent::Closed { attach, how } => {
+                // A kicked or replaced attachment was unlisted already.
+                let _ = self.sessions.closed(now, Link::Wt(attach), how);
+                self.wt_senders.remove(&attach);
             }
         }
     }
 
-    /// Seats a newly connected player from their ticket: their held seat back, or a new one
-    /// in the ticket's room; otherwise why not, to tell them.
-    fn take_seat(
+    /// Carries out the table's answer to a link opening: closes the link it replaced;
+    /// the new one is to be bound, or refused with the reason.
+    fn admitted(
         &mut self,
         now: Instant,
-        player: PlayerId,
-        ip: Option<IpAddr>,
-        user_data: &[u8; USER_DATA_BYTES],
-    ) -> Result<(), &'static str> {
-        // A newer connection from the address of the one it replaces inherits that one's
-        // place in the per-address limit; any other must be admitted before the old
-        // connection is closed, so a refusal never costs the player both.
-        let inherits = self
-            .players
-            .get(&player)
-            .is_some_and(|connected| connected.ip.is_some() && connected.ip == ip);
-        if !inherits
-            && let (Some(limiter), Some(ip)) = (&self.links.limiter, ip)
-            && !limiter.try_open(now, ip)
-        {
-            self.refused_by_address += 1;
-            self.report.joins_refused += 1;
-            return Err("too many connections from this address");
-        }
-        // Connected already (on the other transport, or on this one before its old
-        // connection timed out): the newer connection, with its fresh token, wins.
-        if let Some(older) = self.players.remove(&player) {
-            if !inherits && let (Some(limiter), Some(ip)) = (&self.links.limiter, older.ip) {
-                limiter.closed(ip);
-            }
-            match &older.link {
-                Link::Udp(connection) => {
-                    self.udp_players.remove(connection);
-                }
-                Link::Ws(link) => {
-                    self.ws_players.remove(link);
-                }
-                Link::Wt { .. } => {}
-            }
-            end_link(
-                &mut self.server,
-                &mut self.ws,
+        admission: Admission<Link>,
+    ) -> Result<(), crate::sessions::Refused> {
+        if let Some(older) = admission.replaced {
+            self.end_link(
                 now,
-                older.link,
+                older,
                 DisconnectReason::AlreadyConnected,
                 "connected again elsewhere",
             );
-            self.shard.connection_lost(now, player);
         }
-        let seated = match SeatTicket::decode(user_data) {
-            Some(ticket) => match self.shard.room_of(player) {
-                Some(_) => self.shard.reconnect(now, player).is_some(),
-                None => self
-                    .shard
-                    .join(now, ticket.room, player, ticket.name)
-                    .is_ok(),
-            },
-            None => false,
-        };
-        if !seated {
-            self.report.joins_refused += 1;
-            if let (Some(limiter), Some(ip)) = (&self.links.limiter, ip) {
-                limiter.closed(ip);
-            }
-            return Err("no seat for this player");
+        if admission.seat.is_err() {
+            self.report.joins_refused = self.sessions.stats().joins_refused;
         }
-        Ok(())
-    }
-
-    fn release(&mut self, player: PlayerId) -> Option<Link> {
-        release(
-            &mut self.players,
-            &mut self.udp_players,
-            &mut self.ws_players,
-            self.links.limiter.as_ref(),
-            player,
-        )
+        admission.seat
     }
 
     /// A WebSocket player admitted by the HTTP side: seated first, then attached, so the
@@ -465,70 +322,52 @@ impl Worker {
     /// after it follows.
     fn attach_ws(&mut self, now: Instant, socket: WsSocket) {
         let player = PlayerId(socket.client_id());
-        let user_data = *socket.user_data();
         let ip = socket.peer_address().map(|address| address.ip());
-        if let Err(reason) = self.take_seat(now, player, ip, &user_data) {
-            self.ws.refuse(now, socket, CloseCode::Kicked, reason);
+        let admission = self.sessions.admit(now, player, ip, socket.user_data());
+        if let Err(refused) = self.admitted(now, admission) {
+            self.ws
+                .refuse(now, socket, CloseCode::Kicked, &refused.to_string());
             return;
         }
         match self.ws.attach(now, socket) {
             Ok(link) => {
                 self.report.ws_attached += 1;
-                self.ws_players.insert(link, player);
-                self.players.insert(
-                    player,
-                    Connected {
-                        link: Link::Ws(link),
-                        ip,
-                    },
-                );
+                self.sessions.bind(player, Link::Ws(link));
                 // Messages the client sent right after its token.
                 self.take_ws_events(now);
             }
             Err(error) => {
                 tracing::warn!(%error, "websocket not attached");
-                if let (Some(limiter), Some(ip)) = (&self.links.limiter, ip) {
-                    limiter.closed(ip);
-                }
-                self.shard.connection_lost(now, player);
+                self.sessions.abandon(now, player);
             }
         }
     }
 
     fn attach_wt(&mut self, now: Instant, mut connection: WsConnection) {
         let player = PlayerId(connection.client_id());
-        let user_data = *connection.user_data();
         let ip = connection.peer_address().map(|address| address.ip());
-        if let Err(reason) = self.take_seat(now, player, ip, &user_data) {
-            connection.close(CloseCode::Kicked, reason);
+        let admission = self.sessions.admit(now, player, ip, connection.user_data());
+        if let Err(refused) = self.admitted(now, admission) {
+            connection.close(CloseCode::Kicked, &refused.to_string());
             return;
         }
         self.report.ws_attached += 1;
         self.wt_attaches += 1;
         let attach = self.wt_attaches;
-        self.players.insert(
-            player,
-            Connected {
-                link: Link::Wt {
-                    sender: connection.sender(),
-                    attach,
-                },
-                ip,
-            },
-        );
+        self.wt_senders.insert(attach, connection.sender());
+        self.sessions.bind(player, Link::Wt(attach));
         let events = self.wt_events_in.clone();
         tokio::spawn(async move {
             loop {
                 let event = match connection.recv().await {
                     Ok((channel, message)) => WtEvent::Message {
-                        player,
+                        attach,
                         channel,
                         message,
                     },
                     Err(closed) => WtEvent::Closed {
-                        player,
                         attach,
-                        left: matches!(closed, WsClosed::ByClient { code, .. } if closing_leaves(code)),
+                        how: link_closed(&closed),
                     },
                 };
                 let closed = matches!(event, WtEvent::Closed { .. });
@@ -539,56 +378,59 @@ impl Worker {
         });
     }
 
-    /// The shard's sends, disconnects and seat changes, onto connections and the event
-    /// queue.
+    /// Ends a link the session table has unlisted, telling the client `reason` on whichever
+    /// transport it uses (UDP's disconnect reason, or the WebSocket close code `4000 +` it).
+    fn end_link(&mut self, now: Instant, link: Link, reason: DisconnectReason, text: &str) {
+        end_link(
+            &mut self.server,
+            &mut self.ws,
+            &mut self.wt_senders,
+            now,
+            link,
+            reason,
+            text,
+        );
+    }
+
+    /// The table's sends, closes and seat changes, onto connections and the event queue.
     fn route_outputs(&mut self, now: Instant) {
-        for output in self.shard.drain_outputs() {
+        for output in self.sessions.drain_outputs() {
             match output {
-                ShardOutput::Send {
-                    to,
+                // A refused send (a full reliable queue, a slow WebSocket reader) closes
+                // that connection in its transport; the close event tells the table.
+                SessionOutput::Send {
+                    link,
                     channel,
                     message,
-                } => {
-                    // A refused send (a full reliable queue, a slow WebSocket reader) closes
-                    // that connection in its transport; the close event tells the shard.
-                    match self.players.get(&to).map(|connected| &connected.link) {
-                        Some(Link::Udp(connection)) => {
-                            let _ = self.server.send(now, *connection, channel, message);
-                        }
-                        Some(Link::Ws(link)) => {
-                            let _ = self.ws.send(*link, channel, message);
-                        }
-                        Some(Link::Wt { sender, .. }) => {
+                } => match link {
+                    Link::Udp(connection) => {
+                        let _ = self.server.send(now, connection, channel, message);
+                    }
+                    Link::Ws(link) => {
+                        let _ = self.ws.send(link, channel, message);
+                    }
+                    Link::Wt(attach) => {
+                        if let Some(sender) = self.wt_senders.get(&attach) {
                             let _ = sender.send(channel, message);
                         }
-                        None => {}
                     }
-                }
-                ShardOutput::Disconnect { player, reason } => {
-                    if let Some(link) = release(
-                        &mut self.players,
-                        &mut self.udp_players,
-                        &mut self.ws_players,
-                        self.links.limiter.as_ref(),
-                        player,
-                    ) {
-                        end_link(
-                            &mut self.server,
-                            &mut self.ws,
-                            now,
-                            link,
-                            DisconnectReason::Kicked,
-                            &reason,
-                        );
-                    }
-                }
-                ShardOutput::Seated { player, room } => {
+                },
+                SessionOutput::Close { link, reason, text } => end_link(
+                    &mut self.server,
+                    &mut self.ws,
+                    &mut self.wt_senders,
+                    now,
+                    link,
+                    reason,
+                    &text,
+                ),
+                SessionOutput::Seated { player, room } => {
                     report(&self.links, WorkerEvent::Seated { player, room });
                 }
-                ShardOutput::Unseated { player, room } => {
+                SessionOutput::Unseated { player, room } => {
                     report(&self.links, WorkerEvent::Unseated { player, room });
                 }
-                ShardOutput::RoomDisposed { room } => {
+                SessionOutput::RoomDisposed { room } => {
                     report(&self.links, WorkerEvent::RoomClosed { room });
                 }
             }
@@ -609,28 +451,32 @@ impl Worker {
 
     /// Republishes the worker's view: rooms, connected players, counters, tick times.
     fn publish(&self) {
+        let shard = self.sessions.shard();
         let mut view = WorkerView {
-            rooms: self.shard.rooms().collect(),
+            rooms: shard.rooms().collect(),
             udp: self.server.stats().clone(),
-            shard: self.shard.stats(),
-            tick_times: self.shard.tick_times().clone(),
-            joins_refused: self.report.joins_refused,
-            refused_by_address: self.refused_by_address,
+            shard: shard.stats(),
+            tick_times: shard.tick_times().clone(),
+            joins_refused: self.sessions.stats().joins_refused,
+            refused_by_address: self.sessions.stats().refused_by_address,
             ..WorkerView::default()
         };
         for room in &view.rooms {
-            for member in self.shard.members(room.id).unwrap_or_default() {
-                let Some(connected) = self.players.get(&member.id) else {
+            for member in shard.members(room.id).unwrap_or_default() {
+                let Some(link) = self.sessions.link_of(member.id) else {
                     view.players_held += 1;
                     continue;
                 };
                 view.players.push(PlayerSummary {
                     id: member.id,
                     name: member.name.clone(),
-                    transport: match &connected.link {
+                    transport: match link {
                         Link::Udp(_) => "udp",
                         Link::Ws(_) => "ws",
-                        Link::Wt { sender, .. } => sender.transport(),
+                        Link::Wt(attach) => self
+                            .wt_senders
+                            .get(&attach)
+                            .map_or("wt", WsSender::transport),
                     }
                     .to_string(),
                     room: Some(room.id.0),
@@ -667,27 +513,16 @@ impl Worker {
 
     async fn stop(mut self) -> io::Result<WorkerReport> {
         let now = Instant::now();
-        self.shard.shut_down(now);
+        // The rooms' last words, then every link closes with "server shutting down".
+        self.sessions.shut_down(now);
         self.route_outputs(now);
-        let players: Vec<PlayerId> = self.players.keys().copied().collect();
-        for player in players {
-            if let Some(link) = self.release(player) {
-                end_link(
-                    &mut self.server,
-                    &mut self.ws,
-                    now,
-                    link,
-                    DisconnectReason::ServerShutdown,
-                    "server shutting down",
-                );
-            }
-        }
         // Sockets attached to no player (refused, or closing already) go too.
         self.ws
             .close_all(CloseCode::ServerShutdown, "server shutting down");
         self.flush().await?;
         self.linger_ws().await;
         self.publish();
+        self.report.joins_refused = self.sessions.stats().joins_refused;
         let stats = self.server.stats();
         self.report.datagrams_sent = stats.datagrams_sent;
         self.report.datagrams_received = stats.datagrams_received;
@@ -695,45 +530,21 @@ impl Worker {
     }
 }
 
-/// Whether a client's close frame gives up the seat. 1001 (going away: what a browser sends
-/// when its page closes or reloads) and the application codes 4000–4999 other than 4001 (a
-/// client that gave up on a silent server closes with 4002 and comes back) are treated as a
-/// lost connection: the seat is held for the reconnection grace. No code, 1000, 4001 and
-/// anything else mean the player left.
-fn closing_leaves(code: Option<u16>) -> bool {
-    !matches!(code, Some(1001 | 4000 | 4002..=4999))
+/// How a WebSocket or WebTransport connection ended, for the session table to decide
+/// leave or hold.
+fn link_closed(closed: &WsClosed) -> LinkClosed {
+    match closed {
+        WsClosed::ByClient { code, .. } => LinkClosed::Code(*code),
+        _ => LinkClosed::Lost,
+    }
 }
 
-/// Forgets a player's connection and gives back its place in the per-address limit; the
-/// link, to close if the caller is the one ending it.
-fn release(
-    players: &mut IdMap<PlayerId, Connected>,
-    udp_players: &mut IdMap<ConnectionId, PlayerId>,
-    ws_players: &mut IdMap<WsLinkId, PlayerId>,
-    limiter: Option<&SharedIpLimiter>,
-    player: PlayerId,
-) -> Option<Link> {
-    let connected = players.remove(&player)?;
-    if let (Some(limiter), Some(ip)) = (limiter, connected.ip) {
-        limiter.closed(ip);
-    }
-    match &connected.link {
-        Link::Udp(connection) => {
-            udp_players.remove(connection);
-        }
-        Link::Ws(link) => {
-            ws_players.remove(link);
-        }
-        Link::Wt { .. } => {}
-    }
-    Some(connected.link)
-}
-
-/// Ends a link the worker has unlisted, telling the client `reason` on whichever transport
-/// it uses (UDP's disconnect reason, or the WebSocket close code `4000 +` it).
+/// Ends a link the session table has unlisted, telling the client `reason` on whichever
+/// transport it uses (UDP's disconnect reason, or the WebSocket close code `4000 +` it).
 fn end_link(
     server: &mut Server,
     ws: &mut WsLinks,
+    wt_senders: &mut IdMap<u64, WsSender>,
     now: Instant,
     link: Link,
     reason: DisconnectReason,
@@ -743,7 +554,11 @@ fn end_link(
     match link {
         Link::Udp(connection) => server.disconnect(now, connection, reason),
         Link::Ws(link) => ws.close(link, code, text),
-        Link::Wt { sender, .. } => sender.close(code, text),
+        Link::Wt(attach) => {
+            if let Some(sender) = wt_senders.remove(&attach) {
+                sender.close(code, text);
+            }
+        }
     }
 }
 

@@ -12,6 +12,7 @@ use tokio::sync::mpsc;
 use crate::console::PlayerSummary;
 use crate::limits::IpLimiter;
 use crate::room::PlayerId;
+use crate::sessions::AddressLimit;
 use crate::shard::{RoomId, RoomInfo, ShardStats, TickObserver, TickTimes};
 
 /// How often a worker republishes its [`WorkerView`].
@@ -119,6 +120,17 @@ impl SharedIpLimiter {
         self.limiter
             .lock()
             .unwrap_or_else(|poison| poison.into_inner())
+    }
+}
+
+/// The session table counts every link's address through this.
+impl AddressLimit for SharedIpLimiter {
+    fn try_open(&self, now: std::time::Instant, ip: IpAddr) -> bool {
+        SharedIpLimiter::try_open(self, now, ip)
+    }
+
+    fn closed(&self, ip: IpAddr) {
+        SharedIpLimiter::closed(self, ip);
     }
 }
 
