@@ -1,13 +1,15 @@
 //! A shard worker: one thread, its own current-thread tokio runtime, and everything a shard
 //! needs on its UDP port: the [`Sessions`](crate::sessions::Sessions) table (which
 //! connection is which player, their seat; it owns the [`Shard`](crate::shard::Shard) and
-//! its rooms) and the protocol [`Server`](tickwire_proto::Server) (connections). Nothing is shared with other
-//! threads but bounded control queues, the seat events it reports and the view it
-//! publishes ([`WorkerLinks`]).
+//! its rooms), the protocol [`Server`](tickwire_proto::Server) (UDP connections) and the
+//! [`WsLinks`](tickwire_net::ws::WsLinks) (WebSocket connections, read and written by this
+//! thread). Nothing is shared with other threads but bounded control queues, the seat
+//! events it reports and the view it publishes ([`WorkerLinks`]).
 //!
 //! A player's connect token carries a [`SeatTicket`] in its user data: the room to join and
-//! the name to show. UDP players connect to the worker's port; WebSocket players are accepted
-//! by the HTTP side and handed over with [`Control::AttachWs`], so both share the rooms. When
+//! the name to show. UDP players connect to the worker's port; WebSocket and WebTransport
+//! players are admitted by the HTTP side and handed over with [`Control::Attach`] (a
+//! WebSocket player's socket itself), so all share the rooms. When
 //! the connection is established the player joins that room (or takes back their held seat);
 //! their messages go to the room; the room's sends go out on their connection, whichever
 //! transport it is; a lost connection holds their seat for the reconnect grace period, and
