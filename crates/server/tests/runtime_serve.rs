@@ -598,3 +598,83 @@ async fn a_page_that_goes_away_keeps_its_seat_and_a_goodbye_gives_it_up() {
     assert_eq!(back["room"], ann["room"]);
     runtime.shut_down().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_sent_right_after_a_websocket_players_accepted_message_reaches_them() {
+    // The player is seated before the accepted message is written, so anything a room
+    // member says once the newcomer has read it reaches the newcomer. (An earlier server
+    // wrote the accepted message first and seated the player after: a message in between
+    // was lost, 1–3 times in 12 trials.)
+    let runtime = Runtime::start(test_config(), relay_kinds()).await.unwrap();
+    let http_address = runtime.addresses().http;
+    let ann = matchmake(http_address, json!({"kind": "relay", "name": "ann"})).await;
+    let mut udp = udp_connected(&ann).await;
+    for trial in 0..12u8 {
+        let newcomer = matchmake(
+            http_address,
+            json!({"room": ann["room"], "name": format!("p{trial}")}),
+        )
+        .await;
+        assert_eq!(
+            newcomer["room"], ann["room"],
+            "trial {trial} joins ann's room"
+        );
+        // ws_connect returns once the accepted message is read; ann speaks at once.
+        let mut ws = WsPlayer::new(ws_connect(http_address, &answer_token(&newcomer)).await);
+        let said = Bytes::from(vec![b'm', trial]);
+        udp.endpoint_mut().send(0, said.clone()).unwrap();
+        udp.flush().await.unwrap();
+        let heard = ws.next().await;
+        assert_eq!(
+            &heard[1..],
+            &said[..],
+            "trial {trial}: the first thing heard after the accepted message"
+        );
+        ws.send(Message::Close(None)).await;
+    }
+    runtime.shut_down().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_websocket_of_the_same_player_replaces_the_first_exactly_once() {
+    let runtime = Runtime::start(test_config(), relay_kinds()).await.unwrap();
+    let http_address = runtime.addresses().http;
+    let ann = matchmake(http_address, json!({"kind": "relay", "name": "ann"})).await;
+    let ann_id = ann["player_id"].as_u64().unwrap();
+    let mut first = WsPlayer::new(ws_connect(http_address, &answer_token(&ann)).await);
+    let again = matchmake(http_address, json!({"session": ann["session"]})).await;
+    assert_eq!(again["reconnect"], true);
+    let mut second = WsPlayer::new(ws_connect(http_address, &answer_token(&again)).await);
+    assert_eq!(
+        first.close_code().await,
+        Some(4008),
+        "the older connection is told it was replaced"
+    );
+    let players = admin_until(&runtime, "/api/admin/players", |players| {
+        players
+            .as_array()
+            .is_some_and(|list| list.len() == 1 && list[0]["id"] == ann_id)
+    })
+    .await;
+    assert_eq!(players[0]["transport"], "ws");
+    assert_eq!(players[0]["room"], ann["room"], "the same seat");
+    metrics_until(
+        http_address,
+        "tickwire_connections_replaced_total{transport=\"ws\"} 1",
+    )
+    .await;
+    // The newer connection is the player's: what they send reaches the room.
+    let bob = matchmake(http_address, json!({"kind": "relay", "name": "bob"})).await;
+    let mut udp = udp_connected(&bob).await;
+    loop {
+        second
+            .send(Message::Binary(Bytes::from_static(b"\x00still here")))
+            .await;
+        if let Ok((_, message)) = timeout(Duration::from_millis(100), udp_next(&mut udp)).await
+            && message.as_ref() == b"still here"
+        {
+            break;
+        }
+    }
+    runtime.shut_down().await.unwrap();
+}
