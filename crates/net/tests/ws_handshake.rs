@@ -124,6 +124,21 @@ async fn bad_tokens_are_closed_with_their_codes() {
     assert!(reason.contains("names none"), "{reason}");
     server.issuer.server_addresses = vec![server.address];
 
+    server.issuer.protocol_id ^= 1;
+    let other_protocol = server.token(5);
+    let (code, reason) = refused(&server, Message::Binary(other_protocol.into())).await;
+    assert_eq!(code, CloseCode::BadToken.code(), "{reason}");
+    assert!(reason.contains("protocol"), "{reason}");
+    server.issuer.protocol_id ^= 1;
+
+    let right_key = server.issuer.key.clone();
+    server.issuer.key = tickwire_proto::crypto::Key([1; 32]);
+    let other_key = server.token(6);
+    let (code, reason) = refused(&server, Message::Binary(other_key.into())).await;
+    assert_eq!(code, CloseCode::BadToken.code(), "{reason}");
+    assert!(reason.contains("does not authenticate"), "{reason}");
+    server.issuer.key = right_key;
+
     let token = server.token(4);
     let mut first = server.upgrade().await;
     first
@@ -136,7 +151,7 @@ async fn bad_tokens_are_closed_with_their_codes() {
 
     let stats = server.endpoint.stats();
     assert_eq!(stats.refused_expired, 1);
-    assert_eq!(stats.refused_bad_token, 2);
+    assert_eq!(stats.refused_bad_token, 4);
     assert_eq!(stats.refused_replayed, 1);
     assert_eq!(stats.connections_accepted, 1);
 }

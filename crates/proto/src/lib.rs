@@ -14,6 +14,8 @@
 //! | type | role |
 //! |---|---|
 //! | [`TokenIssuer`](token::TokenIssuer), [`ConnectToken`](token::ConnectToken) | what the HTTP side gives a client |
+//! | [`Admission`](admission::Admission), [`Refusal`](admission::Refusal) | the one connect-token check, shared by UDP, WebSocket and WebTransport |
+//! | [`UsedTokens`](admission::UsedTokens) | the used-token set every transport of a server shares |
 //! | [`Server`] | the server endpoint: handshakes and every connection |
 //! | [`Client`] | the client endpoint |
 //! | [`Endpoint`] | the sans-IO calls both share, for drivers |
@@ -25,6 +27,7 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
+pub mod admission;
 mod bytes_io;
 mod client;
 mod connection;

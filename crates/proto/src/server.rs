@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 
+use crate::admission::{Admission, Binding, Refusal, SealedToken, UsedTokens};
 use crate::connection::{Connection, ConnectionStats, DISCONNECT_REDUNDANCY, Received, Refused};
 use crate::crypto::{Cipher, Key, TAG_BYTES};
 use crate::deadlines::Deadlines;
@@ -16,7 +17,7 @@ use crate::packet::{
 };
 use crate::params::{ConnectionParams, DisconnectReason, ParamsError};
 use crate::reliable::{ReliabilityConfig, SendError};
-use crate::token::{PrivateToken, TokenError, USER_DATA_BYTES};
+use crate::token::USER_DATA_BYTES;
 use crate::{Transmit, UnixClock};
 
 /// Largest datagram the server reads; anything longer is not a tickwire packet.
@@ -43,8 +44,10 @@ pub struct ServerConfig {
     /// Per-connection bounds of the reliability layer (channels and payload size come from
     /// `params`).
     pub reliability: ReliabilityConfig,
-    /// Connect tokens remembered to refuse their reuse from another address.
-    pub max_remembered_tokens: usize,
+    /// Connect tokens already used. A fresh set by default; give every UDP server and the
+    /// WebSocket/WebTransport endpoint of one process clones of one set, so a token opens
+    /// one connection on one transport.
+    pub used_tokens: UsedTokens,
 }
 
 impl ServerConfig {
@@ -57,7 +60,7 @@ impl ServerConfig {
             max_clients: 4096,
             params: ConnectionParams::default(),
             reliability: ReliabilityConfig::default(),
-            max_remembered_tokens: 16_384,
+            used_tokens: UsedTokens::new(16_384),
         }
     }
 }
@@ -127,7 +130,7 @@ pub enum DropReason {
     TokenTampered,
     /// A connect token that does not name this server.
     TokenWrongServer,
-    /// A connect token already used from another address.
+    /// A connect token already used from another address or over another transport.
     TokenReplayed,
     /// A challenge response that does not authenticate or expired.
     ChallengeInvalid,
@@ -182,6 +185,20 @@ pub struct DropCounts {
     pub packet_replayed: u64,
     pub unauthenticated: u64,
     pub overloaded: u64,
+}
+
+impl From<&Refusal> for DropReason {
+    /// How a refused connect token is counted: the one mapping from admission to UDP.
+    fn from(refusal: &Refusal) -> Self {
+        match refusal {
+            Refusal::Malformed { .. } | Refusal::PrivateMalformed => Self::Malformed,
+            Refusal::WrongProtocol { .. } => Self::WrongProtocol,
+            Refusal::Expired { .. } => Self::TokenExpired,
+            Refusal::Tampered => Self::TokenTampered,
+            Refusal::WrongServer { .. } => Self::TokenWrongServer,
+            Refusal::Replayed { .. } => Self::TokenReplayed,
+        }
+    }
 }
 
 impl DropCounts {
@@ -248,31 +265,6 @@ fn queue_reply(
     }
 }
 
-/// Connect tokens already used, by their authentication tag, so a token seen from a second
-/// address is refused. Bounded: the oldest entries go first.
-struct UsedTokens {
-    by_tag: HashMap<[u8; TAG_BYTES], SocketAddr>,
-    order: VecDeque<[u8; TAG_BYTES]>,
-    capacity: usize,
-}
-
-impl UsedTokens {
-    /// Records `tag` for `from`; false when the token was already used from elsewhere.
-    fn claim(&mut self, tag: [u8; TAG_BYTES], from: SocketAddr) -> bool {
-        if let Some(first) = self.by_tag.get(&tag) {
-            return *first == from;
-        }
-        if self.order.len() >= self.capacity
-            && let Some(oldest) = self.order.pop_front()
-        {
-            self.by_tag.remove(&oldest);
-        }
-        self.by_tag.insert(tag, from);
-        self.order.push_back(tag);
-        true
-    }
-}
-
 struct Slot {
     generation: u32,
     connection: Option<Connection>,
@@ -302,7 +294,7 @@ struct Slot {
 /// the connections it serves, not the connections there are.
 pub struct Server {
     config: ServerConfig,
-    token_cipher: Cipher,
+    admission: Admission,
     challenge_cipher: Cipher,
     challenge_sequence: u64,
     clock: UnixClock,
@@ -310,7 +302,6 @@ pub struct Server {
     free_slots: Vec<u32>,
     by_address: HashMap<SocketAddr, u32>,
     by_client_id: HashMap<u64, u32>,
-    used_tokens: UsedTokens,
     replies: VecDeque<PendingReply>,
     events: VecDeque<ServerEvent>,
     /// Slots whose connection may have a packet to write, each at most once, served in
@@ -337,7 +328,12 @@ impl Server {
     ) -> Result<Self, ParamsError> {
         config.params.validate()?;
         Ok(Self {
-            token_cipher: Cipher::new(&config.private_key),
+            admission: Admission::new(
+                config.protocol_id,
+                &config.private_key,
+                config.public_addresses.clone(),
+                config.used_tokens.clone(),
+            ),
             challenge_cipher: Cipher::new(&Key::random(rng)),
             challenge_sequence: 0,
             clock: UnixClock::new(now, unix_time),
@@ -345,11 +341,6 @@ impl Server {
             free_slots: Vec::new(),
             by_address: HashMap::new(),
             by_client_id: HashMap::new(),
-            used_tokens: UsedTokens {
-                by_tag: HashMap::new(),
-                order: VecDeque::new(),
-                capacity: config.max_remembered_tokens.max(1),
-            },
             replies: VecDeque::new(),
             events: VecDeque::new(),
             ready: VecDeque::new(),
@@ -464,45 +455,29 @@ impl Server {
         let Some(request) = Request::read(datagram) else {
             return self.drop_datagram(DropReason::Malformed);
         };
-        if request.protocol_id != self.config.protocol_id {
-            return self.drop_datagram(DropReason::WrongProtocol);
-        }
-        let unix_now = self.clock.unix_seconds(now);
-        if request.expire_timestamp <= unix_now {
-            return self.drop_datagram(DropReason::TokenExpired);
-        }
-        let private = match PrivateToken::open_with(
-            request.private_token,
-            &self.token_cipher,
-            request.protocol_id,
-            request.expire_timestamp,
-            request.nonce,
-        ) {
-            Ok(private) => private,
-            Err(TokenError::Tampered) => return self.drop_datagram(DropReason::TokenTampered),
-            Err(_) => return self.drop_datagram(DropReason::Malformed),
+        let token = SealedToken {
+            protocol_id: request.protocol_id,
+            expire_timestamp: request.expire_timestamp,
+            nonce: request.nonce,
+            private_token: request.private_token,
         };
-        if !private
-            .server_addresses
-            .iter()
-            .any(|address| self.config.public_addresses.contains(address))
+        let unix_now = self.clock.unix_seconds(now);
+        let admitted = match self
+            .admission
+            .admit(token, Binding::Address(from), unix_now)
         {
-            return self.drop_datagram(DropReason::TokenWrongServer);
-        }
-        let mut tag = [0u8; TAG_BYTES];
-        tag.copy_from_slice(&request.private_token[request.private_token.len() - TAG_BYTES..]);
-        if !self.used_tokens.claim(tag, from) {
-            return self.drop_datagram(DropReason::TokenReplayed);
-        }
+            Ok(admitted) => admitted,
+            Err(refusal) => return self.drop_datagram(DropReason::from(&refusal)),
+        };
         if self.replies.len() >= MAX_PENDING_REPLIES {
             return self.drop_datagram(DropReason::Overloaded);
         }
         self.stats.handshake_bytes_received += datagram.len() as u64;
-        let server_to_client = Cipher::new(&private.server_to_client_key);
+        let server_to_client = Cipher::new(&admitted.server_to_client_key);
         // A client id already connected may be the same client on a new address: it is
         // let through, and replaces the old connection if it completes the handshake.
         if self.by_address.len() >= self.config.max_clients
-            && !self.by_client_id.contains_key(&private.client_id)
+            && !self.by_client_id.contains_key(&admitted.client_id)
         {
             return self.deny(from, &server_to_client, DisconnectReason::ServerFull);
         }
@@ -510,12 +485,12 @@ impl Server {
         let sequence = self.challenge_sequence;
         self.challenge_sequence += 1;
         let challenge = ChallengeToken {
-            client_id: private.client_id,
+            client_id: admitted.client_id,
             expire_timestamp: request.expire_timestamp,
             client_address: from,
-            client_to_server_key: private.client_to_server_key,
-            server_to_client_key: private.server_to_client_key,
-            user_data: private.user_data,
+            client_to_server_key: admitted.client_to_server_key,
+            server_to_client_key: admitted.server_to_client_key,
+            user_data: *admitted.user_data,
         };
         let sealed = challenge.seal(&self.challenge_cipher, self.config.protocol_id, sequence);
         let protocol_id = self.config.protocol_id;

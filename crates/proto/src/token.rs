@@ -80,7 +80,7 @@ pub struct PrivateToken {
 }
 
 /// Associated data binding a sealed private token to its protocol and expiry.
-fn private_token_aad(protocol_id: u64, expire_timestamp: u64) -> [u8; 29] {
+pub(crate) fn private_token_aad(protocol_id: u64, expire_timestamp: u64) -> [u8; 29] {
     let mut aad = [0u8; 29];
     aad[..13].copy_from_slice(&VERSION_INFO);
     aad[13..21].copy_from_slice(&protocol_id.to_le_bytes());

@@ -204,7 +204,16 @@ fn expired_tampered_and_wrong_server_tokens_are_refused_and_counted() {
         .server
         .handle_datagram(harness.now, client_address(3), &request);
 
+    let mut other_game = issuer();
+    other_game.protocol_id ^= 1;
+    let other_protocol = other_game.issue(&mut rng, UNIX_START, 5, &[]).unwrap();
+    let request = request_bytes(&harness, other_protocol);
+    harness
+        .server
+        .handle_datagram(harness.now, client_address(4), &request);
+
     let dropped = &harness.server.stats().dropped;
+    assert_eq!(dropped.wrong_protocol, 1, "{dropped:?}");
     assert_eq!(dropped.token_expired, 1, "{dropped:?}");
     assert_eq!(
         dropped.token_tampered, 2,

@@ -11,7 +11,8 @@ use bytes::Bytes;
 use common::serve::{WsClient, ws_next};
 use common::{PROTOCOL_ID, RELAY, WAIT, relay_worker, token, udp_next, udp_player};
 use futures_util::{SinkExt, StreamExt};
-use tickwire_net::ws::{HttpListener, ListenConfig, TokenAuthenticator, WsConfig, WsEndpoint};
+use tickwire_net::ws::{HttpListener, ListenConfig, WsConfig, WsEndpoint};
+use tickwire_proto::admission::{Admission, UsedTokens};
 use tickwire_proto::crypto::Key;
 use tickwire_server::worker::Control;
 use tokio::net::TcpStream;
@@ -56,9 +57,9 @@ async fn two_udp_and_two_websocket_players_share_a_relay_room() {
     // The HTTP side: /ws accepts tokens naming the worker's address and hands connections over.
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let http = listener.local_addr().unwrap();
-    let auth = TokenAuthenticator::new(PROTOCOL_ID, key.clone(), vec![udp_address], 1024);
+    let admission = Admission::new(PROTOCOL_ID, &key, vec![udp_address], UsedTokens::new(1024));
     let (handoff, mut connections) = tokio::sync::mpsc::channel(16);
-    let endpoint = WsEndpoint::new(WsConfig::default(), auth, handoff).unwrap();
+    let endpoint = WsEndpoint::new(WsConfig::default(), admission, handoff).unwrap();
     let router = endpoint.router();
     tokio::spawn(
         HttpListener::from_listener(listener, None, ListenConfig::default())

@@ -10,12 +10,12 @@ use std::time::Duration;
 
 use axum::Router;
 use bytes::Bytes;
+use tickwire_proto::admission::{Admission, Admitted, Binding, Refusal};
 use tickwire_proto::reliable::ChannelKind;
 use tickwire_proto::token::CONNECT_TOKEN_BYTES;
 use tickwire_proto::{ConnectionParams, ParamsError};
 use tokio::sync::mpsc;
 
-use super::auth::{AuthError, TokenAuthenticator};
 use super::connection::{INBOUND_QUEUE, Timings, WsConnection};
 use super::framing::{CloseCode, accepted_message};
 use super::outbox::{Closing, Outbox, OutboxLimits, WsSender};
@@ -128,10 +128,11 @@ impl Arrival {
 /// shard's to decide (its session table); the endpoint only admits.
 ///
 /// ```no_run
-/// # use tickwire_net::ws::{Arrival, TokenAuthenticator, WsConfig, WsEndpoint, WsLinks, WsLinkEvent};
-/// # async fn run(auth: TokenAuthenticator, listener: tickwire_net::ws::HttpListener) {
+/// # use tickwire_net::ws::{Arrival, WsConfig, WsEndpoint, WsLinks, WsLinkEvent};
+/// # use tickwire_proto::admission::Admission;
+/// # async fn run(admission: Admission, listener: tickwire_net::ws::HttpListener) {
 /// let (handoff, mut arrivals) = tokio::sync::mpsc::channel(64);
-/// let endpoint = WsEndpoint::new(WsConfig::default(), auth, handoff).unwrap();
+/// let endpoint = WsEndpoint::new(WsConfig::default(), admission, handoff).unwrap();
 /// tokio::spawn(listener.serve(endpoint.router(), std::future::pending()));
 /// // The thread that owns the players (a shard) drives their sockets:
 /// let mut links = WsLinks::new().unwrap();
@@ -181,7 +182,7 @@ pub(crate) struct Shared {
 
 struct Inner {
     config: WsConfig,
-    auth: TokenAuthenticator,
+    admission: Admission,
     handoff: mpsc::Sender<Arrival>,
     shared: Arc<Shared>,
     /// Connections open, WebSocket and WebTransport: the `max_connections` bound.
@@ -198,12 +199,14 @@ struct Live {
 }
 
 impl WsEndpoint {
-    /// An endpoint that hands each admitted client to `handoff`. If the receiver is not
+    /// An endpoint that checks connect tokens with `admission` (built on the used-token set
+    /// the server's UDP shards share, so a token opens one connection on one transport) and
+    /// hands each admitted client to `handoff`. If the receiver is not
     /// keeping up for the handshake timeout the client is closed with
     /// [`CloseCode::ServerFull`]; if it is gone, with [`CloseCode::ServerShutdown`].
     pub fn new(
         config: WsConfig,
-        auth: TokenAuthenticator,
+        admission: Admission,
         handoff: mpsc::Sender<Arrival>,
     ) -> Result<Self, WsConfigError> {
         config.params.validate()?;
@@ -241,7 +244,7 @@ impl WsEndpoint {
         Ok(Self {
             inner: Arc::new(Inner {
                 config,
-                auth,
+                admission,
                 handoff,
                 shared,
                 open: Arc::new(AtomicUsize::new(0)),
@@ -312,22 +315,24 @@ impl WsEndpoint {
         &self,
         token: &[u8],
         counters: &WsCounters,
-    ) -> Result<(super::auth::Authenticated, ConnectionSlot), (CloseCode, String)> {
+    ) -> Result<(Admitted, ConnectionSlot), (CloseCode, String)> {
         let inner = &*self.inner;
-        let authenticated = inner
-            .auth
-            .authenticate(token, tickwire_proto::unix_now())
-            .map_err(|error| {
-                let counter = match error {
-                    AuthError::Malformed { .. } => &counters.refused_malformed,
-                    AuthError::Expired { .. } => &counters.refused_expired,
-                    AuthError::Replayed => &counters.refused_replayed,
-                    AuthError::WrongProtocol { .. }
-                    | AuthError::Tampered
-                    | AuthError::WrongServer { .. } => &counters.refused_bad_token,
+        let admitted = inner
+            .admission
+            .admit_connect_token(token, Binding::Stream, tickwire_proto::unix_now())
+            .map_err(|refusal| {
+                let counter = match refusal {
+                    Refusal::Malformed { .. } | Refusal::PrivateMalformed => {
+                        &counters.refused_malformed
+                    }
+                    Refusal::Expired { .. } => &counters.refused_expired,
+                    Refusal::Replayed { .. } => &counters.refused_replayed,
+                    Refusal::WrongProtocol { .. }
+                    | Refusal::Tampered
+                    | Refusal::WrongServer { .. } => &counters.refused_bad_token,
                 };
                 WsCounters::bump(counter);
-                (error.close_code(), error.to_string())
+                (CloseCode::from(&refusal), refusal.to_string())
             })?;
         if self.is_shutting_down() {
             WsCounters::bump(&counters.refused_shutdown);
@@ -340,7 +345,7 @@ impl WsEndpoint {
                 format!("server full: {} connections", inner.config.max_connections),
             ));
         };
-        Ok((authenticated, slot))
+        Ok((admitted, slot))
     }
 
     /// Hands an admitted client to the application by `deadline`; the refusal to send if
@@ -378,10 +383,10 @@ impl WsEndpoint {
         transport: &'static str,
         counters: &Arc<WsCounters>,
         deadline: tokio::time::Instant,
-    ) -> Result<Admission<'_>, (CloseCode, String)> {
+    ) -> Result<AdmittedSession<'_>, (CloseCode, String)> {
         let inner = &*self.inner;
-        let (authenticated, slot) = self.admit_token(token, counters)?;
-        let client_id = authenticated.client_id;
+        let (admitted, slot) = self.admit_token(token, counters)?;
+        let client_id = admitted.client_id;
         let outbox = Arc::new(Outbox::new(
             inner.shared.channels.clone(),
             inner.config.outbox,
@@ -411,13 +416,13 @@ impl WsEndpoint {
         let (inbound, inbound_queue) = mpsc::channel(INBOUND_QUEUE);
         let connection = WsConnection {
             client_id,
-            user_data: authenticated.user_data,
+            user_data: admitted.user_data,
             peer,
             inbound: inbound_queue,
             sender,
             _slot: slot,
         };
-        Ok(Admission {
+        Ok(AdmittedSession {
             permit,
             connection,
             outbox,
@@ -456,7 +461,7 @@ impl WsEndpoint {
 
 /// A WebTransport session admitted by [`WsEndpoint::admit`]: it holds a place among the open
 /// connections and the hand-off queue has room for it.
-pub(crate) struct Admission<'a> {
+pub(crate) struct AdmittedSession<'a> {
     /// Room in the hand-off queue: `send` the connection once the accepted message is out.
     pub(crate) permit: mpsc::Permit<'a, Arrival>,
     /// What the application gets.

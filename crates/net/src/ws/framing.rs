@@ -2,6 +2,7 @@
 //! "WebSocket transport"). Pure functions: no socket, no clock.
 
 use bytes::Bytes;
+use tickwire_proto::admission::Refusal;
 use tickwire_proto::{ConnectionParams, DisconnectReason, MAX_PARAMS_BYTES};
 
 /// Why the server closed a WebSocket connection, sent as the close frame's code (with a
@@ -130,6 +131,22 @@ impl CloseCode {
     }
 }
 
+impl From<&Refusal> for CloseCode {
+    /// The close code a refused connect token is reported with: the one mapping from
+    /// admission to WebSocket and WebTransport.
+    fn from(refusal: &Refusal) -> Self {
+        match refusal {
+            // Not a token at all: the client broke the handshake's framing.
+            Refusal::Malformed { .. } | Refusal::PrivateMalformed => Self::ProtocolViolation,
+            Refusal::Expired { .. } => Self::TokenExpired,
+            Refusal::Replayed { .. } => Self::TokenReplayed,
+            Refusal::WrongProtocol { .. } | Refusal::Tampered | Refusal::WrongServer { .. } => {
+                Self::BadToken
+            }
+        }
+    }
+}
+
 pub use tickwire_proto::websocket::MAX_CLOSE_REASON_BYTES;
 pub(crate) use tickwire_proto::websocket::clamp_close_reason as clamp_reason;
 
@@ -187,6 +204,37 @@ mod tests {
         }
         assert_eq!(CloseCode::from_code(1000), None);
         assert_eq!(CloseCode::from_code(4000), None);
+    }
+
+    #[test]
+    fn refusals_map_to_their_close_codes() {
+        let cases = [
+            (Refusal::Malformed { len: 3 }, CloseCode::ProtocolViolation),
+            (Refusal::PrivateMalformed, CloseCode::ProtocolViolation),
+            (
+                Refusal::WrongProtocol {
+                    found: 1,
+                    expected: 2,
+                },
+                CloseCode::BadToken,
+            ),
+            (Refusal::Tampered, CloseCode::BadToken),
+            (Refusal::WrongServer { count: 1 }, CloseCode::BadToken),
+            (
+                Refusal::Expired {
+                    expire_timestamp: 1,
+                    now: 2,
+                },
+                CloseCode::TokenExpired,
+            ),
+            (
+                Refusal::Replayed { remembered: 8 },
+                CloseCode::TokenReplayed,
+            ),
+        ];
+        for (refusal, close) in cases {
+            assert_eq!(CloseCode::from(&refusal), close, "{refusal:?}");
+        }
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //! client                                        server
 //!   | -- HTTP upgrade GET /ws -----------------> |  header-read timeout (and TLS-accept
 //!   | <------------------ 101 Switching Protocols |  timeout first, for wss)
-//!   | -- connect token (2048 bytes) -----------> |  handshake timeout; same checks as UDP
+//!   | -- connect token (2048 bytes) -----------> |  handshake timeout; the one admission
 //!   | <------------ accepted (connection params) |  or a close frame with a 4000-range code
 //!   | <====== channel id u8 ‖ payload, both ways |  bounded outbox per connection
 //! ```
@@ -19,13 +19,11 @@
 //! | [`WsSender`] | queues messages for the shard without waiting: bounded, latest-wins, drop-oldest |
 //! | [`HttpListener`] | plain or TLS listener with TLS-accept and header-read timeouts |
 //! | [`TlsIdentity`] | certificate and key from PEM files, or self-signed for development |
-//! | [`TokenAuthenticator`] | connect-token checks and the used-token set |
+//! | [`Admission`](tickwire_proto::admission::Admission) | the connect-token check (tickwire-proto's, the UDP server's too) the endpoint calls |
 //! | [`CloseCode`] | why the server closed a connection |
 
 // Without the `server` feature only the framing is here (close codes, the accepted
 // message), which the WebTransport client shares.
-#[cfg(feature = "server")]
-mod auth;
 #[cfg(feature = "server")]
 mod connection;
 #[cfg(feature = "server")]
@@ -48,8 +46,6 @@ mod tls;
 #[cfg(feature = "server")]
 mod upgrade;
 
-#[cfg(feature = "server")]
-pub use auth::{AuthError, Authenticated, TokenAuthenticator};
 #[cfg(feature = "server")]
 pub use connection::{WsClosed, WsConnection};
 #[cfg(feature = "server")]

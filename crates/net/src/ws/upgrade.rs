@@ -16,11 +16,11 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
-use super::auth::Authenticated;
 use super::endpoint::{Arrival, WsEndpoint};
 use super::framing::CloseCode;
 use super::socket::{ByteStream, ConnectionSlot, WsSocket};
 use super::stats::WsCounters;
+use tickwire_proto::admission::Admitted;
 use tickwire_proto::websocket::{self as frame, FrameError, Inbound, MessageReader};
 
 /// Answers a WebSocket upgrade request, then takes the client's token on a task of its own.
@@ -201,7 +201,7 @@ async fn admit_or_refuse<S: AsyncRead + AsyncWrite + Unpin>(
     stream: &mut S,
     buf: &mut Vec<u8>,
     deadline: Instant,
-) -> Option<(Authenticated, ConnectionSlot, usize)> {
+) -> Option<(Admitted, ConnectionSlot, usize)> {
     let counters = &endpoint.shared().counters;
     let refusal = match read_token(endpoint, stream, buf, deadline).await {
         Ok(TokenAt { token, end }) => match endpoint.admit_token(&token, counters) {

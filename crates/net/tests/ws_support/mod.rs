@@ -30,10 +30,11 @@ use rustls::crypto::CryptoProvider;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{DigitallySignedStruct, SignatureScheme};
 use tickwire_net::ws::{
-    Arrival, CloseCode, HttpListener, ListenConfig, ListenMetrics, TlsIdentity, TokenAuthenticator,
-    WsClosed, WsConfig, WsEndpoint, WsLinkDepth, WsLinkEvent, WsLinkId, WsLinks, WsSendError,
+    Arrival, CloseCode, HttpListener, ListenConfig, ListenMetrics, TlsIdentity, WsClosed, WsConfig,
+    WsEndpoint, WsLinkDepth, WsLinkEvent, WsLinkId, WsLinks, WsSendError,
 };
 use tickwire_proto::ConnectionParams;
+use tickwire_proto::admission::{Admission, UsedTokens};
 use tickwire_proto::crypto::{KEY_BYTES, Key};
 use tickwire_proto::token::TokenIssuer;
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -86,10 +87,10 @@ impl TestServer {
             .as_ref()
             .map(|identity| identity.server_config().unwrap());
         let listener = HttpListener::from_listener(listener, tls, options.listen);
-        let auth = TokenAuthenticator::new(PROTOCOL_ID, key.clone(), vec![address], 1024);
+        let admission = Admission::new(PROTOCOL_ID, &key, vec![address], UsedTokens::new(1024));
         let (handoff, arrivals) = mpsc::channel(16);
         let params = options.ws.params.clone();
-        let endpoint = WsEndpoint::new(options.ws, auth, handoff).unwrap();
+        let endpoint = WsEndpoint::new(options.ws, admission, handoff).unwrap();
         let listen = listener.metrics();
         tokio::spawn(listener.serve(endpoint.router(), std::future::pending()));
         let links = Arc::new(Mutex::new(WsLinks::new().unwrap()));

@@ -33,11 +33,10 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use tickwire_net::ws::{
-    Arrival, HttpListener, ListenConfig, TlsIdentity, TokenAuthenticator, WsConfig, WsEndpoint,
-};
+use tickwire_net::ws::{Arrival, HttpListener, ListenConfig, TlsIdentity, WsConfig, WsEndpoint};
 use tickwire_net::wt::{WtCertificate, WtConfig, WtEndpoint};
 use tickwire_proto::ServerConfig;
+use tickwire_proto::admission::{Admission, UsedTokens};
 use tickwire_proto::crypto::Key;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
@@ -57,6 +56,10 @@ use identity::Identities;
 
 /// Connections the WebSocket endpoint may hand over before the hand-off task takes them.
 const HANDOFF_QUEUE: usize = 256;
+/// Used connect tokens the server remembers, across every transport and shard: at least
+/// the tokens matchmaking issues within one validity period (a forgotten token that has
+/// not expired could be used again). 65,536 tags and bindings are about 4 MiB.
+const USED_TOKENS_REMEMBERED: usize = 65_536;
 
 /// Where a running server listens.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -310,6 +313,9 @@ impl Runtime {
         );
         let metrics = metrics::Metrics::new();
         let (events_in, events) = mpsc::unbounded_channel();
+        // One used-token set for every transport: a token opens one connection, over UDP on
+        // one shard or over WebSocket/WebTransport, never both (docs/ARCHITECTURE.md).
+        let used_tokens = UsedTokens::new(USED_TOKENS_REMEMBERED);
         let mut workers = Vec::new();
         for index in 0..config.shard_count() {
             let listen = shard_address(config.udp.listen, index);
@@ -321,6 +327,7 @@ impl Runtime {
                 tick_observer: Some(metrics.tick_observer()),
             };
             let server_key = key.clone();
+            let shard_used_tokens = used_tokens.clone();
             let protocol_id = config.udp.protocol_id;
             let max_clients = config.limits.max_udp_connections_per_shard;
             let params = config.connection_params();
@@ -332,6 +339,7 @@ impl Runtime {
                 );
                 server.max_clients = max_clients;
                 server.params = params;
+                server.used_tokens = shard_used_tokens;
                 server
             })
             .map_err(bind_error("udp", listen))?;
@@ -354,14 +362,14 @@ impl Runtime {
         let wt_public = wt_socket.as_ref().map(|(_, public)| *public);
 
         let (handoff, connections) = mpsc::channel(HANDOFF_QUEUE);
-        let authenticator = TokenAuthenticator::new(
+        let admission = Admission::new(
             config.udp.protocol_id,
-            key.clone(),
+            &key,
             std::iter::once(http_public)
                 .chain(https_public)
                 .chain(wt_public)
                 .collect(),
-            65_536,
+            used_tokens,
         );
         let ws = WsEndpoint::new(
             WsConfig {
@@ -369,7 +377,7 @@ impl Runtime {
                 max_connections: config.limits.max_ws_connections,
                 ..WsConfig::default()
             },
-            authenticator,
+            admission,
             handoff,
         )
         .map_err(|error| StartError::Other(error.to_string()))?;
