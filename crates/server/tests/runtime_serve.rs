@@ -124,6 +124,11 @@ async fn matchmade_udp_and_websocket_players_meet_and_the_operator_sees_them() {
             .starts_with("127.0.0.1:")
     );
     assert_ne!(ann["player_id"], bob["player_id"]);
+    assert_eq!(
+        answer_token(&ann).server_addresses,
+        [ann["endpoints"]["udp"].as_str().unwrap().parse().unwrap()],
+        "the token names the UDP address alone: a UDP client tries every address it lists"
+    );
 
     let mut udp = udp_connected(&ann).await;
     let mut ws = WsPlayer::new(ws_connect(http_address, &answer_token(&bob)).await);

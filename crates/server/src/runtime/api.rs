@@ -158,11 +158,10 @@ async fn matchmake(
     let issuer = TokenIssuer {
         protocol_id: app.config.udp.protocol_id,
         key: app.key.clone(),
-        server_addresses: std::iter::once(shard.udp_public)
-            .chain(std::iter::once(app.http_public))
-            .chain(app.https_public)
-            .chain(app.wt.as_ref().map(|(_, public)| *public))
-            .collect(),
+        // The room's shard's UDP address only: a UDP client tries the token's addresses in
+        // order, and a TCP port among them cost it a handshake timeout. The WebSocket and
+        // WebTransport endpoints are in the answer's `endpoints`.
+        server_addresses: vec![shard.udp_public],
         validity_seconds: app.config.udp.token_validity_secs,
         timeout_seconds: app.config.udp.handshake_timeout_secs,
     };

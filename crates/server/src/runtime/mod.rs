@@ -347,7 +347,6 @@ impl Runtime {
         }
         drop(events_in);
 
-        // Bound before the authenticator is made: tokens name its address.
         let wt_socket = if config.webtransport.enabled {
             let address = config.webtransport.listen;
             let socket =
@@ -359,15 +358,17 @@ impl Runtime {
         } else {
             None
         };
-        let wt_public = wt_socket.as_ref().map(|(_, public)| *public);
 
         let (handoff, connections) = mpsc::channel(HANDOFF_QUEUE);
+        // A token names the UDP address of its room's shard, the only address a UDP client
+        // may try with it; the browser transports find their endpoints in the matchmaking
+        // answer and accept a token that names any of this server's shards.
         let admission = Admission::new(
             config.udp.protocol_id,
             &key,
-            std::iter::once(http_public)
-                .chain(https_public)
-                .chain(wt_public)
+            workers
+                .iter()
+                .map(|worker| SocketAddr::new(public_ip, worker.udp_address().port()))
                 .collect(),
             used_tokens,
         );
