@@ -7,16 +7,19 @@
 //! client                                        server
 //!   | -- HTTP upgrade GET /ws -----------------> |  header-read timeout (and TLS-accept
 //!   | <------------------ 101 Switching Protocols |  timeout first, for wss)
-//!   | -- connect token (2048 bytes) -----------> |  handshake timeout; the one admission
-//!   | <------------ accepted (connection params) |  or a close frame with a 4000-range code
-//!   | <====== channel id u8 ‖ payload, both ways |  bounded outbox per connection
+//!   | -- connect token (2048 bytes) -----------> |  handshake timeout; the one admission;
+//!   |                                            |  the socket moves to the room's shard,
+//!   | <------------ accepted (connection params) |  which seats the player first (or closes
+//!   | <====== channel id u8 ‖ payload, both ways |  with a 4000-range code instead)
 //! ```
 //!
 //! | type | role |
 //! |---|---|
-//! | [`WsEndpoint`] | the `/ws` route: token check, connection limits, hand-off, counters |
-//! | [`WsConnection`] | one authenticated client: `recv` its messages, take a [`WsSender`] |
-//! | [`WsSender`] | queues messages for the shard without waiting: bounded, latest-wins, drop-oldest |
+//! | [`WsEndpoint`] | the `/ws` route: upgrade, token check, connection limit, hand-off, counters |
+//! | [`Arrival`] | an admitted client on its way to its room's shard |
+//! | [`WsSocket`] | an admitted WebSocket client's socket, in transit |
+//! | [`WsLinks`] | the WebSocket connections one shard reads and writes itself |
+//! | [`WsConnection`], [`WsSender`] | a WebTransport session as the shard sees it: its messages, and an outbox to send without waiting |
 //! | [`HttpListener`] | plain or TLS listener with TLS-accept and header-read timeouts |
 //! | [`TlsIdentity`] | certificate and key from PEM files, or self-signed for development |
 //! | [`Admission`](tickwire_proto::admission::Admission) | the connect-token check (tickwire-proto's, the UDP server's too) the endpoint calls |
