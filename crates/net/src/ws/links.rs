@@ -1,24 +1,4 @@
-//! The WebSocket connections of one shard, driven by the shard's own thread: no task per
-//! connection, no lock, no hand-off between threads. A message a client sends goes from the
-//! kernel to the shard in one read; a message the shard sends is framed into the
-//! connection's buffer and written with one `write` per connection per turn.
-//!
-//! The sockets sit in an epoll set of the links' own, which the shard's loop awaits as one
-//! file descriptor beside its UDP socket ([`WsLinks::readable`]). A driver calls, each turn:
-//!
-//! 1. [`handle_io`](WsLinks::handle_io) when [`readable`](WsLinks::readable) fires: reads
-//!    every ready socket, parses frames, answers pings, and queues [`WsLinkEvent`]s;
-//! 2. [`handle_timeout`](WsLinks::handle_timeout) when [`poll_timeout`](WsLinks::poll_timeout)
-//!    is due: idle timeouts, keepalive pings, close deadlines;
-//! 3. [`poll_event`](WsLinks::poll_event) until `None`;
-//! 4. [`send`](WsLinks::send) and [`close`](WsLinks::close) as the rooms decide;
-//! 5. [`flush`](WsLinks::flush) once at the end: each connection given something writes it.
-//!
-//! A client that does not drain its socket is handled per channel kind, as the outbox of
-//! the task-driven transports does: reliable bytes wait in order up to a bound (past it the
-//! connection closes with [`CloseCode::SlowClient`]); a sequenced channel keeps only its
-//! newest unsent message (latest wins, never a queue of stale snapshots); unreliable
-//! messages wait in a bounded queue that drops its oldest.
+//! The WebSocket connections of one shard, driven by the shard's own thread: see [`WsLinks`].
 
 use std::collections::VecDeque;
 use std::io;
@@ -237,7 +217,27 @@ struct LocalCounts {
     bytes_received: u64,
 }
 
-/// The WebSocket connections one thread drives; see the [module docs](self).
+/// The WebSocket connections of one shard, driven by the shard's own thread: no task per
+/// connection, no lock, no hand-off between threads. A message a client sends goes from the
+/// kernel to the shard in one read; a message the shard sends is framed into the
+/// connection's buffer and written with one `write` per connection per turn.
+///
+/// The sockets sit in an epoll set of the links' own, which the shard's loop awaits as one
+/// file descriptor beside its UDP socket ([`WsLinks::readable`]). A driver calls, each turn:
+///
+/// 1. [`handle_io`](WsLinks::handle_io) when [`readable`](WsLinks::readable) fires: reads
+///    every ready socket, parses frames, answers pings, and queues [`WsLinkEvent`]s;
+/// 2. [`handle_timeout`](WsLinks::handle_timeout) when [`poll_timeout`](WsLinks::poll_timeout)
+///    is due: idle timeouts, keepalive pings, close deadlines;
+/// 3. [`poll_event`](WsLinks::poll_event) until `None`;
+/// 4. [`send`](WsLinks::send) and [`close`](WsLinks::close) as the rooms decide;
+/// 5. [`flush`](WsLinks::flush) once at the end: each connection given something writes it.
+///
+/// A client that does not drain its socket is handled per channel kind, as the outbox of
+/// the task-driven transports does: reliable bytes wait in order up to a bound (past it the
+/// connection closes with [`CloseCode::SlowClient`]); a sequenced channel keeps only its
+/// newest unsent message (latest wins, never a queue of stale snapshots); unreliable
+/// messages wait in a bounded queue that drops its oldest.
 pub struct WsLinks {
     epoll: AsyncFd<OwnedFd>,
     conns: Vec<Option<Conn>>,
@@ -375,8 +375,8 @@ impl WsLinks {
         Ok(link)
     }
 
-    /// Queues `message` for `link` on `channel`, without waiting; see the
-    /// [module docs](self) for what a client that does not read gets.
+    /// Queues `message` for `link` on `channel`, without waiting; see [`WsLinks`] for what
+    /// a client that does not read gets.
     pub fn send(&mut self, link: WsLinkId, channel: u8, message: Bytes) -> Result<(), WsSendError> {
         let Some(conn) = self.conn_mut(link) else {
             return Err(WsSendError::Closed);
