@@ -42,6 +42,7 @@ mod server;
 pub mod sim;
 pub mod token;
 pub mod websocket;
+pub mod webtransport;
 
 pub use client::{Client, ClientEvent, ClientSendError, ClientState, HANDSHAKE_RESEND_INTERVAL};
 pub use connection::ConnectionStats;

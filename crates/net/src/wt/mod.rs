@@ -29,7 +29,8 @@
 mod client;
 #[cfg(feature = "server")]
 mod endpoint;
-pub mod framing;
+/// The session's byte layouts, sans-IO in `tickwire-proto`.
+pub use tickwire_proto::webtransport as framing;
 #[cfg(feature = "server")]
 mod stats;
 

@@ -1,12 +1,13 @@
 //! What travels on a WebTransport session (`docs/PROTOCOL.md`, "WebTransport transport"):
 //! length-prefixed frames on the control stream, and datagrams. Pure functions: no socket,
-//! no clock. Shared by the server endpoint and the Rust client.
+//! no clock. Shared by the server endpoint and the Rust client (`tickwire-net`'s `wt`), and
+//! fuzzed by `fuzz/webtransport_frames`.
 
+use crate::reliable::{ChannelKind, sequence_newer};
+use crate::token::CONNECT_TOKEN_BYTES;
 use bytes::{BufMut, Bytes, BytesMut};
-use tickwire_proto::reliable::{ChannelKind, sequence_newer};
-use tickwire_proto::token::CONNECT_TOKEN_BYTES;
 
-use crate::ws::MAX_CLOSE_REASON_BYTES;
+use crate::websocket::MAX_CLOSE_REASON_BYTES;
 
 /// The URL path of the WebTransport endpoint: `https://host:port/wt`.
 pub const WT_PATH: &str = "/wt";
