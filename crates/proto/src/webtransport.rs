@@ -7,7 +7,7 @@ use crate::reliable::{ChannelKind, sequence_newer};
 use crate::token::CONNECT_TOKEN_BYTES;
 use bytes::{BufMut, Bytes, BytesMut};
 
-use crate::websocket::MAX_CLOSE_REASON_BYTES;
+use crate::websocket::clamp_close_reason;
 
 /// The URL path of the WebTransport endpoint: `https://host:port/wt`.
 pub const WT_PATH: &str = "/wt";
@@ -79,7 +79,7 @@ pub fn put_data_frame(out: &mut BytesMut, channel: u8, message: &[u8]) {
 
 /// A close frame with `code` and `reason` (cut to 123 bytes on a character boundary).
 pub fn close_frame(code: u16, reason: &str) -> BytesMut {
-    let reason = clamp(reason);
+    let reason = clamp_close_reason(reason);
     let mut body = Vec::with_capacity(3 + reason.len());
     body.push(CLOSE_FRAME_TAG);
     body.extend_from_slice(&code.to_le_bytes());
@@ -87,17 +87,6 @@ pub fn close_frame(code: u16, reason: &str) -> BytesMut {
     let mut out = BytesMut::new();
     put_frame(&mut out, &body);
     out
-}
-
-fn clamp(reason: &str) -> &str {
-    if reason.len() <= MAX_CLOSE_REASON_BYTES {
-        return reason;
-    }
-    let mut end = MAX_CLOSE_REASON_BYTES;
-    while !reason.is_char_boundary(end) {
-        end -= 1;
-    }
-    &reason[..end]
 }
 
 /// A frame body after the handshake.

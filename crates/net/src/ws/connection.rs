@@ -2,11 +2,9 @@
 //! queued, and a [`WsSender`] into the [`Outbox`] its writer task drains. (WebSocket
 //! connections are driven by their shard instead: [`WsLinks`](super::WsLinks).)
 
-use std::net::SocketAddr;
 use std::time::Duration;
 
 use bytes::Bytes;
-use tickwire_proto::token::USER_DATA_BYTES;
 use tokio::sync::mpsc;
 
 use super::framing::CloseCode;
@@ -65,9 +63,7 @@ pub(crate) const INBOUND_QUEUE: usize = 8;
 /// Dropping the connection closes it ([`CloseCode::Kicked`], "released by the server") if
 /// it is still open.
 pub struct WsConnection {
-    pub(crate) client_id: u64,
-    pub(crate) user_data: Box<[u8; USER_DATA_BYTES]>,
-    pub(crate) peer: Option<SocketAddr>,
+    pub(crate) client: super::socket::AdmittedClient,
     pub(crate) inbound: mpsc::Receiver<(u8, Bytes)>,
     pub(crate) sender: WsSender,
     /// Its place among the endpoint's open connections.
@@ -77,26 +73,15 @@ pub struct WsConnection {
 impl std::fmt::Debug for WsConnection {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("WsConnection")
-            .field("client_id", &self.client_id)
-            .field("peer", &self.peer)
+            .field("client", &self.client)
             .finish_non_exhaustive()
     }
 }
 
 impl WsConnection {
-    /// The client id from the connect token's sealed part.
-    pub fn client_id(&self) -> u64 {
-        self.client_id
-    }
-
-    /// Application data from the connect token's sealed part.
-    pub fn user_data(&self) -> &[u8; USER_DATA_BYTES] {
-        &self.user_data
-    }
-
-    /// The client's address as the listener saw it, when the listener recorded it.
-    pub fn peer_address(&self) -> Option<SocketAddr> {
-        self.peer
+    /// Who the client is.
+    pub fn client(&self) -> &super::socket::AdmittedClient {
+        &self.client
     }
 
     /// A handle that queues messages to this client without waiting.

@@ -106,11 +106,11 @@ pub enum Arrival {
 }
 
 impl Arrival {
-    /// Application data from the connect token's sealed part.
-    pub fn user_data(&self) -> &[u8; tickwire_proto::token::USER_DATA_BYTES] {
+    /// Who the client is.
+    pub fn client(&self) -> &super::socket::AdmittedClient {
         match self {
-            Self::WebSocket(socket) => socket.user_data(),
-            Self::WebTransport(connection) => connection.user_data(),
+            Self::WebSocket(socket) => socket.client(),
+            Self::WebTransport(connection) => connection.client(),
         }
     }
 
@@ -415,9 +415,7 @@ impl WsEndpoint {
         };
         let (inbound, inbound_queue) = mpsc::channel(INBOUND_QUEUE);
         let connection = WsConnection {
-            client_id,
-            user_data: admitted.user_data,
-            peer,
+            client: super::socket::AdmittedClient::new(client_id, admitted.user_data, peer),
             inbound: inbound_queue,
             sender,
             _slot: slot,

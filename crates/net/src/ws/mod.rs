@@ -61,7 +61,7 @@ pub use listen::{HttpListener, ListenConfig, ListenMetrics, ListenStats};
 #[cfg(feature = "server")]
 pub use outbox::{OutboxDepth, OutboxLimits, WsSendError, WsSender};
 #[cfg(feature = "server")]
-pub use socket::WsSocket;
+pub use socket::{AdmittedClient, WsSocket};
 #[cfg(feature = "server")]
 pub use stats::WsStats;
 #[cfg(feature = "server")]

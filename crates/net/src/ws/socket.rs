@@ -177,33 +177,38 @@ impl Drop for ConnectionSlot {
     }
 }
 
-/// A WebSocket client whose connect token the endpoint admitted, not yet sent the accepted
-/// message: the socket, what was read past the token, and who the token says it is. The
-/// runtime hands it to the shard of the player's room, which seats the player and then
-/// attaches it to its [`WsLinks`](super::WsLinks) (which sends the accepted message first),
-/// or refuses it.
-pub struct WsSocket {
-    pub(crate) stream: ByteStream,
-    /// Bytes read after the token frame.
-    pub(crate) leftover: Vec<u8>,
-    pub(crate) client_id: u64,
-    pub(crate) user_data: Box<[u8; USER_DATA_BYTES]>,
-    pub(crate) peer: Option<SocketAddr>,
-    pub(crate) slot: ConnectionSlot,
-    pub(crate) shared: Arc<super::endpoint::Shared>,
+/// Who an admitted client is, from its connect token's sealed part, and where it connected
+/// from: what the shard seats it by, whichever transport it came over.
+#[derive(Clone, PartialEq, Eq)]
+pub struct AdmittedClient {
+    client_id: u64,
+    user_data: Box<[u8; USER_DATA_BYTES]>,
+    peer: Option<SocketAddr>,
 }
 
-impl std::fmt::Debug for WsSocket {
+impl std::fmt::Debug for AdmittedClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("WsSocket")
+        f.debug_struct("AdmittedClient")
             .field("client_id", &self.client_id)
             .field("peer", &self.peer)
             .finish_non_exhaustive()
     }
 }
 
-impl WsSocket {
-    /// The client id from the connect token's sealed part.
+impl AdmittedClient {
+    pub(crate) fn new(
+        client_id: u64,
+        user_data: Box<[u8; USER_DATA_BYTES]>,
+        peer: Option<SocketAddr>,
+    ) -> Self {
+        Self {
+            client_id,
+            user_data,
+            peer,
+        }
+    }
+
+    /// The client id from the connect token's sealed part: the player's id.
     pub fn client_id(&self) -> u64 {
         self.client_id
     }
@@ -213,9 +218,38 @@ impl WsSocket {
         &self.user_data
     }
 
-    /// The client's address as the listener saw it.
+    /// The client's address as the listener saw it, when it recorded one.
     pub fn peer_address(&self) -> Option<SocketAddr> {
         self.peer
+    }
+}
+
+/// A WebSocket client whose connect token the endpoint admitted, not yet sent the accepted
+/// message: the socket, what was read past the token, and who the token says it is. The
+/// runtime hands it to the shard of the player's room, which seats the player and then
+/// attaches it to its [`WsLinks`](super::WsLinks) (which sends the accepted message first),
+/// or refuses it.
+pub struct WsSocket {
+    pub(crate) stream: ByteStream,
+    /// Bytes read after the token frame.
+    pub(crate) leftover: Vec<u8>,
+    pub(crate) client: AdmittedClient,
+    pub(crate) slot: ConnectionSlot,
+    pub(crate) shared: Arc<super::endpoint::Shared>,
+}
+
+impl std::fmt::Debug for WsSocket {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WsSocket")
+            .field("client", &self.client)
+            .finish_non_exhaustive()
+    }
+}
+
+impl WsSocket {
+    /// Who the client is.
+    pub fn client(&self) -> &AdmittedClient {
+        &self.client
     }
 
     /// Refuses the client without a shard to linger on it: a close frame with `code` and

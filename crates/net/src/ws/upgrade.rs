@@ -18,7 +18,7 @@ use tokio::time::Instant;
 
 use super::endpoint::{Arrival, WsEndpoint};
 use super::framing::CloseCode;
-use super::socket::{ByteStream, ConnectionSlot, WsSocket};
+use super::socket::{AdmittedClient, ByteStream, ConnectionSlot, WsSocket};
 use super::stats::WsCounters;
 use tickwire_proto::admission::Admitted;
 use tickwire_proto::websocket::{self as frame, FrameError, Inbound, MessageReader};
@@ -179,9 +179,7 @@ async fn take_token(
     let socket = WsSocket {
         stream,
         leftover: buf.split_off(token_end),
-        client_id: authenticated.client_id,
-        user_data: authenticated.user_data,
-        peer,
+        client: AdmittedClient::new(authenticated.client_id, authenticated.user_data, peer),
         slot,
         shared: endpoint.shared().clone(),
     };

@@ -226,7 +226,7 @@ async fn run_shard(
             arrival = arrivals.recv() => match arrival {
                 Some(Arrival::WebSocket(socket)) => {
                     let (client_id, user_data, peer) =
-                        (socket.client_id(), *socket.user_data(), socket.peer_address());
+                        (socket.client().client_id(), *socket.client().user_data(), socket.client().peer_address());
                     let link = links.lock().unwrap().attach(std::time::Instant::now(), socket).unwrap();
                     let (events, receiver) = mpsc::unbounded_channel();
                     inbound.insert(link, events);

@@ -631,7 +631,7 @@ async fn serve(listener: HttpListener, router: axum::Router, mut stopped: watch:
 /// Hands each admitted WebSocket or WebTransport player to the shard hosting its room.
 async fn hand_off(app: Arc<App>, mut arrivals: mpsc::Receiver<Arrival>) {
     while let Some(arrival) = arrivals.recv().await {
-        let shard = SeatTicket::decode(arrival.user_data())
+        let shard = SeatTicket::decode(arrival.client().user_data())
             .and_then(|ticket| app.matchmaker().shard_of(ticket.room));
         match shard.and_then(|shard| app.shards.get(shard)) {
             Some(link) => {

@@ -7,7 +7,8 @@ use bytes::Bytes;
 use tickwire_net::driver::{MIN_WAIT, sleep_until, transmit};
 use tickwire_net::udp::{BatchSocket, RecvBatch, SendBatch};
 use tickwire_net::ws::{
-    Arrival, CloseCode, WsClosed, WsConnection, WsLinkEvent, WsLinkId, WsLinks, WsSender, WsSocket,
+    AdmittedClient, Arrival, CloseCode, WsClosed, WsConnection, WsLinkEvent, WsLinkId, WsLinks,
+    WsSender, WsSocket,
 };
 use tickwire_proto::{ConnectionId, DisconnectReason, MAX_DATAGRAM_BYTES, Server, ServerEvent};
 use tokio::sync::mpsc;
@@ -296,6 +297,19 @@ impl Worker {
         }
     }
 
+    /// Seats a client the HTTP side admitted (WebSocket or WebTransport): the table's
+    /// answer, carried out; see [`admitted`](Self::admitted).
+    fn seat(
+        &mut self,
+        now: Instant,
+        client: &AdmittedClient,
+    ) -> Result<(), crate::sessions::Refused> {
+        let player = PlayerId(client.client_id());
+        let ip = client.peer_address().map(|address| address.ip());
+        let admission = self.sessions.admit(now, player, ip, client.user_data());
+        self.admitted(now, admission)
+    }
+
     /// Carries out the table's answer to a link opening: closes the link it replaced;
     /// the new one is to be bound, or refused with the reason.
     fn admitted(
@@ -321,10 +335,8 @@ impl Worker {
     /// accepted message is the first thing on the socket and everything the room sends
     /// after it follows.
     fn attach_ws(&mut self, now: Instant, socket: WsSocket) {
-        let player = PlayerId(socket.client_id());
-        let ip = socket.peer_address().map(|address| address.ip());
-        let admission = self.sessions.admit(now, player, ip, socket.user_data());
-        if let Err(refused) = self.admitted(now, admission) {
+        let player = PlayerId(socket.client().client_id());
+        if let Err(refused) = self.seat(now, socket.client()) {
             self.ws
                 .refuse(now, socket, CloseCode::Kicked, &refused.to_string());
             return;
@@ -344,10 +356,8 @@ impl Worker {
     }
 
     fn attach_wt(&mut self, now: Instant, mut connection: WsConnection) {
-        let player = PlayerId(connection.client_id());
-        let ip = connection.peer_address().map(|address| address.ip());
-        let admission = self.sessions.admit(now, player, ip, connection.user_data());
-        if let Err(refused) = self.admitted(now, admission) {
+        let player = PlayerId(connection.client().client_id());
+        if let Err(refused) = self.seat(now, connection.client()) {
             connection.close(CloseCode::Kicked, &refused.to_string());
             return;
         }
