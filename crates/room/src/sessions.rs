@@ -28,7 +28,7 @@ use tickwire_proto::DisconnectReason;
 use tickwire_proto::token::USER_DATA_BYTES;
 
 use crate::room::{LeaveReason, PlayerId};
-use crate::shard::{RoomId, Shard, ShardOutput};
+use crate::shard::{SeatChange, Shard, ShardOutput};
 use crate::ticket::SeatTicket;
 
 /// Hashes ids with one multiply per word instead of SipHash: every relayed message looks its
@@ -149,25 +149,8 @@ pub enum SessionOutput<L> {
         /// Shown to the player.
         text: String,
     },
-    /// A player took a new seat (not a reconnection).
-    Seated {
-        /// Who.
-        player: PlayerId,
-        /// Where.
-        room: RoomId,
-    },
-    /// A player's seat is free.
-    Unseated {
-        /// Who.
-        player: PlayerId,
-        /// The room they left.
-        room: RoomId,
-    },
-    /// A room stayed empty past its time to live and is gone.
-    RoomDisposed {
-        /// Which.
-        room: RoomId,
-    },
+    /// A seat changed: the matchmaker must hear of it.
+    Seat(SeatChange),
 }
 
 /// Counters of the table's refusals.
@@ -455,9 +438,7 @@ impl<L: Copy + Eq + Hash> Iterator for Outputs<'_, L> {
                         _ => continue,
                     }
                 }
-                ShardOutput::Seated { player, room } => SessionOutput::Seated { player, room },
-                ShardOutput::Unseated { player, room } => SessionOutput::Unseated { player, room },
-                ShardOutput::RoomDisposed { room } => SessionOutput::RoomDisposed { room },
+                ShardOutput::Seat(change) => SessionOutput::Seat(change),
             };
             return Some(output);
         }
@@ -484,7 +465,7 @@ mod tests {
     use super::*;
     use crate::matchmaker::{MatchRequest, Matchmaker};
     use crate::room::{Room, RoomContext};
-    use crate::shard::ShardConfig;
+    use crate::shard::{RoomId, ShardConfig};
 
     /// A link handle as a transport would have one.
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -605,7 +586,7 @@ mod tests {
         assert!(
             !sessions
                 .drain_outputs()
-                .any(|output| matches!(output, SessionOutput::Unseated { .. })),
+                .any(|output| matches!(output, SessionOutput::Seat(SeatChange::Unseated { .. }))),
             "the seat was never given up"
         );
     }
@@ -633,10 +614,10 @@ mod tests {
         let outputs: Vec<_> = sessions.drain_outputs().collect();
         assert_eq!(
             outputs,
-            [SessionOutput::Unseated {
+            [SessionOutput::Seat(SeatChange::Unseated {
                 player: PlayerId(1),
                 room: ROOM
-            }],
+            })],
             "the matchmaker hears of the free seat once, and no link is closed"
         );
         // A late close of the old link changes nothing.
@@ -677,7 +658,7 @@ mod tests {
         // Player 1 connects with their token; player 2 never does.
         assert_eq!(connect(&mut sessions, start, 1, Link(1)).seat, Ok(()));
         for output in sessions.drain_outputs() {
-            if let SessionOutput::Seated { player, room } = output {
+            if let SessionOutput::Seat(SeatChange::Seated { player, room }) = output {
                 matchmaker.joined(player, room);
             }
         }
@@ -742,10 +723,10 @@ mod tests {
         assert_eq!(
             outputs,
             [
-                SessionOutput::Unseated {
+                SessionOutput::Seat(SeatChange::Unseated {
                     player: PlayerId(1),
                     room: ROOM
-                },
+                }),
                 SessionOutput::Close {
                     link: Link(1),
                     reason: DisconnectReason::Kicked,

@@ -65,6 +65,14 @@ pub enum ShardOutput {
         /// Shown to the player.
         reason: String,
     },
+    /// A seat changed: the matchmaker must hear of it.
+    Seat(SeatChange),
+}
+
+/// A change of seats the matchmaker must hear about, in the order it happened on the shard.
+/// The shard says it, the session table passes it on, the worker sends it to the runtime.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SeatChange {
     /// A player took a new seat (not a reconnection): the matchmaker's reservation is now a
     /// seat.
     Seated {
@@ -328,7 +336,8 @@ impl Shard {
                 limiter: MessageLimiter::new(now, self.config.message_limit),
             },
         );
-        self.outputs.push(ShardOutput::Seated { player, room });
+        self.outputs
+            .push(ShardOutput::Seat(SeatChange::Seated { player, room }));
         self.route(room, now);
         Ok(seat)
     }
@@ -393,10 +402,10 @@ impl Shard {
         let Some(seated) = self.players.remove(&player) else {
             return;
         };
-        self.outputs.push(ShardOutput::Unseated {
+        self.outputs.push(ShardOutput::Seat(SeatChange::Unseated {
             player,
             room: seated.room,
-        });
+        }));
         if let Some(hosted) = self.rooms.get_mut(&seated.room) {
             hosted.host.leave(now, player, reason);
             if hosted.host.members().is_empty() {
@@ -472,7 +481,8 @@ impl Shard {
             if disposal.is_some_and(|at| at <= now) {
                 self.rooms.remove(&id);
                 self.stats.rooms_disposed += 1;
-                self.outputs.push(ShardOutput::RoomDisposed { room: id });
+                self.outputs
+                    .push(ShardOutput::Seat(SeatChange::RoomDisposed { room: id }));
                 continue;
             }
             if hosted.host.next_deadline() <= now {
@@ -613,7 +623,7 @@ impl Shard {
             // The host already removed them from the room.
             if self.players.remove(&player).is_some() {
                 self.outputs
-                    .push(ShardOutput::Unseated { player, room: id });
+                    .push(ShardOutput::Seat(SeatChange::Unseated { player, room: id }));
             }
         }
         if emptied {
@@ -883,10 +893,10 @@ mod tests {
                 .all(|output| !matches!(output, ShardOutput::Send { .. })),
             "nothing over the limit is relayed"
         );
-        assert!(outputs.contains(&ShardOutput::Unseated {
+        assert!(outputs.contains(&ShardOutput::Seat(SeatChange::Unseated {
             player: PlayerId(1),
             room: RoomId(1)
-        }));
+        })));
         assert!(outputs.contains(&ShardOutput::Disconnect {
             player: PlayerId(1),
             reason: "message flood".into()

@@ -48,9 +48,9 @@ pub use kinds::RoomKinds;
 use crate::config::ServeConfig;
 use crate::limits::{IpLimitConfig, IpLimiter};
 use crate::matchmaker::Matchmaker;
+use crate::shard::SeatChange;
 use crate::worker::{
-    Control, SeatTicket, ShardWorker, SharedIpLimiter, SharedView, WorkerEvent, WorkerLinks,
-    WorkerReport,
+    Control, SeatTicket, ShardWorker, SharedIpLimiter, SharedView, WorkerLinks, WorkerReport,
 };
 use identity::Identities;
 
@@ -650,13 +650,13 @@ async fn hand_off(app: Arc<App>, mut arrivals: mpsc::Receiver<Arrival>) {
 }
 
 /// Keeps the matchmaker's seats in step with the shards.
-async fn apply_events(app: Arc<App>, mut events: mpsc::UnboundedReceiver<WorkerEvent>) {
+async fn apply_events(app: Arc<App>, mut events: mpsc::UnboundedReceiver<SeatChange>) {
     while let Some(event) = events.recv().await {
         let mut matchmaker = app.matchmaker();
         match event {
-            WorkerEvent::Seated { player, room } => matchmaker.joined(player, room),
-            WorkerEvent::Unseated { player, .. } => matchmaker.left(player),
-            WorkerEvent::RoomClosed { room } => matchmaker.room_closed(room),
+            SeatChange::Seated { player, room } => matchmaker.joined(player, room),
+            SeatChange::Unseated { player, .. } => matchmaker.left(player),
+            SeatChange::RoomDisposed { room } => matchmaker.room_closed(room),
         }
     }
 }

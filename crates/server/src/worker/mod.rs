@@ -30,9 +30,7 @@ use tickwire_proto::{Server, ServerConfig};
 use tokio::sync::{mpsc, oneshot};
 
 pub use tickwire_room::ticket::{MAX_TICKET_NAME_BYTES, SeatTicket};
-pub use view::{
-    PUBLISH_INTERVAL, SharedIpLimiter, SharedView, WorkerEvent, WorkerLinks, WorkerView,
-};
+pub use view::{PUBLISH_INTERVAL, SharedIpLimiter, SharedView, WorkerLinks, WorkerView};
 
 use crate::room::{PlayerId, Room};
 use crate::shard::{RoomId, Shard, ShardConfig};

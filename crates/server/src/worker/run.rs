@@ -13,12 +13,12 @@ use tickwire_net::ws::{
 use tickwire_proto::{ConnectionId, DisconnectReason, MAX_DATAGRAM_BYTES, Server, ServerEvent};
 use tokio::sync::mpsc;
 
-use super::view::{PUBLISH_INTERVAL, WorkerEvent, WorkerLinks, WorkerView};
+use super::view::{PUBLISH_INTERVAL, WorkerLinks, WorkerView};
 use super::{Control, WorkerReport};
 use crate::console::PlayerSummary;
 use crate::room::PlayerId;
 use crate::sessions::{Admission, IdMap, LinkClosed, SessionOutput, Sessions};
-use crate::shard::Shard;
+use crate::shard::{SeatChange, Shard};
 
 /// Messages from WebTransport players waiting for the worker; past this, their readers wait
 /// and QUIC flow control holds the clients back.
@@ -434,15 +434,7 @@ impl Worker {
                     reason,
                     &text,
                 ),
-                SessionOutput::Seated { player, room } => {
-                    report(&self.links, WorkerEvent::Seated { player, room });
-                }
-                SessionOutput::Unseated { player, room } => {
-                    report(&self.links, WorkerEvent::Unseated { player, room });
-                }
-                SessionOutput::RoomDisposed { room } => {
-                    report(&self.links, WorkerEvent::RoomClosed { room });
-                }
+                SessionOutput::Seat(change) => report(&self.links, change),
             }
         }
     }
@@ -575,7 +567,7 @@ fn end_link(
 /// Sends a seat change to the matchmaker. The queue is unbounded on purpose: every event
 /// stems from one connection's join or leave (bounded by the connection limits), the
 /// consumer only updates a map, and a lost event would leave a seat counted forever.
-fn report(links: &WorkerLinks, event: WorkerEvent) {
+fn report(links: &WorkerLinks, event: SeatChange) {
     if let Some(events) = &links.events {
         let _ = events.send(event);
     }

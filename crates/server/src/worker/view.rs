@@ -11,36 +11,11 @@ use tokio::sync::mpsc;
 
 use crate::console::PlayerSummary;
 use crate::limits::IpLimiter;
-use crate::room::PlayerId;
 use crate::sessions::AddressLimit;
-use crate::shard::{RoomId, RoomInfo, ShardStats, TickObserver, TickTimes};
+use crate::shard::{RoomInfo, SeatChange, ShardStats, TickObserver, TickTimes};
 
 /// How often a worker republishes its [`WorkerView`].
 pub const PUBLISH_INTERVAL: Duration = Duration::from_millis(250);
-
-/// Seat changes the matchmaker must hear about, in the order they happened on the shard.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WorkerEvent {
-    /// A player took a new seat: their reservation is now a seat.
-    Seated {
-        /// Who.
-        player: PlayerId,
-        /// Where.
-        room: RoomId,
-    },
-    /// A player's seat is free again.
-    Unseated {
-        /// Who.
-        player: PlayerId,
-        /// The room they left.
-        room: RoomId,
-    },
-    /// A room is gone.
-    RoomClosed {
-        /// Which.
-        room: RoomId,
-    },
-}
 
 /// A worker's state as last published, for the console, the admin API and `/metrics`.
 /// Reading it never touches the worker's thread.
@@ -139,7 +114,7 @@ impl AddressLimit for SharedIpLimiter {
 #[derive(Default)]
 pub struct WorkerLinks {
     /// Where seat changes go.
-    pub events: Option<mpsc::UnboundedSender<WorkerEvent>>,
+    pub events: Option<mpsc::UnboundedSender<SeatChange>>,
     /// Where the worker publishes its view.
     pub view: SharedView,
     /// Per-address connection limits, for both transports.
