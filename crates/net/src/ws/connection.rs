@@ -1,5 +1,5 @@
 //! A WebTransport session as the application sees it: the messages its reader tasks
-//! queued, and a [`WsSender`] into the [`Outbox`] its writer task drains. (WebSocket
+//! queued, and a [`WtSender`] into the [`Outbox`] its writer task drains. (WebSocket
 //! connections are driven by their shard instead: [`WsLinks`](super::WsLinks).)
 
 use std::time::Duration;
@@ -8,9 +8,9 @@ use bytes::Bytes;
 use tokio::sync::mpsc;
 
 use super::framing::CloseCode;
-use super::outbox::{Closing, Outbox, WsSender};
+use super::outbox::{Closing, Outbox, WtSender};
 
-/// How a connection ended, as [`WsConnection::recv`] reports it.
+/// How a connection ended, as [`WtSession::recv`] reports it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum WsClosed {
     /// The server closed it (a send to a slow client, a kick, a timeout, a bad message).
@@ -47,49 +47,49 @@ pub(crate) struct Timings {
     pub(crate) close_timeout: Duration,
 }
 
-/// Messages read from the socket and not yet taken by [`WsConnection::recv`]. A reader
-/// that finds the queue full stops reading, so TCP's flow control holds the client back
+/// Messages read from the session and not yet taken by [`WtSession::recv`]. A reader
+/// that finds the queue full stops reading, so QUIC's flow control holds the client back
 /// rather than the server buffering for it.
 pub(crate) const INBOUND_QUEUE: usize = 8;
 
-/// A WebSocket client that presented a valid connect token and was sent the accepted
-/// message: the player with id [`client_id`](Self::client_id).
+/// A WebTransport session that presented a valid connect token and was sent the accepted
+/// message: the player [`client`](Self::client) names.
 ///
 /// The application (the runtime, attaching it to a shard) loops on
 /// [`recv`](Self::recv) to take the client's messages, and gives the shard a
-/// [`WsSender`] from [`sender`](Self::sender) to send without waiting. The connection's
-/// own tasks read and write the socket, answer pings, and enforce the idle timeout whether
-/// or not `recv` is being awaited; at most 8 messages wait for `recv` before reading stops.
-/// Dropping the connection closes it ([`CloseCode::Kicked`], "released by the server") if
-/// it is still open.
-pub struct WsConnection {
+/// [`WtSender`] from [`sender`](Self::sender) to send without waiting. The session's own
+/// tasks read and write its stream and datagrams whether or not `recv` is being awaited
+/// (QUIC keeps it alive and times it out); at most 8 messages wait for `recv` before reading
+/// stops. Dropping the session closes it ([`CloseCode::Kicked`], "released by the server")
+/// if it is still open.
+pub struct WtSession {
     pub(crate) client: super::socket::AdmittedClient,
     pub(crate) inbound: mpsc::Receiver<(u8, Bytes)>,
-    pub(crate) sender: WsSender,
+    pub(crate) sender: WtSender,
     /// Its place among the endpoint's open connections.
     pub(crate) _slot: super::socket::ConnectionSlot,
 }
 
-impl std::fmt::Debug for WsConnection {
+impl std::fmt::Debug for WtSession {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("WsConnection")
+        f.debug_struct("WtSession")
             .field("client", &self.client)
             .finish_non_exhaustive()
     }
 }
 
-impl WsConnection {
+impl WtSession {
     /// Who the client is.
     pub fn client(&self) -> &super::socket::AdmittedClient {
         &self.client
     }
 
     /// A handle that queues messages to this client without waiting.
-    pub fn sender(&self) -> WsSender {
+    pub fn sender(&self) -> WtSender {
         self.sender.clone()
     }
 
-    /// Closes the connection; see [`WsSender::close`].
+    /// Closes the connection; see [`WtSender::close`].
     pub fn close(&self, code: CloseCode, reason: &str) {
         self.sender.close(code, reason);
     }
@@ -106,7 +106,7 @@ impl WsConnection {
     }
 }
 
-impl Drop for WsConnection {
+impl Drop for WtSession {
     fn drop(&mut self) {
         self.sender
             .close(CloseCode::Kicked, "released by the server");

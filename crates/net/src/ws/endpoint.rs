@@ -16,9 +16,9 @@ use tickwire_proto::token::CONNECT_TOKEN_BYTES;
 use tickwire_proto::{ConnectionParams, ParamsError};
 use tokio::sync::mpsc;
 
-use super::connection::{INBOUND_QUEUE, Timings, WsConnection};
+use super::connection::{INBOUND_QUEUE, Timings, WtSession};
 use super::framing::{CloseCode, accepted_message};
-use super::outbox::{Closing, Outbox, OutboxLimits, WsSender};
+use super::outbox::{Closing, Outbox, OutboxLimits, WtSender};
 use super::socket::{ConnectionSlot, WsSocket};
 use super::stats::{WsCounters, WsStats};
 
@@ -101,8 +101,8 @@ pub enum Arrival {
     /// ([`WsLinks`](super::WsLinks)).
     WebSocket(WsSocket),
     /// A WebTransport session: its own tasks drive it; the shard sends through its
-    /// [`WsSender`].
-    WebTransport(WsConnection),
+    /// [`WtSender`].
+    WebTransport(WtSession),
 }
 
 impl Arrival {
@@ -408,13 +408,13 @@ impl WsEndpoint {
                 return Err((CloseCode::ServerFull, "server busy".into()));
             }
         };
-        let sender = WsSender {
+        let sender = WtSender {
             outbox: outbox.clone(),
             client_id,
             transport,
         };
         let (inbound, inbound_queue) = mpsc::channel(INBOUND_QUEUE);
-        let connection = WsConnection {
+        let connection = WtSession {
             client: super::socket::AdmittedClient::new(client_id, admitted.user_data, peer),
             inbound: inbound_queue,
             sender,
@@ -463,7 +463,7 @@ pub(crate) struct AdmittedSession<'a> {
     /// Room in the hand-off queue: `send` the connection once the accepted message is out.
     pub(crate) permit: mpsc::Permit<'a, Arrival>,
     /// What the application gets.
-    pub(crate) connection: WsConnection,
+    pub(crate) connection: WtSession,
     /// The connection's queues, which the transport's writer drains.
     pub(crate) outbox: Arc<Outbox>,
     /// Where the transport's reader puts the client's messages.

@@ -19,7 +19,7 @@
 //! | [`Arrival`] | an admitted client on its way to its room's shard |
 //! | [`WsSocket`] | an admitted WebSocket client's socket, in transit |
 //! | [`WsLinks`] | the WebSocket connections one shard reads and writes itself |
-//! | [`WsConnection`], [`WsSender`] | a WebTransport session as the shard sees it: its messages, and an outbox to send without waiting |
+//! | [`WsClosed`], [`WsSendError`], [`OutboxLimits`] | how a connection ended, why a send was refused, and the bounds of what waits for a slow client: the same for WebSocket links and WebTransport sessions |
 //! | [`HttpListener`] | plain or TLS listener with TLS-accept and header-read timeouts |
 //! | [`TlsIdentity`] | certificate and key from PEM files, or self-signed for development |
 //! | [`Admission`](tickwire_proto::admission::Admission) | the connect-token check (tickwire-proto's, the UDP server's too) the endpoint calls |
@@ -28,7 +28,7 @@
 // Without the `server` feature only the framing is here (close codes, the accepted
 // message), which the WebTransport client shares.
 #[cfg(feature = "server")]
-mod connection;
+pub(crate) mod connection;
 #[cfg(feature = "server")]
 mod endpoint;
 // Its data-message helpers serve the endpoints alone.
@@ -39,7 +39,7 @@ mod links;
 #[cfg(feature = "server")]
 mod listen;
 #[cfg(feature = "server")]
-mod outbox;
+pub(crate) mod outbox;
 #[cfg(feature = "server")]
 mod socket;
 #[cfg(feature = "server")]
@@ -50,7 +50,7 @@ mod tls;
 mod upgrade;
 
 #[cfg(feature = "server")]
-pub use connection::{WsClosed, WsConnection};
+pub use connection::WsClosed;
 #[cfg(feature = "server")]
 pub use endpoint::{Arrival, WS_PATH, WsConfig, WsConfigError, WsEndpoint};
 pub use framing::{CloseCode, DataMessageError, MAX_CLOSE_REASON_BYTES, accepted_message};
@@ -59,7 +59,7 @@ pub use links::{WsLinkDepth, WsLinkEvent, WsLinkId, WsLinks};
 #[cfg(feature = "server")]
 pub use listen::{HttpListener, ListenConfig, ListenMetrics, ListenStats};
 #[cfg(feature = "server")]
-pub use outbox::{OutboxDepth, OutboxLimits, WsSendError, WsSender};
+pub use outbox::{OutboxDepth, OutboxLimits, WsSendError};
 #[cfg(feature = "server")]
 pub use socket::{AdmittedClient, WsSocket};
 #[cfg(feature = "server")]

@@ -1,5 +1,5 @@
 //! A connection's outbound queues, shared by the shard (which fills them through a
-//! [`WsSender`] and must never wait) and the connection's writer task (which drains them into
+//! [`WtSender`] and must never wait) and the connection's writer task (which drains them into
 //! the socket at whatever pace the client reads).
 //!
 //! Per channel kind:
@@ -56,7 +56,7 @@ impl Default for OutboxLimits {
     }
 }
 
-/// Why [`WsSender::send`] did not queue a message.
+/// Why [`WtSender::send`] did not queue a message.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum WsSendError {
     /// The connection is closing or closed.
@@ -356,22 +356,22 @@ impl Outbox {
 /// Every method returns at once: it only touches this connection's queues (see the module
 /// docs for the bounds and the lock). Cloning is cheap; all clones feed the same queues.
 #[derive(Clone)]
-pub struct WsSender {
+pub struct WtSender {
     pub(crate) outbox: Arc<Outbox>,
     pub(crate) client_id: u64,
     pub(crate) transport: &'static str,
 }
 
-impl std::fmt::Debug for WsSender {
+impl std::fmt::Debug for WtSender {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("WsSender")
+        f.debug_struct("WtSender")
             .field("client_id", &self.client_id)
             .field("closing", &self.is_closing())
             .finish()
     }
 }
 
-impl WsSender {
+impl WtSender {
     /// Queues `message` on `channel`, by the channel's kind: reliable messages in order
     /// (passing the bound closes the connection as a slow client and returns
     /// [`WsSendError::SlowClient`]), a sequenced channel's unsent message replaced, the

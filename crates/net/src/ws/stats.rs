@@ -2,7 +2,7 @@
 //!
 //! Relaxed atomics: each counter is read on its own for metrics, never used to order other
 //! memory. Message and byte counts are bumped by the connections' own tasks, not by the
-//! shard calling [`WsSender::send`](super::WsSender::send); the shard touches a counter only
+//! shard calling [`WtSender::send`](super::WtSender::send); the shard touches a counter only
 //! when it replaces or drops a message for a slow client.
 
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -99,7 +99,7 @@ pub enum WtError {
 }
 
 /// The WebTransport transport of one server. Authenticated sessions are handed over as
-/// [`WsConnection`](crate::ws::WsConnection)s through the [`WsEndpoint`] given at bind:
+/// [`WtSession`](super::WtSession)s through the [`WsEndpoint`] given at bind:
 /// the application serves both transports the same way.
 ///
 /// ```no_run

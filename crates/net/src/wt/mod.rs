@@ -16,7 +16,7 @@
 //!
 //! Sessions are admitted through the [`WsEndpoint`](crate::ws::WsEndpoint)'s core (token
 //! checks, one connection per client id, the hand-off queue) and handed over as
-//! [`WsConnection`](crate::ws::WsConnection)s, so the application attaches them exactly as
+//! [`WtSession`]s, so the application attaches them exactly as
 //! WebSocket ones.
 //!
 //! | type | role |
@@ -34,6 +34,11 @@ pub use tickwire_proto::webtransport as framing;
 #[cfg(feature = "server")]
 mod stats;
 
+/// A WebTransport session as the shard sees it ([`WtSession`]: its messages, its identity)
+/// and the outbox its writer task drains ([`WtSender`]: send without waiting). They live
+/// beside the WebSocket code they once shared.
+#[cfg(feature = "server")]
+pub use crate::ws::{connection::WtSession, outbox::WtSender};
 pub use client::{WtClient, WtClientError, WtRawSession, parse_cert_sha256};
 #[cfg(feature = "server")]
 pub use endpoint::{WtCertificate, WtConfig, WtEndpoint, WtError};

@@ -7,9 +7,9 @@ use bytes::Bytes;
 use tickwire_net::driver::{MIN_WAIT, sleep_until, transmit};
 use tickwire_net::udp::{BatchSocket, RecvBatch, SendBatch};
 use tickwire_net::ws::{
-    AdmittedClient, Arrival, CloseCode, WsClosed, WsConnection, WsLinkEvent, WsLinkId, WsLinks,
-    WsSender, WsSocket,
+    AdmittedClient, Arrival, CloseCode, WsClosed, WsLinkEvent, WsLinkId, WsLinks, WsSocket,
 };
+use tickwire_net::wt::{WtSender, WtSession};
 use tickwire_proto::{ConnectionId, DisconnectReason, MAX_DATAGRAM_BYTES, Server, ServerEvent};
 use tokio::sync::mpsc;
 
@@ -64,7 +64,7 @@ pub(super) struct Worker {
     links: WorkerLinks,
     ws: WsLinks,
     /// The WebTransport sessions' outboxes, by attachment.
-    wt_senders: IdMap<u64, WsSender>,
+    wt_senders: IdMap<u64, WtSender>,
     wt_events: mpsc::Receiver<WtEvent>,
     wt_events_in: mpsc::Sender<WtEvent>,
     wt_attaches: u64,
@@ -355,7 +355,7 @@ impl Worker {
         }
     }
 
-    fn attach_wt(&mut self, now: Instant, mut connection: WsConnection) {
+    fn attach_wt(&mut self, now: Instant, mut connection: WtSession) {
         let player = PlayerId(connection.client().client_id());
         if let Err(refused) = self.seat(now, connection.client()) {
             connection.close(CloseCode::Kicked, &refused.to_string());
@@ -478,7 +478,7 @@ impl Worker {
                         Link::Wt(attach) => self
                             .wt_senders
                             .get(&attach)
-                            .map_or("wt", WsSender::transport),
+                            .map_or("wt", WtSender::transport),
                     }
                     .to_string(),
                     room: Some(room.id.0),
@@ -546,7 +546,7 @@ fn link_closed(closed: &WsClosed) -> LinkClosed {
 fn end_link(
     server: &mut Server,
     ws: &mut WsLinks,
-    wt_senders: &mut IdMap<u64, WsSender>,
+    wt_senders: &mut IdMap<u64, WtSender>,
     now: Instant,
     link: Link,
     reason: DisconnectReason,
