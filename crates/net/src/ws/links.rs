@@ -606,6 +606,10 @@ impl WsLinks {
             match conn.stream.read(&mut scratch) {
                 Ok(ReadOutcome::Data(n)) => {
                     budget = budget.saturating_sub(n.max(1));
+                    // A short read of plain TCP emptied the socket: asking again would only
+                    // get EAGAIN, one more syscall per input. Anything arriving later is a new
+                    // readiness event (`handle_io` clears readiness before reading).
+                    let drained = n > 0 && n < scratch.len() && conn.stream.short_read_drains();
                     if conn.inbuf.is_empty() {
                         let consumed = self.parse(index, now, &mut scratch[..n]);
                         if let Some(conn) = self.conns[index].as_mut() {
@@ -616,6 +620,9 @@ impl WsLinks {
                         // parsing refuses a longer one from its header.
                         conn.inbuf.extend_from_slice(&scratch[..n]);
                         self.parse_held(index, now);
+                    }
+                    if drained {
+                        break;
                     }
                 }
                 Ok(ReadOutcome::WouldBlock) => break,

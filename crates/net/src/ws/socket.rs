@@ -63,6 +63,13 @@ impl ByteStream {
         }
     }
 
+    /// Whether a read that returned less than asked for left the socket empty. True of
+    /// plain TCP; not of TLS, whose session may stop at a record's end with more bytes
+    /// waiting in the socket.
+    pub(crate) fn short_read_drains(&self) -> bool {
+        matches!(self, Self::Plain(_))
+    }
+
     /// Writes as much of `bytes` as the socket (and, for TLS, the session's bounded buffer)
     /// takes now; how much it took. `Ok(0)` with bytes left means blocked.
     pub(crate) fn write_some(&mut self, bytes: &[u8]) -> io::Result<usize> {
