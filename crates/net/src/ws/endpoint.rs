@@ -356,19 +356,32 @@ impl WsEndpoint {
         counters: &WsCounters,
         deadline: tokio::time::Instant,
     ) -> Result<(), (Arrival, CloseCode, &'static str)> {
-        match tokio::time::timeout_at(deadline, self.inner.handoff.reserve()).await {
-            Ok(Ok(permit)) => {
+        match self.reserve(counters, deadline).await {
+            Ok(permit) => {
                 WsCounters::bump(&counters.connections_accepted);
                 permit.send(arrival);
                 Ok(())
             }
+            Err((code, reason)) => Err((arrival, code, reason)),
+        }
+    }
+
+    /// Room in the hand-off queue by `deadline`; a refusal (counted) if it stays full or
+    /// the application is gone.
+    async fn reserve(
+        &self,
+        counters: &WsCounters,
+        deadline: tokio::time::Instant,
+    ) -> Result<mpsc::Permit<'_, Arrival>, (CloseCode, &'static str)> {
+        match tokio::time::timeout_at(deadline, self.inner.handoff.reserve()).await {
+            Ok(Ok(permit)) => Ok(permit),
             Ok(Err(_)) => {
                 WsCounters::bump(&counters.refused_shutdown);
-                Err((arrival, CloseCode::ServerShutdown, "server shutting down"))
+                Err((CloseCode::ServerShutdown, "server shutting down"))
             }
             Err(_) => {
                 WsCounters::bump(&counters.refused_full);
-                Err((arrival, CloseCode::ServerFull, "server busy"))
+                Err((CloseCode::ServerFull, "server busy"))
             }
         }
     }
@@ -395,17 +408,11 @@ impl WsEndpoint {
         ));
         let serial = inner.next_serial.fetch_add(1, Ordering::Relaxed);
         self.live().sessions.insert(serial, outbox.clone());
-        let permit = match tokio::time::timeout_at(deadline, inner.handoff.reserve()).await {
-            Ok(Ok(permit)) => permit,
-            Ok(Err(_)) => {
+        let permit = match self.reserve(counters, deadline).await {
+            Ok(permit) => permit,
+            Err((code, reason)) => {
                 self.forget(serial, &outbox);
-                WsCounters::bump(&counters.refused_shutdown);
-                return Err((CloseCode::ServerShutdown, "server shutting down".into()));
-            }
-            Err(_) => {
-                self.forget(serial, &outbox);
-                WsCounters::bump(&counters.refused_full);
-                return Err((CloseCode::ServerFull, "server busy".into()));
+                return Err((code, reason.into()));
             }
         };
         let sender = WtSender {
