@@ -32,13 +32,29 @@ pub struct ConnectionParams {
     pub max_message_size: u32,
 }
 
+impl ConnectionParams {
+    /// The defaults with another timeout, and a keepalive interval to match: a tenth of the
+    /// timeout, at most the default second, so ten keepalives in a row must be lost before
+    /// a quiet connection is.
+    pub fn with_timeout(timeout: Duration) -> Self {
+        let defaults = Self::default();
+        Self {
+            keepalive_interval: defaults.keepalive_interval.min(timeout / 10),
+            timeout,
+            ..defaults
+        }
+    }
+}
+
 impl Default for ConnectionParams {
-    /// 60 Hz, a keepalive every 100 ms, a 10 s timeout, a 1200-byte MTU (safe on almost every
+    /// 60 Hz, a keepalive every second, a 10 s timeout, a 1200-byte MTU (safe on almost every
     /// path, QUIC's choice too) and channels 0 reliable, 1 unreliable, 2 unreliable-sequenced.
     fn default() -> Self {
         Self {
             tick_rate_hz: 60,
-            keepalive_interval: Duration::from_millis(100),
+            // An idle player costs one datagram a second each way; ten silent intervals
+            // before the timeout ride out a burst of loss.
+            keepalive_interval: Duration::from_secs(1),
             timeout: Duration::from_secs(10),
             mtu: 1200,
             channels: vec![

@@ -213,7 +213,8 @@ impl Default for UdpConfig {
 #[serde(default, deny_unknown_fields)]
 pub struct ConnectionConfig {
     /// Silence after which a connection is considered lost (its player's seat is then
-    /// held for `rooms.reconnect_grace_secs`).
+    /// held for `rooms.reconnect_grace_secs`). The keepalive interval follows from it: a
+    /// tenth of it, at most one second.
     pub timeout_ms: u64,
 }
 
@@ -574,10 +575,7 @@ impl ServeConfig {
 
     /// The parameters every connection is told in its handshake.
     pub fn connection_params(&self) -> ConnectionParams {
-        ConnectionParams {
-            timeout: Duration::from_millis(self.connection.timeout_ms),
-            ..ConnectionParams::default()
-        }
+        ConnectionParams::with_timeout(Duration::from_millis(self.connection.timeout_ms))
     }
 
     /// The per-address connection limits.

@@ -148,6 +148,7 @@ impl From<&Refusal> for CloseCode {
 }
 
 pub use tickwire_proto::websocket::MAX_CLOSE_REASON_BYTES;
+#[cfg(feature = "server")]
 pub(crate) use tickwire_proto::websocket::clamp_close_reason as clamp_reason;
 
 /// The server's first message: the same bytes as the UDP accepted packet's body.
@@ -255,9 +256,9 @@ mod tests {
         assert_eq!(
             &message[..],
             &[
-                60, 100, 0, 0x10, 0x27, 0, 0, 0xb0, 0x04, 0, 0, 4, 0, 3, 0, 1, 2
+                60, 0xe8, 0x03, 0x10, 0x27, 0, 0, 0xb0, 0x04, 0, 0, 4, 0, 3, 0, 1, 2
             ],
-            "60 Hz, 100 ms, 10000 ms, mtu 1200, 256 KiB, 3 channels"
+            "60 Hz, 1000 ms, 10000 ms, mtu 1200, 256 KiB, 3 channels"
         );
         assert_eq!(ConnectionParams::read(&message), Some(params));
     }

@@ -227,8 +227,8 @@ impl Reliability {
     /// ack is owed and `force` is false, or when `out` is shorter than [`HEADER_LEN`].
     ///
     /// Call it until `None` to drain a tick's packets. `force` makes this one call return a
-    /// packet even when empty (a keepalive, which asks the peer for an ack); passing it on
-    /// every call of a drain loop would never end the loop.
+    /// packet even when empty (a keepalive: it carries the current ack and asks for none);
+    /// passing it on every call of a drain loop would never end the loop.
     pub fn write_packet(&mut self, now: Instant, out: &mut [u8], force: bool) -> Option<usize> {
         let limit = out.len().min(self.config.max_packet_payload);
         let (head, body) = out
@@ -270,8 +270,11 @@ impl Reliability {
         let probe_due = self
             .last_probe_sent
             .is_none_or(|at| now.saturating_duration_since(at) >= RTT_PROBE_INTERVAL);
-        // A keepalive, or a packet of unreliable messages that keeps the RTT estimate fed.
-        let ping = !carries_reliable && (force || (frames > 0 && probe_due));
+        // A packet of unreliable messages that keeps the RTT estimate fed. A keepalive
+        // (forced, no frames) does not ask for an ack: each side sends its own when quiet,
+        // so an idle connection costs one datagram per keepalive interval each way, not
+        // a keepalive and an ack.
+        let ping = !carries_reliable && frames > 0 && probe_due;
         let wanted = AckWanted::of(carries_reliable, ping, frames > 0);
         if wanted == AckWanted::Now {
             self.last_probe_sent = Some(now);
