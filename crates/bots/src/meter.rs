@@ -1,6 +1,8 @@
 //! What a bot group measures over a run, merged across groups at the end: deliveries and
-//! their latency ([`Tally`]), and what the arena scenarios add ([`ArenaMeter`]).
+//! their latency ([`Tally`]), how late the bots themselves ran ([`Meter::send_lag_us`]),
+//! and what the arena scenarios add ([`ArenaMeter`]).
 
+use hdrhistogram::Histogram;
 use serde::Serialize;
 
 use crate::tally::{Delivery, Seen, Tally, Window};
@@ -16,19 +18,41 @@ pub struct Meter {
     pub foreign: u64,
     /// The arena scenarios' figures.
     pub arena: ArenaMeter,
+    /// How late each due send left the bot, in the window, microseconds: whether the bots
+    /// kept their schedule. A group that falls behind (its CPU full) shows here before
+    /// anywhere else, and a run whose bots fell behind measured the bots.
+    pub send_lag_us: Option<Histogram<u64>>,
 }
 
 impl Meter {
     /// Starts counting over `window`.
     pub fn start(&mut self, window: Window) {
+        self.send_lag_us =
+            Some(Histogram::new_with_bounds(1, 60_000_000, 2).expect("constant bounds are valid"));
         self.tally = Some(Tally::new(window));
         self.arena.teleport_confirmed = Some(Tally::new(window));
         self.arena.teleport_seen = Some(Tally::new(window));
         self.arena.window = Some(window);
     }
 
+    /// A send due at `due_ns` went out at `now_ns`; counted when it was due in the window.
+    pub fn send_lag(&mut self, due_ns: u64, now_ns: u64) {
+        if self.arena.in_window(due_ns)
+            && let Some(lag) = &mut self.send_lag_us
+        {
+            lag.saturating_record((now_ns.saturating_sub(due_ns) / 1_000).max(1));
+        }
+    }
+
     /// Adds `other`'s counts (same window).
     pub fn merge(&mut self, other: &Meter) {
+        match (&mut self.send_lag_us, &other.send_lag_us) {
+            (Some(into), Some(from)) => {
+                let _ = into.add(from);
+            }
+            (into @ None, Some(from)) => *into = Some(from.clone()),
+            _ => {}
+        }
         merge_tally(&mut self.tally, &other.tally);
         self.foreign += other.foreign;
         self.arena.merge(&other.arena);

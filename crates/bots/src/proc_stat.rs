@@ -1,5 +1,6 @@
-//! A process's CPU time and resident memory from `/proc` (Linux).
+//! A process's CPU time, resident memory and UDP receive drops from `/proc` (Linux).
 
+use std::collections::HashSet;
 use std::io;
 
 /// CPU time and RSS of one process at one moment.
@@ -42,6 +43,56 @@ fn cpu_ticks(stat: &str) -> Option<u64> {
     Some(utime + stime)
 }
 
+/// Datagrams the kernel dropped because one of the process's UDP sockets was full (the
+/// `drops` column of `/proc/<pid>/net/udp{,6}`, summed over the sockets the process holds;
+/// counted since each socket opened). A receiver that does not keep up shows here: a load
+/// tool whose sockets drop measured itself, a server whose socket drops was past its limit.
+/// `pid` 0 means this process.
+pub fn udp_drops(pid: u32) -> io::Result<u64> {
+    let dir = if pid == 0 {
+        "/proc/self".to_string()
+    } else {
+        format!("/proc/{pid}")
+    };
+    let mut inodes = HashSet::new();
+    for entry in std::fs::read_dir(format!("{dir}/fd"))? {
+        // A descriptor closed between the listing and the read is simply not counted.
+        let Ok(target) = std::fs::read_link(entry?.path()) else {
+            continue;
+        };
+        if let Some(inode) = target
+            .to_str()
+            .and_then(|t| t.strip_prefix("socket:["))
+            .and_then(|t| t.strip_suffix(']'))
+            .and_then(|t| t.parse::<u64>().ok())
+        {
+            inodes.insert(inode);
+        }
+    }
+    let mut drops = 0;
+    for table in ["udp", "udp6"] {
+        if let Ok(text) = std::fs::read_to_string(format!("{dir}/net/{table}")) {
+            drops += socket_drops(&text, &inodes);
+        }
+    }
+    Ok(drops)
+}
+
+/// Sums the `drops` column (the last) of a `/proc/net/udp` table over the rows whose
+/// `inode` (the tenth column) is in `inodes`.
+fn socket_drops(table: &str, inodes: &HashSet<u64>) -> u64 {
+    table
+        .lines()
+        .skip(1)
+        .filter_map(|row| {
+            let columns: Vec<&str> = row.split_whitespace().collect();
+            let inode: u64 = columns.get(9)?.parse().ok()?;
+            let drops: u64 = columns.last()?.parse().ok()?;
+            inodes.contains(&inode).then_some(drops)
+        })
+        .sum()
+}
+
 fn rss_bytes(status: &str) -> Option<u64> {
     let line = status.lines().find(|line| line.starts_with("VmRSS:"))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
@@ -60,6 +111,24 @@ mod tests {
             rss_bytes("Name:\tx\nVmRSS:\t   7900 kB\n"),
             Some(7900 * 1024)
         );
+    }
+
+    #[test]
+    fn udp_drops_are_summed_over_the_processes_own_sockets() {
+        let table = "   sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode ref pointer drops
+  123: 0100007F:A1B2 00000000:0000 07 00000000:00000000 00:00000000 00000000     0        0 4242 2 0000000000000000 17
+  124: 0100007F:A1B3 00000000:0000 07 00000000:00000000 00:00000000 00000000     0        0 4343 2 0000000000000000 5
+  125: 0100007F:A1B4 00000000:0000 07 00000000:00000000 00:00000000 00000000     0        0 4444 2 0000000000000000 100
+";
+        let ours = HashSet::from([4242, 4343]);
+        assert_eq!(socket_drops(table, &ours), 22);
+        let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        assert_eq!(
+            udp_drops(0).unwrap(),
+            0,
+            "a fresh socket has dropped nothing"
+        );
+        drop(socket);
     }
 
     #[test]

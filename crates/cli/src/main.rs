@@ -208,6 +208,18 @@ fn main() -> anyhow::Result<()> {
 
 fn bench_load(name: &str, args: &LoadBenchArgs) -> anyhow::Result<()> {
     let report = load::run(name, args)?;
+    if !report.valid {
+        eprintln!(
+            "warning: not a valid run, the bots did not keep up ({}); its figures are not the server's",
+            report.invalid_because.join("; ")
+        );
+    }
+    if report.connect_failed > 0 {
+        eprintln!(
+            "warning: {} bots failed to connect and were left out (reasons in the report)",
+            report.connect_failed
+        );
+    }
     if args.json {
         println!("{}", serde_json::to_string(&report)?);
     } else {

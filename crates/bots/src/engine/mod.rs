@@ -196,7 +196,7 @@ impl Observer for Quiet {
 /// Why a run produced no figures.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
-    /// Some bots could not connect; figures from a partial run would mislead.
+    /// No bot could connect: there is nothing to measure.
     #[error("{failed} of {players} bots failed to connect (first: {first})")]
     ConnectFailed {
         /// Bots that failed.
@@ -221,8 +221,12 @@ pub struct RunReport {
     pub scenario: String,
     /// `udp` or `ws`.
     pub transport: &'static str,
-    /// Bots connected (all of the scenario's, or the run fails).
+    /// Bots connected and measured (the scenario's, less `connect_failed`).
     pub players: usize,
+    /// Bots that could not connect; the run went on without them.
+    pub connect_failed: u64,
+    /// Why, grouped by reason (at most [`FAILURE_REASONS_KEPT`] reasons, then "other").
+    pub connect_failures: Vec<ConnectFailure>,
     /// Rooms the bots landed in.
     pub rooms: usize,
     /// Fewest bots in one room.
@@ -259,11 +263,60 @@ pub struct RunReport {
     pub bot_in_pps: f64,
     /// The bots' own CPU time in the window (all threads), seconds.
     pub bots_cpu_s: f64,
+    /// How late due sends left the bots in the window (their schedule kept or not):
+    /// median, ms.
+    pub send_lag_p50_ms: f64,
+    /// 99th percentile.
+    pub send_lag_p99_ms: f64,
+    /// Highest.
+    pub send_lag_max_ms: f64,
     /// The bot process's RSS at the end of the window.
     pub bots_rss_bytes: u64,
     /// The arena scenarios' figures (snapshots, decoding, kills, warps).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub arena: Option<ArenaFigures>,
+}
+
+/// Bots that failed to connect for one reason.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ConnectFailure {
+    /// What failed (matchmaking, the handshake, a timeout), as the client said it.
+    pub reason: String,
+    /// Bots that failed so.
+    pub bots: u64,
+    /// The first of them, when a single bot failed (not a whole group).
+    pub first_bot: Option<u32>,
+}
+
+/// Distinct failure reasons a report lists before lumping the rest together.
+pub const FAILURE_REASONS_KEPT: usize = 8;
+
+/// Counts failures by reason, keeping at most [`FAILURE_REASONS_KEPT`] distinct ones.
+#[derive(Debug, Default)]
+struct Failures {
+    count: u64,
+    by_reason: Vec<ConnectFailure>,
+}
+
+impl Failures {
+    fn add(&mut self, bots: u64, bot: Option<u32>, reason: String) {
+        self.count += bots;
+        let reason = if self.by_reason.len() >= FAILURE_REASONS_KEPT
+            && !self.by_reason.iter().any(|f| f.reason == reason)
+        {
+            "other reasons".to_string()
+        } else {
+            reason
+        };
+        match self.by_reason.iter_mut().find(|f| f.reason == reason) {
+            Some(failure) => failure.bots += bots,
+            None => self.by_reason.push(ConnectFailure {
+                reason,
+                bots,
+                first_bot: bot,
+            }),
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -274,8 +327,15 @@ enum Command {
 }
 
 enum Report {
-    Connected { bot: u32, room: u64 },
-    Failed { error: String },
+    Connected {
+        bot: u32,
+        room: u64,
+    },
+    /// A bot (or, with `None`, a whole group) could not connect.
+    Failed {
+        bot: Option<u32>,
+        error: String,
+    },
     Finished(Box<GroupResult>),
 }
 
@@ -377,21 +437,23 @@ pub fn run(
         }
     };
 
-    // Connect every bot, or fail the run.
+    // Connect every bot that can; a run goes on without those that cannot (counted, by
+    // reason) unless none could.
     observer.phase(Phase::Connecting);
     let connect_bound = Duration::from_secs_f64(players as f64 / config.connect_rate.max(1.0))
         + config.connect_timeout * 3;
     let connect_deadline = Instant::now() + connect_bound;
     let mut rooms_of: Vec<Option<u64>> = vec![None; players];
-    let mut failed = 0;
-    let mut first_failure = None;
+    let mut failures = Failures::default();
     let mut heard = 0;
     while heard < players {
         let now = Instant::now();
         if now >= connect_deadline {
-            first_failure
-                .get_or_insert_with(|| format!("not all connected within {connect_bound:?}"));
-            failed += players - heard;
+            failures.add(
+                (players - heard) as u64,
+                None,
+                format!("not connected within {connect_bound:?}"),
+            );
             break;
         }
         match reports.recv_timeout((connect_deadline - now).min(Duration::from_millis(250))) {
@@ -399,10 +461,9 @@ pub fn run(
                 rooms_of[bot as usize] = Some(room);
                 heard += 1;
             }
-            Ok(Report::Failed { error }) => {
-                failed += 1;
+            Ok(Report::Failed { bot, error }) => {
+                failures.add(1, bot, error);
                 heard += 1;
-                first_failure.get_or_insert(error);
             }
             Ok(Report::Finished(_)) => {}
             Err(mpsc::RecvTimeoutError::Timeout) => {}
@@ -413,12 +474,16 @@ pub fn run(
         }
         observer.progress(&live.snapshot());
     }
-    if failed > 0 {
+    if failures.count as usize >= players {
         abort(&command, handles);
         return Err(RunError::ConnectFailed {
-            failed,
+            failed: players,
             players,
-            first: first_failure.unwrap_or_default(),
+            first: failures
+                .by_reason
+                .first()
+                .map(|f| f.reason.clone())
+                .unwrap_or_default(),
         });
     }
 
@@ -517,10 +582,18 @@ pub fn run(
         .map(|tally| tally.summary())
         .unwrap_or_default();
     let rtt_ms = |quantile: f64| rtt_us.value_at_quantile(quantile) as f64 / 1_000.0;
+    let lag_ms = |quantile: f64| {
+        meter
+            .send_lag_us
+            .as_ref()
+            .map_or(0.0, |lag| lag.value_at_quantile(quantile) as f64 / 1_000.0)
+    };
     Ok(RunReport {
         scenario: scenario.name().to_string(),
         transport: config.transport.name(),
-        players,
+        players: players - failures.count as usize,
+        connect_failed: failures.count,
+        connect_failures: failures.by_reason,
         rooms,
         room_size_min,
         room_size_max,
@@ -538,6 +611,9 @@ pub fn run(
         bot_out_pps: window.datagrams_out as f64 / duration_s,
         bot_in_pps: window.datagrams_in as f64 / duration_s,
         bots_cpu_s: cpu[1] - cpu[0],
+        send_lag_p50_ms: lag_ms(0.5),
+        send_lag_p99_ms: lag_ms(0.99),
+        send_lag_max_ms: lag_ms(1.0),
         bots_rss_bytes: rss,
         arena: (scenario.room_kind() == "arena").then(|| meter.arena.figures(duration_s)),
     })
@@ -553,6 +629,7 @@ fn run_group(spec: GroupSpec) {
         Err(error) => {
             for _ in &spec.bots {
                 let _ = reports.send(Report::Failed {
+                    bot: None,
                     error: format!("cannot start a bot runtime: {error}"),
                 });
             }

@@ -132,6 +132,7 @@ pub(super) async fn run(spec: GroupSpec) -> Option<GroupResult> {
         Err(error) => {
             for _ in &spec.bots {
                 let _ = spec.reports.send(Report::Failed {
+                    bot: None,
                     error: format!("epoll: {error}"),
                 });
             }
@@ -212,7 +213,8 @@ async fn matchmake_all(spec: Rc<GroupSpec>, pending: Rc<RefCell<Vec<(u32, MatchA
                 Err(error) => {
                     Live::add(&spec.live.connect_failed, 1);
                     let _ = spec.reports.send(Report::Failed {
-                        error: format!("bot {bot}: {error}"),
+                        bot: Some(bot),
+                        error,
                     });
                 }
             }
@@ -282,7 +284,8 @@ impl Group {
     fn fail(&mut self, id: u32, error: String) {
         Live::add(&self.spec.live.connect_failed, 1);
         let _ = self.spec.reports.send(Report::Failed {
-            error: format!("bot {id}: {error}"),
+            bot: Some(id),
+            error,
         });
     }
 
@@ -427,7 +430,9 @@ impl Group {
             if !bot.connected || bot.ended {
                 continue;
             }
-            if logic.next_send_ns() <= now_ns {
+            let due_ns = logic.next_send_ns();
+            if due_ns <= now_ns {
+                self.meter.send_lag(due_ns, now_ns);
                 let mut cx = BotCx {
                     plan: Some(plan),
                     meter: &mut self.meter,

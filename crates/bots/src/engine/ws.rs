@@ -125,7 +125,8 @@ async fn bot_task(
     let fail = |error: String| {
         Live::add(&live.connect_failed, 1);
         let _ = spec.reports.send(Report::Failed {
-            error: format!("bot {bot}: {error}"),
+            bot: Some(bot),
+            error,
         });
     };
     let answer = match place(&spec, bot).await {
@@ -194,6 +195,7 @@ async fn bot_task(
                 let now_ns = plan.ns(Instant::now());
                 let mut shared = shared.borrow_mut();
                 let shared = &mut *shared;
+                shared.meter.send_lag(next_send_ns, now_ns);
                 let mut cx = BotCx { plan: Some(&plan), meter: &mut shared.meter, rng: &mut shared.rng };
                 let mut out = Counted::new(&mut link);
                 logic.send_due(now_ns, &mut cx, &mut out);

@@ -34,6 +34,15 @@ pub const TARGET_HOBO_PLAYERS_PER_CORE: f64 = 3_000.0;
 /// Seed 003's anchor: p99 of the teleport burst after its Rust rewrite, on 2 vCPUs.
 pub const ANCHOR_TELEPORT_P99_MS: f64 = 28.0;
 
+/// A run is valid only while the bots stay under this share of their one CPU: past it they,
+/// not the server, may be what the figures measure.
+pub const VALID_BOTS_CORES_MAX: f64 = 0.9;
+/// ... and while their due sends leave at most this late at the 99th percentile (a quarter
+/// of a 60 Hz tick): later, they no longer load the server on the schedule they claim.
+pub const VALID_SEND_LAG_P99_MS_MAX: f64 = 4.0;
+/// The arena's tick rate (`WorldConfig::tick_rate_hz`'s default, which the harness keeps).
+const ARENA_TICK_HZ: f64 = 60.0;
+
 /// `tickwire bench <scenario>`'s flags.
 #[derive(Debug, Clone, clap::Args)]
 pub struct LoadBenchArgs {
@@ -93,6 +102,11 @@ pub struct LoadBenchReport {
     pub msgs_per_packet: f64,
     /// `players / server_cores_used`.
     pub players_per_server_core: f64,
+    /// Arena scenarios: players served at the full snapshot rate per server core,
+    /// `players × min(1, snapshots_per_player_s / (60 / interval)) / server_cores_used`:
+    /// a server that keeps up with fewer snapshots than promised is not credited for them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub served_per_server_core: Option<f64>,
     /// Tick duration, median, from the window's histogram buckets (interpolated).
     pub tick_p50_ms: f64,
     /// 99th percentile.
@@ -143,6 +157,25 @@ pub struct LoadBenchReport {
     pub rss_per_player_bytes: u64,
     /// The bots' own CPU in the window (their process, other CPU).
     pub bots_cpu_s: f64,
+    /// `bots_cpu_s / duration_s`: of their one CPU.
+    pub bots_cores_used: f64,
+    /// `bots_cpu_s / server_cpu_s`: what the load tool costs next to what it measures.
+    pub bots_cpu_per_server_cpu: f64,
+    /// How late the bots' due sends left, 99th percentile (their schedule kept or not).
+    pub bots_send_lag_p99_ms: f64,
+    /// Datagrams the kernel dropped at the bots' UDP sockets in the window (they did not
+    /// read in time).
+    pub bots_udp_drops: u64,
+    /// Datagrams dropped at the server's UDP sockets in the window (it did not read in time).
+    pub server_udp_drops: u64,
+    /// Bots that could not connect (the run went on without them); reasons in `bots`.
+    pub connect_failed: u64,
+    /// Whether the bots kept up (their CPU under [`VALID_BOTS_CORES_MAX`], their send lag
+    /// p99 under [`VALID_SEND_LAG_P99_MS_MAX`], nothing dropped at their sockets): only then
+    /// are the figures the server's.
+    pub valid: bool,
+    /// Why not, when not.
+    pub invalid_because: Vec<String>,
     /// The bots' full report.
     pub bots: serde_json::Value,
 }
@@ -204,6 +237,10 @@ impl Drop for Reaped {
 struct ServerSample {
     at: Option<Instant>,
     process: ProcessSample,
+    /// Drops at the server's UDP sockets so far.
+    udp_drops: u64,
+    /// Drops at the bots' UDP sockets so far (sampled at the same moment).
+    bots_udp_drops: u64,
     packets_sent: f64,
     packets_received: f64,
     /// `(le, cumulative count)` of the scenario kind's tick-duration histogram.
@@ -312,6 +349,8 @@ pub fn run(name: &str, args: &LoadBenchArgs) -> anyhow::Result<LoadBenchReport> 
         .spawn()
         .context("cannot start the bots under taskset")?;
     let bots_stdout: ChildStdout = bots.stdout.take().context("bots stdout")?;
+    // taskset execs the bots in place: this is their pid.
+    let bots_pid = bots.id();
     let bots = Reaped(bots);
     let mut start = None;
     let mut end = None;
@@ -320,10 +359,10 @@ pub fn run(name: &str, args: &LoadBenchArgs) -> anyhow::Result<LoadBenchReport> 
     for line in BufReader::new(bots_stdout).lines() {
         let line = line?;
         if line.contains("\"event\":\"measuring\"") {
-            start = Some(sample_server(server_pid, &http, transport, kind)?);
+            start = Some(sample_server(server_pid, bots_pid, &http, transport, kind)?);
             if name == "teleport" {
                 burst = Some(sample_around_burst(
-                    server_pid,
+                    (server_pid, bots_pid),
                     http.clone(),
                     transport,
                     kind,
@@ -334,7 +373,7 @@ pub fn run(name: &str, args: &LoadBenchArgs) -> anyhow::Result<LoadBenchReport> 
                 eprintln!("measuring {} s …", args.run.duration.as_secs_f64());
             }
         } else if line.contains("\"event\":\"draining\"") {
-            end = Some(sample_server(server_pid, &http, transport, kind)?);
+            end = Some(sample_server(server_pid, bots_pid, &http, transport, kind)?);
         } else if line.contains("\"event\"") {
             if !args.json && line.contains("warmup") {
                 eprintln!("bots connected; warming up");
@@ -360,9 +399,21 @@ pub fn run(name: &str, args: &LoadBenchArgs) -> anyhow::Result<LoadBenchReport> 
         None => None,
     };
     drop(server);
+    let snapshot_rate = match &scenario {
+        Shape::Arena(_) => Some(
+            ARENA_TICK_HZ
+                / f64::from(
+                    args.snapshot_interval
+                        .unwrap_or(if name == "teleport" { 3 } else { 1 })
+                        .max(1),
+                ),
+        ),
+        _ => None,
+    };
     let mut report = figures(
         scenario.name(),
         transport,
+        snapshot_rate,
         &idle,
         &start,
         &end,
@@ -377,7 +428,7 @@ pub fn run(name: &str, args: &LoadBenchArgs) -> anyhow::Result<LoadBenchReport> 
 /// (the teleport burst: every bot warps at the window's middle), on a thread of its own
 /// so the bots' output keeps being read.
 fn sample_around_burst(
-    pid: u32,
+    (pid, bots_pid): (u32, u32),
     http: String,
     transport: &'static str,
     kind: &'static str,
@@ -387,9 +438,9 @@ fn sample_around_burst(
     let margin = Duration::from_secs(1).min(middle);
     std::thread::spawn(move || {
         std::thread::sleep((opened + middle - margin).saturating_duration_since(Instant::now()));
-        let before = sample_server(pid, &http, transport, kind)?;
+        let before = sample_server(pid, bots_pid, &http, transport, kind)?;
         std::thread::sleep((opened + middle + margin).saturating_duration_since(Instant::now()));
-        let after = sample_server(pid, &http, transport, kind)?;
+        let after = sample_server(pid, bots_pid, &http, transport, kind)?;
         Ok((before, after))
     })
 }
@@ -437,6 +488,8 @@ struct BotsFigures {
     rtt_p50_ms: f64,
     rtt_p99_ms: f64,
     bots_cpu_s: f64,
+    send_lag_p99_ms: f64,
+    connect_failed: u64,
     arena: Option<ArenaFiguresSubset>,
 }
 
@@ -469,6 +522,8 @@ const _: fn(&RunReport) = |report| {
         report.rtt_p50_ms,
         report.rtt_p99_ms,
         report.bots_cpu_s,
+        report.send_lag_p99_ms,
+        report.connect_failed,
         report.arena.as_ref().map(|arena| {
             (
                 arena.teleport.sent,
@@ -480,9 +535,11 @@ const _: fn(&RunReport) = |report| {
     );
 };
 
+#[allow(clippy::too_many_arguments)]
 fn figures(
     scenario: &str,
     transport: &str,
+    snapshot_rate: Option<f64>,
     idle: &ProcessSample,
     start: &ServerSample,
     end: &ServerSample,
@@ -500,6 +557,32 @@ fn figures(
     let ticks = bucket_difference(&start.tick_buckets, &end.tick_buckets);
     let cores = server_cpu_s / duration_s;
     let warps = bots.arena.as_ref().filter(|arena| arena.teleport.sent > 0);
+    let snapshots_per_player_s = bots
+        .arena
+        .as_ref()
+        .map(|arena| arena.snapshots_per_s / bots.players.max(1) as f64);
+    let served_per_server_core = snapshot_rate
+        .zip(snapshots_per_player_s)
+        .map(|(rate, got)| bots.players as f64 * (got / rate).min(1.0) / cores.max(1e-9));
+    let bots_cores_used = bots.bots_cpu_s / duration_s;
+    let bots_udp_drops = end.bots_udp_drops.saturating_sub(start.bots_udp_drops);
+    let mut invalid_because = Vec::new();
+    if bots_cores_used > VALID_BOTS_CORES_MAX {
+        invalid_because.push(format!(
+            "the bots used {bots_cores_used:.2} of their CPU (over {VALID_BOTS_CORES_MAX})"
+        ));
+    }
+    if bots.send_lag_p99_ms > VALID_SEND_LAG_P99_MS_MAX {
+        invalid_because.push(format!(
+            "the bots' sends left {:.1} ms late at p99 (over {VALID_SEND_LAG_P99_MS_MAX} ms)",
+            bots.send_lag_p99_ms
+        ));
+    }
+    if bots_udp_drops > 0 {
+        invalid_because.push(format!(
+            "the kernel dropped {bots_udp_drops} datagrams at the bots' sockets"
+        ));
+    }
     LoadBenchReport {
         scenario: scenario.to_string(),
         transport: transport.to_string(),
@@ -516,6 +599,7 @@ fn figures(
         out_msgs_per_server_core: bots.delivered as f64 / server_cpu_s,
         msgs_per_packet: bots.delivered as f64 / out_packets.max(1.0),
         players_per_server_core: bots.players as f64 / cores.max(1e-9),
+        served_per_server_core,
         tick_p50_ms: quantile(&ticks, 0.5) * 1e3,
         tick_p99_ms: quantile(&ticks, 0.99) * 1e3,
         tick_max_ms: highest_bound(&ticks) * 1e3,
@@ -528,10 +612,7 @@ fn figures(
         teleport_confirm_p99_ms: warps.map(|arena| arena.teleport.latency_p99_ms),
         teleport_seen_p99_ms: warps.map(|arena| arena.teleport_seen.latency_p99_ms),
         burst_ticks: None,
-        snapshots_per_player_s: bots
-            .arena
-            .as_ref()
-            .map(|arena| arena.snapshots_per_s / bots.players.max(1) as f64),
+        snapshots_per_player_s,
         expected: bots.expected,
         delivered: bots.delivered,
         lost: bots.lost,
@@ -541,23 +622,36 @@ fn figures(
         rss_per_player_bytes: end.process.rss_bytes.saturating_sub(idle.rss_bytes)
             / bots.players.max(1) as u64,
         bots_cpu_s: bots.bots_cpu_s,
+        bots_cores_used,
+        bots_cpu_per_server_cpu: bots.bots_cpu_s / server_cpu_s,
+        bots_send_lag_p99_ms: bots.send_lag_p99_ms,
+        bots_udp_drops,
+        server_udp_drops: end.udp_drops.saturating_sub(start.udp_drops),
+        connect_failed: bots.connect_failed,
+        valid: invalid_because.is_empty(),
+        invalid_because,
         bots: bots_json,
     }
 }
 
 fn sample_server(
     pid: u32,
+    bots_pid: u32,
     http: &str,
     transport: &str,
     kind: &str,
 ) -> anyhow::Result<ServerSample> {
     let process = proc_stat::sample(pid).context("reading the server's /proc")?;
+    let udp_drops = proc_stat::udp_drops(pid).context("reading the server's UDP drops")?;
+    let bots_udp_drops = proc_stat::udp_drops(bots_pid).context("reading the bots' UDP drops")?;
     let at = Some(Instant::now());
     let text = scrape(http).context("scraping /metrics")?;
     let label = format!("{{transport=\"{transport}\"}}");
     Ok(ServerSample {
         at,
         process,
+        udp_drops,
+        bots_udp_drops,
         packets_sent: metric(&text, &format!("tickwire_packets_sent_total{label}")).unwrap_or(0.0),
         packets_received: metric(&text, &format!("tickwire_packets_received_total{label}"))
             .unwrap_or(0.0),
@@ -715,6 +809,12 @@ pub fn render(report: &LoadBenchReport) -> String {
         "players per server core",
         format!("{:.0}", report.players_per_server_core),
     );
+    if let Some(served) = report.served_per_server_core {
+        row(
+            "served at the full snapshot rate per core",
+            format!("{served:.0}"),
+        );
+    }
     if let (Some(sent), Some(confirmed), Some(confirm), Some(seen)) = (
         report.teleports,
         report.teleports_confirmed,
@@ -762,7 +862,32 @@ pub fn render(report: &LoadBenchReport) -> String {
     );
     row(
         "bots' CPU in the window",
-        format!("{:.2} s", report.bots_cpu_s),
+        format!(
+            "{:.2} s ({:.2} of their CPU, {:.2}× the server's)",
+            report.bots_cpu_s, report.bots_cores_used, report.bots_cpu_per_server_cpu
+        ),
+    );
+    row(
+        "bots' send lag p99",
+        format!("{:.2} ms", report.bots_send_lag_p99_ms),
+    );
+    row(
+        "UDP drops at the bots / the server",
+        format!("{} / {}", report.bots_udp_drops, report.server_udp_drops),
+    );
+    if report.connect_failed > 0 {
+        row(
+            "bots that failed to connect",
+            format!("{} (reasons in the JSON)", report.connect_failed),
+        );
+    }
+    row(
+        "valid (the bots kept up)",
+        if report.valid {
+            "yes".to_string()
+        } else {
+            format!("NO: {}", report.invalid_because.join("; "))
+        },
     );
     if report.scenario == "sfs" {
         out.push_str(&format!(
