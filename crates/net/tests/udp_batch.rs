@@ -432,3 +432,49 @@ async fn an_echo_server_task_answers_every_datagram() {
         .unwrap();
     assert_eq!(answered, 150);
 }
+
+#[tokio::test]
+async fn one_socket_sends_and_receives_as_many_loopback_addresses() {
+    let many = BatchSocket::from_std(std::net::UdpSocket::bind("0.0.0.0:0").unwrap()).unwrap();
+    tickwire_net::udp::enable_local_addresses(std::os::fd::AsFd::as_fd(many.as_tokio())).unwrap();
+    let port = many.local_addr().unwrap().port();
+    let peer = BatchSocket::bind(loopback()).unwrap();
+    let peer_addr = peer.local_addr().unwrap();
+    let sources: Vec<Ipv4Addr> = (1..=40u8).map(|i| Ipv4Addr::new(127, 9, 0, i)).collect();
+
+    // Out: each datagram leaves from its own address, all in one batch.
+    let mut out = SendBatch::new();
+    for (i, source) in sources.iter().enumerate() {
+        assert!(out.push_from_with(Some(*source), peer_addr, |slot| {
+            slot[0] = i as u8;
+            1
+        }));
+    }
+    many.send_batch(&mut out).await.unwrap();
+    let mut seen = Vec::new();
+    let mut inbox = RecvBatch::new();
+    while seen.len() < sources.len() {
+        peer.recv_batch(&mut inbox).await.unwrap();
+        seen.extend(inbox.iter().map(|(from, data)| (from, data[0])));
+    }
+    for (from, i) in &seen {
+        assert_eq!(*from, SocketAddr::from((sources[*i as usize], port)));
+    }
+
+    // Back: each reply is told apart by the address it was sent to.
+    let mut replies = SendBatch::new();
+    for (from, i) in &seen {
+        replies.push(*from, &[*i]);
+    }
+    peer.send_batch(&mut replies).await.unwrap();
+    let mut inbox = RecvBatch::with_local_addresses();
+    let mut back = 0;
+    while back < sources.len() {
+        many.recv_batch(&mut inbox).await.unwrap();
+        for (local, from, data) in inbox.iter_local() {
+            assert_eq!(from, peer_addr);
+            assert_eq!(local, Some(sources[data[0] as usize]));
+            back += 1;
+        }
+    }
+}

@@ -4,6 +4,7 @@
 use std::io;
 use std::ptr;
 
+use super::pktinfo::ControlBuf;
 use super::sockaddr::RawAddr;
 
 /// The most messages one `recvmmsg`/`sendmmsg` call takes (the kernel's `UIO_MAXIOV`; it
@@ -52,20 +53,25 @@ impl MsgHeaders {
         }
     }
 
-    /// Points the first headers at `messages` (buffer, address, address length), one each,
-    /// and returns how many it set. All pointers come from a single pass of mutable
-    /// iterators, so none is invalidated before the syscall that reads them.
+    /// Points the first headers at `messages` (buffer, address, address length, and
+    /// control space with its length when the message has any), one each, and returns how
+    /// many it set. All pointers come from a single pass of mutable iterators, so none is
+    /// invalidated before the syscall that reads them.
     pub(crate) fn prepare<'a>(
         &mut self,
-        messages: impl Iterator<Item = (&'a mut [u8], &'a mut RawAddr, libc::socklen_t)>,
+        messages: impl Iterator<Item = (&'a mut [u8], &'a mut RawAddr, libc::socklen_t, Control<'a>)>,
     ) -> usize {
         let mut count = 0;
-        for ((hdr, iov), (data, name, namelen)) in
+        for ((hdr, iov), (data, name, namelen, control)) in
             self.hdrs.iter_mut().zip(self.iovs.iter_mut()).zip(messages)
         {
             *iov = libc::iovec {
                 iov_base: data.as_mut_ptr().cast(),
                 iov_len: data.len(),
+            };
+            let (msg_control, msg_controllen) = match control {
+                Some((buf, len)) => (buf.as_mut_ptr(), len),
+                None => (ptr::null_mut(), 0),
             };
             *hdr = libc::mmsghdr {
                 msg_hdr: libc::msghdr {
@@ -73,8 +79,8 @@ impl MsgHeaders {
                     msg_namelen: namelen,
                     msg_iov: ptr::from_mut(iov),
                     msg_iovlen: 1,
-                    msg_control: ptr::null_mut(),
-                    msg_controllen: 0,
+                    msg_control,
+                    msg_controllen: msg_controllen as _,
                     msg_flags: 0,
                 },
                 msg_len: 0,
@@ -84,6 +90,10 @@ impl MsgHeaders {
         count
     }
 }
+
+/// A message's control space and the bytes of it in use (all of it before a receive),
+/// or none.
+pub(crate) type Control<'a> = Option<(&'a mut ControlBuf, usize)>;
 
 /// What an error from `recvmmsg`/`sendmmsg` means for the batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

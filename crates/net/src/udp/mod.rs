@@ -8,15 +8,18 @@
 //! | [`RecvBatch`] | slots for the datagrams of one receive; iterate `(source, bytes)` |
 //! | [`SendBatch`] | slots filled in place, each to its own destination |
 //! | [`RecvStats`], [`SendStats`] | per-batch counters, drops by reason |
+//! | [`enable_local_addresses`] | per-datagram local IPv4 address (`IP_PKTINFO`): one socket on `0.0.0.0` acting as many addresses |
 
 mod bind;
 mod mmsg;
+mod pktinfo;
 mod recv;
 mod send;
 pub(crate) mod sockaddr;
 mod socket;
 
 pub use bind::{RECV_BUFFER_BYTES, SEND_BUFFER_BYTES, bind, bind_reuseport};
+pub use pktinfo::enable_local_addresses;
 pub use recv::{RecvBatch, RecvIter, RecvStats};
 pub use send::{SendBatch, SendStats};
 pub use socket::BatchSocket;

@@ -5,7 +5,10 @@ use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, BorrowedFd};
 use std::ptr;
 
+use std::net::Ipv4Addr;
+
 use super::mmsg::{ErrorClass, MAX_BATCH, MsgHeaders, classify};
+use super::pktinfo::{self, CONTROL_LEN, ControlBuf};
 use super::sockaddr::{RAW_ADDR_LEN, RawAddr};
 
 /// Counters of one [`RecvBatch`], accumulated over its lifetime. Plain fields: a batch is
@@ -31,6 +34,8 @@ pub struct RecvStats {
 #[derive(Debug, Clone, Copy)]
 struct Entry {
     from: SocketAddr,
+    /// The local address it was sent to, when the batch asks for local addresses.
+    local: Option<Ipv4Addr>,
     slot: usize,
     len: usize,
 }
@@ -51,6 +56,8 @@ pub struct RecvBatch {
     buf: Box<[u8]>,
     slot_size: usize,
     names: Box<[RawAddr]>,
+    /// Control space per slot when local addresses are wanted, else empty.
+    controls: Box<[ControlBuf]>,
     headers: MsgHeaders,
     /// The datagrams of the last receive, in arrival order; capacity reserved up front.
     entries: Vec<Entry>,
@@ -91,10 +98,20 @@ impl RecvBatch {
             buf: vec![0; capacity * slot_size].into_boxed_slice(),
             slot_size,
             names: vec![RawAddr::ZEROED; capacity].into_boxed_slice(),
+            controls: Box::new([]),
             headers: MsgHeaders::new(capacity),
             entries: Vec::with_capacity(capacity),
             stats: RecvStats::default(),
         }
+    }
+
+    /// A default-sized batch that also records each datagram's local address, for a socket
+    /// with [`enable_local_addresses`](super::enable_local_addresses) set; read them with
+    /// [`iter_local`](Self::iter_local).
+    pub fn with_local_addresses() -> Self {
+        let mut batch = Self::new();
+        batch.controls = vec![ControlBuf::ZEROED; batch.capacity()].into_boxed_slice();
+        batch
     }
 
     /// How many datagrams one receive can take.
@@ -125,6 +142,15 @@ impl RecvBatch {
         }
     }
 
+    /// The datagrams from the last receive with the local address each was sent to (`None`
+    /// unless the batch was made [`with_local_addresses`](Self::with_local_addresses)).
+    pub fn iter_local(&self) -> impl ExactSizeIterator<Item = (Option<Ipv4Addr>, SocketAddr, &[u8])> {
+        self.entries.iter().map(|entry| {
+            let start = entry.slot * self.slot_size;
+            (entry.local, entry.from, &self.buf[start..start + entry.len])
+        })
+    }
+
     /// Counters since this batch was created.
     pub fn stats(&self) -> &RecvStats {
         &self.stats
@@ -139,11 +165,15 @@ impl RecvBatch {
         // progress; the bound only stops a flood of them from keeping this call busy.
         let mut async_errors = 0;
         let received = loop {
+            let mut controls = self.controls.iter_mut();
             let prepared = self.headers.prepare(
                 self.buf
                     .chunks_exact_mut(self.slot_size)
                     .zip(self.names.iter_mut())
-                    .map(|(data, name)| (data, name, RAW_ADDR_LEN)),
+                    .map(|(data, name)| {
+                        let control = controls.next().map(|buf| (buf, CONTROL_LEN));
+                        (data, name, RAW_ADDR_LEN, control)
+                    }),
             );
             // SAFETY: `hdrs[..prepared]` were just pointed at this batch's own slots and
             // names, each with its true length, and all of them stay mutably borrowed (and so
@@ -191,7 +221,13 @@ impl RecvBatch {
             let len = hdr.msg_len as usize;
             self.stats.datagrams += 1;
             self.stats.bytes += len as u64;
-            self.entries.push(Entry { from, slot, len });
+            let local = pktinfo::decode(&hdr.msg_hdr);
+            self.entries.push(Entry {
+                from,
+                local,
+                slot,
+                len,
+            });
         }
         Ok(self.entries.len())
     }

@@ -1,10 +1,11 @@
 //! Sending many datagrams, each to its own destination, per syscall.
 
 use std::io;
-use std::net::SocketAddr;
+use std::net::{Ipv4Addr, SocketAddr};
 use std::os::fd::{AsRawFd, BorrowedFd};
 
 use super::mmsg::{ErrorClass, MAX_BATCH, MsgHeaders, classify};
+use super::pktinfo::{self, ControlBuf};
 use super::sockaddr::RawAddr;
 
 /// Counters of one [`SendBatch`], accumulated over its lifetime. Plain fields: a batch is
@@ -54,8 +55,11 @@ pub struct SendBatch {
     /// `capacity` slots of `slot_size` bytes, back to back.
     buf: Box<[u8]>,
     slot_size: usize,
-    /// Destination and length of the filled slots, in order; capacity reserved up front.
-    queued: Vec<(SocketAddr, usize)>,
+    /// Destination, length and source address (if chosen) of the filled slots, in order;
+    /// capacity reserved up front.
+    queued: Vec<(SocketAddr, usize, Option<Ipv4Addr>)>,
+    /// Control space per slot, made at the first datagram with a chosen source.
+    controls: Box<[ControlBuf]>,
     /// The first queued datagram not yet accepted or dropped.
     next: usize,
     /// Asynchronous errors already seen at `next`.
@@ -106,6 +110,7 @@ impl SendBatch {
             next: 0,
             retries: 0,
             names: vec![RawAddr::ZEROED; capacity].into_boxed_slice(),
+            controls: Box::new([]),
             headers: MsgHeaders::new(capacity),
             stats: SendStats::default(),
         }
@@ -151,6 +156,22 @@ impl SendBatch {
     ///
     /// If `fill` returns more than the slot's length.
     pub fn push_with(&mut self, dest: SocketAddr, fill: impl FnOnce(&mut [u8]) -> usize) -> bool {
+        self.push_from_with(None, dest, fill)
+    }
+
+    /// [`push_with`](Self::push_with) from a chosen local address (`IP_PKTINFO`): the
+    /// socket must be bound to `0.0.0.0` (or that address), and `source` must be one of the
+    /// host's addresses (on Linux any of `127.0.0.0/8`).
+    ///
+    /// # Panics
+    ///
+    /// If `fill` returns more than the slot's length.
+    pub fn push_from_with(
+        &mut self,
+        source: Option<Ipv4Addr>,
+        dest: SocketAddr,
+        fill: impl FnOnce(&mut [u8]) -> usize,
+    ) -> bool {
         let slot = self.queued.len();
         if slot == self.capacity() {
             return false;
@@ -164,7 +185,10 @@ impl SendBatch {
             self.slot_size
         );
         if len > 0 {
-            self.queued.push((dest, len));
+            if source.is_some() && self.controls.is_empty() {
+                self.controls = vec![ControlBuf::ZEROED; self.capacity()].into_boxed_slice();
+            }
+            self.queued.push((dest, len, source));
         }
         true
     }
@@ -195,15 +219,21 @@ impl SendBatch {
     pub fn send_to_fd(&mut self, fd: BorrowedFd<'_>, socket_is_ipv6: bool) -> io::Result<()> {
         while self.next < self.queued.len() {
             let pending = &self.queued[self.next..];
+            let mut controls = self.controls.iter_mut().skip(self.next);
             let prepared = self.headers.prepare(
                 self.buf
                     .chunks_exact_mut(self.slot_size)
                     .skip(self.next)
                     .zip(self.names.iter_mut())
                     .zip(pending)
-                    .map(|((slot, name), &(dest, len))| {
+                    .map(|((slot, name), &(dest, len, source))| {
                         let namelen = name.encode(dest, socket_is_ipv6);
-                        (&mut slot[..len], name, namelen)
+                        let control = controls.next();
+                        let control = source.zip(control).map(|(source, buf)| {
+                            let used = pktinfo::encode(buf, source);
+                            (buf, used)
+                        });
+                        (&mut slot[..len], name, namelen, control)
                     }),
             );
             // SAFETY: `hdrs[..prepared]` were just pointed at this batch's own slots (cut to
@@ -227,7 +257,7 @@ impl SendBatch {
                 self.stats.datagrams += accepted as u64;
                 self.stats.bytes += pending[..accepted]
                     .iter()
-                    .map(|&(_, len)| len as u64)
+                    .map(|&(_, len, _)| len as u64)
                     .sum::<u64>();
                 self.next += accepted;
                 self.retries = 0;
@@ -262,7 +292,7 @@ impl SendBatch {
     }
 
     fn drop_next(&mut self, counter: impl FnOnce(&mut SendStats) -> &mut u64) {
-        let (dest, len) = self.queued[self.next];
+        let (dest, len, _) = self.queued[self.next];
         tracing::trace!(%dest, len, "dropped a datagram the kernel refused");
         *counter(&mut self.stats) += 1;
         self.next += 1;
