@@ -39,6 +39,12 @@ namespace Tickwire.Protocol
         ConnectedElsewhere = 8,
         /// <summary>The handshake did not complete in time (client-side only).</summary>
         HandshakeTimedOut = 9,
+        /// <summary>Client-side only: the server refused the token (WebSocket 4010-4012). Retried with a fresh one.</summary>
+        TokenRefused = 10,
+        /// <summary>Client-side only: the socket died without a close code. Retried.</summary>
+        ConnectionLost = 11,
+        /// <summary>Client-side only: closed with a code this SDK does not map (see CloseCode).</summary>
+        Closed = 12,
     }
 
     /// <summary>Helpers for reason codes.</summary>
@@ -50,11 +56,25 @@ namespace Tickwire.Protocol
             return code >= 1 && code <= 9 ? (DisconnectReason)code : DisconnectReason.Other;
         }
 
+        /// <summary>
+        /// A WebSocket close code as a reason: 4001-4009 are 4000 + the UDP code, 4010-4012 a
+        /// refused token, 1000 a normal close (Requested), 1006 or none a lost connection.
+        /// </summary>
+        public static DisconnectReason FromCloseCode(int code)
+        {
+            if (code >= 4001 && code <= 4009) return (DisconnectReason)(code - 4000);
+            if (code >= 4010 && code <= 4012) return DisconnectReason.TokenRefused;
+            if (code == 1000) return DisconnectReason.Requested;
+            if (code == 1006 || code == 0) return DisconnectReason.ConnectionLost;
+            return DisconnectReason.Closed;
+        }
+
         /// <summary>True for endings a reconnection may cure (what the Rust client retries).</summary>
         public static bool IsRetryable(DisconnectReason reason)
         {
             return reason == DisconnectReason.TimedOut || reason == DisconnectReason.ReliableQueueFull
-                || reason == DisconnectReason.HandshakeTimedOut;
+                || reason == DisconnectReason.HandshakeTimedOut || reason == DisconnectReason.TokenRefused
+                || reason == DisconnectReason.ConnectionLost;
         }
     }
 
