@@ -1,0 +1,122 @@
+// A C# bot plays the arena of a real `tickwire serve` for 10 s over UDP: it decodes the
+// Welcome and every snapshot, moves and fires with acknowledged inputs, and the server's
+// snapshots show it moving. It also measures what steady-state receiving allocates.
+using System;
+using System.Threading;
+using Tickwire.Arena;
+
+namespace Tickwire.Tests
+{
+    static class ArenaIntegrationTests
+    {
+        [Test]
+        public static void A_csharp_bot_plays_the_arena_for_10_seconds_and_its_snapshots_decode()
+        {
+            if (!ServerHarness.Available("arena bot")) return;
+            using (var server = new ServerHarness())
+            {
+                var client = new TickwireClient(new TickwireClientOptions
+                {
+                    ServerUrl = server.HttpUrl,
+                    Request = new MatchmakeRequest { Kind = "arena", Name = "csharp-bot" },
+                    Transport = TransportChoice.Udp,
+                    Reconnect = false,
+                });
+                client.Start();
+                ServerMessage welcome = null;
+                SnapshotDecoder decoder = null;
+                var inputs = new InputSender();
+                int snapshots = 0, failures = 0, messages = 0;
+                string lastFailure = null;
+                float startX = float.NaN, startY = float.NaN, maxDistance = 0;
+                int lastInput = -1;
+                string ended = null;
+                long nextInput = 0;
+                long measuredBytes = 0;
+                int measuredSnapshots = 0;
+                var clock = System.Diagnostics.Stopwatch.StartNew();
+                bool measuring = false;
+                long measureStart = 0;
+                int snapshotsAtMeasureStart = 0, messagesAtMeasureStart = 0, measuredMessages = 0;
+                while (clock.Elapsed < TimeSpan.FromSeconds(10.5) && ended == null)
+                {
+                    // Seconds 4 to 9: everything the loop allocates, socket reads and decoding included.
+                    if (!measuring && clock.Elapsed > TimeSpan.FromSeconds(4) && decoder != null)
+                    {
+                        measuring = true;
+                        measureStart = GC.GetAllocatedBytesForCurrentThread();
+                        snapshotsAtMeasureStart = snapshots;
+                        messagesAtMeasureStart = messages;
+                    }
+                    if (measuring && measuredSnapshots == 0 && clock.Elapsed > TimeSpan.FromSeconds(9))
+                    {
+                        measuredBytes = GC.GetAllocatedBytesForCurrentThread() - measureStart;
+                        measuredSnapshots = snapshots - snapshotsAtMeasureStart;
+                        measuredMessages = messages - messagesAtMeasureStart;
+                    }
+                    client.Poll();
+                    ClientEvent e;
+                    while (client.TryGetEvent(out e))
+                    {
+                        if (e.Type == ClientEventType.Disconnected) ended = "disconnected: " + e.Reason;
+                        if (e.Type == ClientEventType.MatchmakeFailed) ended = "matchmaking: " + e.Error.Message;
+                        if (e.Type != ClientEventType.Message) continue;
+                        if (e.Channel == ArenaChannels.Messages)
+                        {
+                            messages++;
+                            var m = ServerMessage.Decode(e.Message.Array, e.Message.Offset, e.Message.Count);
+                            if (m.Type == ServerMessageType.Welcome)
+                            {
+                                welcome = m;
+                                decoder = new SnapshotDecoder(SnapshotSchema.FromWelcome(m), m.SnapshotHistory);
+                            }
+                        }
+                        else if (e.Channel == ArenaChannels.Snapshots && decoder != null)
+                        {
+                            try
+                            {
+                                var s = decoder.Decode(e.Message);
+                                snapshots++;
+                                if (float.IsNaN(startX)) { startX = s.Me.X; startY = s.Me.Y; }
+                                float dx = s.Me.X - startX, dy = s.Me.Y - startY;
+                                maxDistance = Math.Max(maxDistance, (float)Math.Sqrt(dx * dx + dy * dy));
+                                if (s.LastInput >= 0) lastInput = s.LastInput;
+                            }
+                            catch (SnapshotException error)
+                            {
+                                failures++;
+                                lastFailure = error.Message;
+                            }
+                        }
+                    }
+                    if (decoder != null && clock.ElapsedMilliseconds >= nextInput)
+                    {
+                        nextInput = clock.ElapsedMilliseconds + 33;
+                        // Walk a slow circle and fire now and then.
+                        double t = clock.Elapsed.TotalSeconds;
+                        var input = inputs.Next((float)Math.Cos(t), (float)Math.Sin(t), (float)(t % 6 - 3),
+                            (clock.ElapsedMilliseconds / 500) % 2 == 0 ? Buttons.Fire : Buttons.None, decoder.Newest);
+                        client.Send(ArenaChannels.Inputs, input.Array, input.Offset, input.Count);
+                    }
+                    Thread.Sleep(1);
+                }
+                Assert.True(ended == null, "the bot's connection ended: " + ended);
+                Assert.True(welcome != null, "no Welcome arrived");
+                Assert.Equal(ArenaChannels.Protocol, (int)welcome.Protocol, "arena protocol");
+                Assert.True(failures == 0, failures + " snapshots failed to decode, the last: " + lastFailure);
+                Assert.True(snapshots >= 300, "only " + snapshots + " snapshots decoded in 10 s");
+                Assert.True(maxDistance > 2, "the server never moved the bot (it went " + maxDistance + " m)");
+                Assert.True(lastInput > 100, "the server applied inputs up to sequence " + lastInput);
+                // Only reliable ServerMessages (a scoreboard, a kill) allocate: their objects and strings.
+                Assert.True(measuredSnapshots > 200, "the allocation window saw only " + measuredSnapshots + " snapshots");
+                Assert.True(measuredBytes <= 4096L * measuredMessages,
+                    measuredBytes + " bytes allocated in the steady state, with " + measuredMessages + " server messages");
+                Console.WriteLine("        arena bot: " + snapshots + " snapshots, " + messages + " messages, moved up to " + maxDistance.ToString("0.0")
+                    + " m, rtt " + client.UdpStats.RttMicros / 1000.0 + " ms; allocated " + measuredBytes + " bytes over "
+                    + measuredSnapshots + " snapshots and " + measuredMessages + " messages in the 5 s steady-state window (sockets, decoding, inputs)");
+                client.Close();
+                client.Poll();
+            }
+        }
+    }
+}
