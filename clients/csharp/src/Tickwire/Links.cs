@@ -43,12 +43,14 @@ namespace Tickwire
         void Poll(long now);
         SendResult Send(int channel, byte[] bytes, int offset, int length);
         void Close();
+        void Abandon();
     }
 
     /// <summary>The UDP protocol over a connected, non-blocking socket; all I/O happens in Poll.</summary>
     internal sealed class UdpLink : ILink
     {
         readonly UdpConnection _connection;
+        readonly Inbox _inbox;
         readonly byte[] _datagram = new byte[UdpConnection.MaxDatagramBytes];
         Socket _socket;
         IPEndPoint _connectedTo;
@@ -56,6 +58,7 @@ namespace Tickwire
         public UdpLink(ConnectToken token, Inbox inbox, long now)
         {
             _connection = new UdpConnection(token, now, MonotonicClock.UnixSeconds(), inbox);
+            _inbox = inbox;
         }
 
         public UdpConnection Connection { get { return _connection; } }
@@ -76,7 +79,7 @@ namespace Tickwire
 
         public void Poll(long now)
         {
-            if (_socket == null && IsEnded) return;
+            if (_socket == null && (IsEnded || _abandoned)) return;
             EnsureSocket();
             while (_socket.Available > 0)
             {
@@ -113,6 +116,15 @@ namespace Tickwire
             _connection.Disconnect(now);
             Flush(now);
             Release();
+        }
+
+        bool _abandoned;
+
+        public void Abandon()
+        {
+            _abandoned = true;
+            Release();
+            if (!IsEnded) _inbox.AddSignal(InboxKind.Disconnected, (byte)DisconnectReason.ConnectionLost);
         }
 
         void Release()
@@ -357,6 +369,14 @@ namespace Tickwire
             if (_ended) return;
             _socket.Close(4001);
             End(DisconnectReason.Requested);
+        }
+
+        public void Abandon()
+        {
+            if (_ended) return;
+            // 4002 (timed out) tells the server the connection is lost, not left: it holds the seat.
+            _socket.Close(4002);
+            End(DisconnectReason.ConnectionLost);
         }
     }
 }

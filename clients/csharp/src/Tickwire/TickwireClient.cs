@@ -219,6 +219,15 @@ namespace Tickwire
             }
         }
 
+        /// <summary>
+        /// Drops the connection without telling the server, as a dead network would (tests use it
+        /// to exercise reconnection): the server holds the seat, and the client reconnects to it.
+        /// </summary>
+        internal void AbandonConnection()
+        {
+            if (_link != null) _link.Abandon();
+        }
+
         static long Micros(TimeSpan span) { return span.Ticks / 10; }
 
         void Add(ClientEvent e) { _events.PushBack(e); }
