@@ -183,7 +183,10 @@ namespace Tickwire
             _matchmaking = null;
         }
 
-        /// <summary>The next event, or false when none is left; call after <see cref="Poll"/>.</summary>
+        /// <summary>
+        /// The next event, or false when none is left. Take them all after each <see cref="Poll"/>:
+        /// the next Poll drops what is left and reuses the messages' memory.
+        /// </summary>
         public bool TryGetEvent(out ClientEvent e)
         {
             if (_events.Count == 0)
