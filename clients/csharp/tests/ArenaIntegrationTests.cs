@@ -118,5 +118,59 @@ namespace Tickwire.Tests
                 client.Poll();
             }
         }
+    
+        [Test]
+        public static void A_silent_spectator_stays_connected_and_decodes_snapshots_over_websocket()
+        {
+            if (!ServerHarness.Available("arena spectator over WebSocket")) return;
+            Spectate(TransportChoice.WebSocket);
+        }
+
+        [Test]
+        public static void A_silent_spectator_stays_connected_and_decodes_snapshots_over_udp()
+        {
+            if (!ServerHarness.Available("arena spectator over UDP")) return;
+            Spectate(TransportChoice.Udp);
+        }
+
+        static void Spectate(TransportChoice transport)
+        {
+            // A 3 s timeout: a client that sends nothing while the server streams snapshots
+            // (so the server never pings) must keep the connection alive by itself.
+            using (var server = new ServerHarness("TICKWIRE_CONNECTION__TIMEOUT_MS=3000"))
+            {
+                var client = new TickwireClient(new TickwireClientOptions
+                {
+                    ServerUrl = server.HttpUrl,
+                    Request = new MatchmakeRequest { Kind = "arena", Name = "spectator" },
+                    Transport = transport,
+                    Reconnect = false,
+                });
+                client.Start();
+                SnapshotDecoder decoder = null;
+                int snapshots = 0;
+                string ended = null;
+                var clock = System.Diagnostics.Stopwatch.StartNew();
+                Drive.Until(client, TimeSpan.FromSeconds(10), "7 s of snapshots", () => ended != null || clock.Elapsed > TimeSpan.FromSeconds(7), e =>
+                {
+                    if (e.Type == ClientEventType.Disconnected) ended = "disconnected: " + e.Reason + " after " + clock.Elapsed.TotalSeconds.ToString("0.0") + " s";
+                    if (e.Type != ClientEventType.Message) return;
+                    if (e.Channel == ArenaChannels.Messages)
+                    {
+                        var m = ServerMessage.Decode(e.Message.Array, e.Message.Offset, e.Message.Count);
+                        if (m.Type == ServerMessageType.Welcome) decoder = new SnapshotDecoder(SnapshotSchema.FromWelcome(m), m.SnapshotHistory);
+                    }
+                    else if (e.Channel == ArenaChannels.Snapshots && decoder != null)
+                    {
+                        decoder.Decode(e.Message);
+                        snapshots++;
+                    }
+                });
+                Assert.True(ended == null, "the silent client's connection ended: " + ended);
+                Assert.True(snapshots > 200, "only " + snapshots + " snapshots over " + transport + " in 7 s");
+                client.Close();
+                client.Poll();
+            }
+        }
     }
 }

@@ -28,7 +28,7 @@ namespace Tickwire.Tests
             return false;
         }
 
-        public ServerHarness()
+        public ServerHarness(params string[] environment)
         {
             _dir = Path.Combine(Path.GetTempPath(), "tickwire-csharp-" + Guid.NewGuid().ToString("N"));
             Directory.CreateDirectory(_dir);
@@ -42,6 +42,11 @@ namespace Tickwire.Tests
             };
             start.EnvironmentVariables["RUST_LOG"] = "warn";
             start.EnvironmentVariables["TICKWIRE_ADMIN__TOKEN"] = "csharp-test-admin-token";
+            foreach (var pair in environment)
+            {
+                int eq = pair.IndexOf('=');
+                start.EnvironmentVariables[pair.Substring(0, eq)] = pair.Substring(eq + 1);
+            }
             _process = Process.Start(start);
             var log = new StreamWriter(Path.Combine(_dir, "server.log")) { AutoFlush = true };
             _process.ErrorDataReceived += (_, e) => { if (e.Data != null) lock (log) log.WriteLine(e.Data); };

@@ -183,6 +183,17 @@ namespace Tickwire
         /// <inheritdoc/>
         public int CloseCode { get { return _closeCode; } }
 
+        /// <summary>
+        /// A WebSocket that sends a keepalive (an unsolicited pong) every second, as the Rust
+        /// client pings every second: the server times out a client it hears nothing from, and
+        /// it only pings when it has nothing to send, so a silent client streaming snapshots
+        /// would otherwise be dropped.
+        /// </summary>
+        public ClientWebSocketConnection()
+        {
+            _socket.Options.KeepAliveInterval = TimeSpan.FromSeconds(1);
+        }
+
         /// <inheritdoc/>
         public void Open(string url) { Task.Run(() => Run(new Uri(url))); }
 
