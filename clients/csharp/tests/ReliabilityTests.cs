@@ -174,6 +174,8 @@ namespace Tickwire.Tests
                 Assert.Equal(count, receivedAtA, "seed " + seed + ": messages b sent that a received");
                 Assert.True(a.Stats.UnitsResent > 0, "seed " + seed + ": nothing was resent at 30% loss");
                 Assert.True(lastSequencedAtB > 0, "seed " + seed + ": no sequenced message arrived");
+                Console.WriteLine("        seed " + seed + ": 2 x " + count + " reliable messages in " + now / 1000 + " virtual ms, "
+                    + (a.Stats.UnitsResent + b.Stats.UnitsResent) + " units resent, measured loss " + a.Stats.PacketLoss.ToString("0.00"));
             }
         }
 
