@@ -148,15 +148,24 @@ namespace Tickwire.Tests
                 });
                 client.Start();
                 SnapshotDecoder decoder = null;
-                int snapshots = 0;
+                int snapshots = 0, messages = 0;
                 string ended = null;
                 var clock = System.Diagnostics.Stopwatch.StartNew();
-                Drive.Until(client, TimeSpan.FromSeconds(10), "7 s of snapshots", () => ended != null || clock.Elapsed > TimeSpan.FromSeconds(7), e =>
+                long allocatedAt2 = -1, allocatedAt6 = -1;
+                int snapshotsAt2 = 0, snapshotsAt6 = 0, messagesAt2 = 0, messagesAt6 = 0;
+                Drive.Until(client, TimeSpan.FromSeconds(10), "7 s of snapshots", () =>
+                {
+                    // This thread's allocations from second 2 to 6: Poll, the transport's hand-off, decoding.
+                    if (allocatedAt2 < 0 && clock.Elapsed > TimeSpan.FromSeconds(2)) { allocatedAt2 = GC.GetAllocatedBytesForCurrentThread(); snapshotsAt2 = snapshots; messagesAt2 = messages; }
+                    if (allocatedAt6 < 0 && clock.Elapsed > TimeSpan.FromSeconds(6)) { allocatedAt6 = GC.GetAllocatedBytesForCurrentThread(); snapshotsAt6 = snapshots; messagesAt6 = messages; }
+                    return ended != null || clock.Elapsed > TimeSpan.FromSeconds(7);
+                }, e =>
                 {
                     if (e.Type == ClientEventType.Disconnected) ended = "disconnected: " + e.Reason + " after " + clock.Elapsed.TotalSeconds.ToString("0.0") + " s";
                     if (e.Type != ClientEventType.Message) return;
                     if (e.Channel == ArenaChannels.Messages)
                     {
+                        messages++;
                         var m = ServerMessage.Decode(e.Message.Array, e.Message.Offset, e.Message.Count);
                         if (m.Type == ServerMessageType.Welcome) decoder = new SnapshotDecoder(SnapshotSchema.FromWelcome(m), m.SnapshotHistory);
                     }
@@ -168,6 +177,11 @@ namespace Tickwire.Tests
                 });
                 Assert.True(ended == null, "the silent client's connection ended: " + ended);
                 Assert.True(snapshots > 200, "only " + snapshots + " snapshots over " + transport + " in 7 s");
+                long allocated = allocatedAt6 - allocatedAt2;
+                Assert.True(allocated <= 4096L * (messagesAt6 - messagesAt2),
+                    allocated + " bytes allocated on the polling thread over " + transport + ", with " + (messagesAt6 - messagesAt2) + " server messages");
+                Console.WriteLine("        spectator over " + transport + ": " + snapshots + " snapshots; the polling thread allocated " + allocated
+                    + " bytes over " + (snapshotsAt6 - snapshotsAt2) + " snapshots and " + (messagesAt6 - messagesAt2) + " messages in seconds 2 to 6");
                 client.Close();
                 client.Poll();
             }

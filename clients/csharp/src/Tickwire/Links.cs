@@ -2,7 +2,6 @@
 // WebSocket through the IWebSocket seam. Both are pumped from the caller's thread by Poll and
 // put messages and connection events into the same Inbox.
 using System;
-using System.Collections.Concurrent;
 using System.Diagnostics;
 using System.Net;
 using System.Net.Sockets;
@@ -167,21 +166,26 @@ namespace Tickwire
         void Close(int code);
     }
 
-    /// <summary>IWebSocket over System.Net.WebSockets.ClientWebSocket (every platform but WebGL).</summary>
+    /// <summary>
+    /// IWebSocket over System.Net.WebSockets.ClientWebSocket (every platform but WebGL). Its
+    /// receive loop runs on the thread pool and hands whole messages to <see cref="TryReceive"/>
+    /// in pooled buffers; ClientWebSocket itself allocates a task and a result per receive,
+    /// which .NET Standard 2.0's API cannot avoid (README.md, "Allocation").
+    /// </summary>
     public sealed class ClientWebSocketConnection : IWebSocket
     {
+        struct Received { public byte[] Bytes; public int Length; }
+
         readonly ClientWebSocket _socket = new ClientWebSocket();
-        readonly ConcurrentQueue<byte[]> _received = new ConcurrentQueue<byte[]>();
-        readonly ConcurrentQueue<byte[]> _outgoing = new ConcurrentQueue<byte[]>();
+        readonly object _lock = new object();
+        readonly System.Collections.Generic.Queue<Received> _received = new System.Collections.Generic.Queue<Received>();
+        readonly System.Collections.Generic.Queue<Received> _outgoing = new System.Collections.Generic.Queue<Received>();
+        readonly Protocol.BytePool _pool = new Protocol.BytePool();
         readonly CancellationTokenSource _cancel = new CancellationTokenSource();
-        int _sending;
+        byte[] _taken;
+        bool _sending;
         volatile int _status = (int)WebSocketStatus.Connecting;
         volatile int _closeCode = 1006;
-
-        /// <inheritdoc/>
-        public WebSocketStatus Status { get { return (WebSocketStatus)_status; } }
-        /// <inheritdoc/>
-        public int CloseCode { get { return _closeCode; } }
 
         /// <summary>
         /// A WebSocket that sends a keepalive (an unsolicited pong) every second, as the Rust
@@ -195,6 +199,11 @@ namespace Tickwire
         }
 
         /// <inheritdoc/>
+        public WebSocketStatus Status { get { return (WebSocketStatus)_status; } }
+        /// <inheritdoc/>
+        public int CloseCode { get { return _closeCode; } }
+
+        /// <inheritdoc/>
         public void Open(string url) { Task.Run(() => Run(new Uri(url))); }
 
         async Task Run(Uri uri)
@@ -204,11 +213,12 @@ namespace Tickwire
                 await _socket.ConnectAsync(uri, _cancel.Token).ConfigureAwait(false);
                 _status = (int)WebSocketStatus.Open;
                 StartSending();
-                var buffer = new byte[64 * 1024];
-                var message = new System.IO.MemoryStream();
+                var message = new byte[64 * 1024];
+                int length = 0;
                 while (true)
                 {
-                    var result = await _socket.ReceiveAsync(new ArraySegment<byte>(buffer), _cancel.Token).ConfigureAwait(false);
+                    if (message.Length - length < 16 * 1024) Array.Resize(ref message, message.Length * 2);
+                    var result = await _socket.ReceiveAsync(new ArraySegment<byte>(message, length, message.Length - length), _cancel.Token).ConfigureAwait(false);
                     if (result.MessageType == WebSocketMessageType.Close)
                     {
                         _closeCode = result.CloseStatus.HasValue ? (int)result.CloseStatus.Value : 1005;
@@ -216,10 +226,18 @@ namespace Tickwire
                         catch (Exception) { }
                         break;
                     }
-                    message.Write(buffer, 0, result.Count);
+                    length += result.Count;
                     if (!result.EndOfMessage) continue;
-                    if (result.MessageType == WebSocketMessageType.Binary) _received.Enqueue(message.ToArray());
-                    message.SetLength(0);
+                    if (result.MessageType == WebSocketMessageType.Binary)
+                    {
+                        lock (_lock)
+                        {
+                            var copy = _pool.Rent(length);
+                            Buffer.BlockCopy(message, 0, copy, 0, length);
+                            _received.Enqueue(new Received { Bytes = copy, Length = length });
+                        }
+                    }
+                    length = 0;
                 }
             }
             catch (Exception)
@@ -232,44 +250,69 @@ namespace Tickwire
         /// <inheritdoc/>
         public void Send(byte[] bytes, int offset, int length)
         {
-            var copy = new byte[length];
-            Buffer.BlockCopy(bytes, offset, copy, 0, length);
-            _outgoing.Enqueue(copy);
+            lock (_lock)
+            {
+                var copy = _pool.Rent(length);
+                Buffer.BlockCopy(bytes, offset, copy, 0, length);
+                _outgoing.Enqueue(new Received { Bytes = copy, Length = length });
+            }
             if (_status == (int)WebSocketStatus.Open) StartSending();
         }
 
         void StartSending()
         {
-            if (Interlocked.CompareExchange(ref _sending, 1, 0) == 0) Task.Run(SendAll);
+            lock (_lock)
+            {
+                if (_sending || _outgoing.Count == 0) return;
+                _sending = true;
+            }
+            Task.Run(SendAll);
         }
 
         async Task SendAll()
         {
             try
             {
-                byte[] next;
-                while (_outgoing.TryDequeue(out next))
-                    await _socket.SendAsync(new ArraySegment<byte>(next), WebSocketMessageType.Binary, true, _cancel.Token).ConfigureAwait(false);
+                while (true)
+                {
+                    Received next;
+                    lock (_lock)
+                    {
+                        if (_outgoing.Count == 0)
+                        {
+                            _sending = false;
+                            return;
+                        }
+                        next = _outgoing.Dequeue();
+                    }
+                    await _socket.SendAsync(new ArraySegment<byte>(next.Bytes, 0, next.Length), WebSocketMessageType.Binary, true, _cancel.Token).ConfigureAwait(false);
+                    lock (_lock) _pool.Return(next.Bytes);
+                }
             }
-            catch (Exception) { }
-            finally
+            catch (Exception)
             {
-                Interlocked.Exchange(ref _sending, 0);
+                lock (_lock) _sending = false;
             }
-            if (!_outgoing.IsEmpty && _status == (int)WebSocketStatus.Open) StartSending();
         }
 
         /// <inheritdoc/>
         public bool TryReceive(out ArraySegment<byte> message)
         {
-            byte[] bytes;
-            if (_received.TryDequeue(out bytes))
+            lock (_lock)
             {
-                message = new ArraySegment<byte>(bytes);
+                // The previous message's buffer goes back to the pool: the caller is done with it.
+                if (_taken != null) _pool.Return(_taken);
+                _taken = null;
+                if (_received.Count == 0)
+                {
+                    message = default(ArraySegment<byte>);
+                    return false;
+                }
+                var next = _received.Dequeue();
+                _taken = next.Bytes;
+                message = new ArraySegment<byte>(next.Bytes, 0, next.Length);
                 return true;
             }
-            message = default(ArraySegment<byte>);
-            return false;
         }
 
         /// <inheritdoc/>
@@ -281,7 +324,11 @@ namespace Tickwire
             {
                 try
                 {
-                    while (Volatile.Read(ref _sending) == 1) await Task.Delay(1).ConfigureAwait(false);
+                    while (true)
+                    {
+                        lock (_lock) if (!_sending) break;
+                        await Task.Delay(1).ConfigureAwait(false);
+                    }
                     await _socket.CloseAsync((WebSocketCloseStatus)code, "", CancellationToken.None).ConfigureAwait(false);
                 }
                 catch (Exception) { }
