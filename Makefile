@@ -41,7 +41,7 @@ test-e2e: web
 ## mono-devel) and run by its own console test runner: the golden wire, arena and RFC 8439
 ## vectors, the link simulator, and against a debug `tickwire serve` on free ports: a C#
 ## and a Rust client (crates/client/examples/relay_peer.rs) in one relay room over UDP and
-## WebSocket, reconnection, and a C# bot playing the arena for 10 s. About 15 s once built.
+## WebSocket, reconnection, and a C# bot playing the arena for 10 s. About 30 s once built.
 CARGO_TARGET_DIR ?= target
 test-csharp:
 	$(CARGO) build --locked -p tickwire
