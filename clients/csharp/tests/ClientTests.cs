@@ -168,5 +168,61 @@ namespace Tickwire.Tests
                 client.Poll();
             }
         }
+    
+        sealed class ScriptedHttp : IHttpPost
+        {
+            public readonly Queue<HttpReply> Replies = new Queue<HttpReply>();
+            public int Calls;
+
+            public Task<HttpReply> PostJsonAsync(string url, string json, CancellationToken cancel)
+            {
+                Calls++;
+                return Task.FromResult(Replies.Dequeue());
+            }
+        }
+
+        [Test]
+        public static void Matchmaking_failures_are_retried_only_when_trying_again_can_help()
+        {
+            var http = new ScriptedHttp();
+            http.Replies.Enqueue(new HttpReply { Status = 503, Body = "{\"error\":\"server is draining\"}" });
+            http.Replies.Enqueue(new HttpReply { Status = 404, Body = "{\"error\":\"unknown room kind \\\"x\\\"\"}" });
+            var client = new TickwireClient(new TickwireClientOptions
+            {
+                ServerUrl = "http://fake",
+                Request = new MatchmakeRequest { Kind = "x" },
+                Http = http,
+                BackoffInitial = TimeSpan.FromMilliseconds(20),
+            });
+            client.Start();
+            var failures = new List<ClientEvent>();
+            Drive.Until(client, TimeSpan.FromSeconds(5), "two matchmaking failures", () => failures.Count == 2, e =>
+            {
+                if (e.Type == ClientEventType.MatchmakeFailed) failures.Add(e);
+            });
+            Assert.Equal(MatchmakeErrorKind.Unavailable, failures[0].Error.Kind, "503");
+            Assert.True(failures[0].RetryInMs >= 10 && failures[0].RetryInMs <= 20, "503 is retried after the first backoff step, not " + failures[0].RetryInMs + " ms");
+            Assert.Equal(MatchmakeErrorKind.NotFound, failures[1].Error.Kind, "404");
+            Assert.Equal("matchmaking: 404 unknown room kind \"x\"", failures[1].Error.Message, "the server's error text");
+            Assert.Equal(-1L, failures[1].RetryInMs, "404 is final");
+            Assert.Equal(ClientState.Closed, client.State, "state after a final failure");
+            Assert.Equal(2, http.Calls, "requests made");
+        }
+
+        [Test]
+        public static void A_malformed_answer_is_a_bad_answer_not_a_crash()
+        {
+            foreach (var body in new[]
+            {
+                "not json",
+                "{\"player_id\":1}",
+                "{\"player_id\":1,\"name\":\"a\",\"room\":1,\"kind\":\"relay\",\"reconnect\":false,\"session\":\"s\",\"token\":\"AAAA\",\"expires_at\":0,"
+                    + "\"endpoints\":{\"udp\":\"127.0.0.1:7777\",\"ws\":\"ws://x/ws\",\"wss\":null}}",
+            })
+            {
+                var error = Assert.Throws<MatchmakeException>(() => MatchmakeAnswer.Parse(body), body);
+                Assert.Equal(MatchmakeErrorKind.BadAnswer, error.Kind, body);
+            }
+        }
     }
 }

@@ -86,28 +86,34 @@ namespace Tickwire
             try
             {
                 var json = JsonValue.Parse(body);
-                var endpoints = json["endpoints"];
-                if (endpoints == null) throw new FormatException("no endpoints");
+                var endpoints = Field(json, "endpoints");
                 var wss = endpoints["wss"];
                 return new MatchmakeAnswer
                 {
-                    PlayerId = json["player_id"].AsULong(),
-                    Name = json["name"].AsString(),
-                    Room = json["room"].AsULong(),
-                    Kind = json["kind"].AsString(),
-                    Reconnect = json["reconnect"].Bool,
-                    Session = json["session"].AsString(),
-                    Token = ConnectToken.Read(Convert.FromBase64String(json["token"].AsString())),
-                    ExpiresAt = json["expires_at"].AsULong(),
-                    UdpEndpoint = endpoints["udp"].AsString(),
-                    WsUrl = endpoints["ws"].AsString(),
+                    PlayerId = Field(json, "player_id").AsULong(),
+                    Name = Field(json, "name").AsString(),
+                    Room = Field(json, "room").AsULong(),
+                    Kind = Field(json, "kind").AsString(),
+                    Reconnect = Field(json, "reconnect").Bool,
+                    Session = Field(json, "session").AsString(),
+                    Token = ConnectToken.Read(Convert.FromBase64String(Field(json, "token").AsString())),
+                    ExpiresAt = Field(json, "expires_at").AsULong(),
+                    UdpEndpoint = Field(endpoints, "udp").AsString(),
+                    WsUrl = Field(endpoints, "ws").AsString(),
                     WssUrl = wss == null || wss.IsNull ? null : wss.AsString(),
                 };
             }
-            catch (Exception e) when (e is FormatException || e is NullReferenceException || e is OverflowException)
+            catch (Exception e) when (e is FormatException || e is OverflowException || e is ArgumentException)
             {
                 throw new MatchmakeException(MatchmakeErrorKind.BadAnswer, 0, "matchmaking answer: " + e.Message);
             }
+        }
+
+        static JsonValue Field(JsonValue json, string key)
+        {
+            var value = json[key];
+            if (value == null || value.IsNull) throw new FormatException("no " + key);
+            return value;
         }
     }
 
