@@ -4,6 +4,7 @@
 // RFC 8439's vectors (tests/CryptoTests.cs) and, end to end, against tickwire's server (ring).
 // Allocation-free once constructed; not safe to share between threads.
 using System;
+using Tickwire.Protocol;
 
 namespace Tickwire.Crypto
 {
@@ -31,7 +32,7 @@ namespace Tickwire.Crypto
         public ChaCha20Poly1305(byte[] key, int offset = 0)
         {
             if (key == null || key.Length - offset < KeyBytes) throw new ArgumentException("key must be 32 bytes");
-            for (int i = 0; i < 8; i++) _key[i] = Le32(key, offset + 4 * i);
+            for (int i = 0; i < 8; i++) _key[i] = LittleEndian.U32(key, offset + 4 * i);
         }
 
         /// <summary>
@@ -85,9 +86,9 @@ namespace Tickwire.Crypto
             _state[0] = 0x61707865; _state[1] = 0x3320646e; _state[2] = 0x79622d32; _state[3] = 0x6b206574;
             for (int i = 0; i < 8; i++) _state[4 + i] = _key[i];
             _state[12] = 0;
-            _state[13] = Le32(nonce, 0);
-            _state[14] = Le32(nonce, 4);
-            _state[15] = Le32(nonce, 8);
+            _state[13] = LittleEndian.U32(nonce, 0);
+            _state[14] = LittleEndian.U32(nonce, 4);
+            _state[15] = LittleEndian.U32(nonce, 8);
             Block();
             _poly.Init(_block);
             _state[12] = 1;
@@ -143,11 +144,6 @@ namespace Tickwire.Crypto
 
         static uint Rotl(uint v, int n) { return (v << n) | (v >> (32 - n)); }
 
-        internal static uint Le32(byte[] b, int i)
-        {
-            return b[i] | (uint)b[i + 1] << 8 | (uint)b[i + 2] << 16 | (uint)b[i + 3] << 24;
-        }
-
         /// <summary>ChaCha20 alone (RFC 8439 2.4): XORs the keystream from <paramref name="counter"/>. For tests.</summary>
         public void ChaCha20(byte[] nonce, uint counter, byte[] data, int offset, int length)
         {
@@ -172,8 +168,8 @@ namespace Tickwire.Crypto
         /// <summary>Keys the MAC with 32 bytes: r (clamped), then s.</summary>
         public void Init(byte[] key)
         {
-            uint t0 = ChaCha20Poly1305.Le32(key, 0), t1 = ChaCha20Poly1305.Le32(key, 4);
-            uint t2 = ChaCha20Poly1305.Le32(key, 8), t3 = ChaCha20Poly1305.Le32(key, 12);
+            uint t0 = LittleEndian.U32(key, 0), t1 = LittleEndian.U32(key, 4);
+            uint t2 = LittleEndian.U32(key, 8), t3 = LittleEndian.U32(key, 12);
             _r0 = t0 & 0x3ffffff;
             _r1 = ((t0 >> 26) | (t1 << 6)) & 0x3ffff03;
             _r2 = ((t1 >> 20) | (t2 << 12)) & 0x3ffc0ff;
@@ -181,8 +177,8 @@ namespace Tickwire.Crypto
             _r4 = (t3 >> 8) & 0x00fffff;
             _s1 = _r1 * 5; _s2 = _r2 * 5; _s3 = _r3 * 5; _s4 = _r4 * 5;
             _h0 = _h1 = _h2 = _h3 = _h4 = 0;
-            _pad0 = ChaCha20Poly1305.Le32(key, 16); _pad1 = ChaCha20Poly1305.Le32(key, 20);
-            _pad2 = ChaCha20Poly1305.Le32(key, 24); _pad3 = ChaCha20Poly1305.Le32(key, 28);
+            _pad0 = LittleEndian.U32(key, 16); _pad1 = LittleEndian.U32(key, 20);
+            _pad2 = LittleEndian.U32(key, 24); _pad3 = LittleEndian.U32(key, 28);
         }
 
         /// <summary>Bytes as 16-byte blocks, the last zero-padded to 16 (a full block).</summary>
@@ -212,8 +208,8 @@ namespace Tickwire.Crypto
 
         void BlockAt(byte[] m, int i, uint hibit)
         {
-            uint t0 = ChaCha20Poly1305.Le32(m, i), t1 = ChaCha20Poly1305.Le32(m, i + 4);
-            uint t2 = ChaCha20Poly1305.Le32(m, i + 8), t3 = ChaCha20Poly1305.Le32(m, i + 12);
+            uint t0 = LittleEndian.U32(m, i), t1 = LittleEndian.U32(m, i + 4);
+            uint t2 = LittleEndian.U32(m, i + 8), t3 = LittleEndian.U32(m, i + 12);
             _h0 += t0 & 0x3ffffff;
             _h1 += ((t0 >> 26) | (t1 << 6)) & 0x3ffffff;
             _h2 += ((t1 >> 20) | (t2 << 12)) & 0x3ffffff;

@@ -157,4 +157,15 @@ namespace Tickwire.Protocol
             if (_entries.Count == 0) _used = 0;
         }
     }
+
+    /// <summary>Little-endian integers in byte arrays: every byte-aligned field of the protocol.</summary>
+    internal static class LittleEndian
+    {
+        public static uint U32(byte[] b, int i)
+        {
+            return b[i] | (uint)b[i + 1] << 8 | (uint)b[i + 2] << 16 | (uint)b[i + 3] << 24;
+        }
+
+        public static ulong U64(byte[] b, int i) { return U32(b, i) | (ulong)U32(b, i + 4) << 32; }
+    }
 }

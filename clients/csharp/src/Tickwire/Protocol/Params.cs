@@ -104,9 +104,9 @@ namespace Tickwire.Protocol
             {
                 TickRateHz = bytes[offset],
                 KeepaliveMs = bytes[offset + 1] | bytes[offset + 2] << 8,
-                TimeoutMs = Crypto.ChaCha20Poly1305.Le32(bytes, offset + 3),
+                TimeoutMs = LittleEndian.U32(bytes, offset + 3),
                 Mtu = bytes[offset + 7] | bytes[offset + 8] << 8,
-                MaxMessageSize = (int)Math.Min(int.MaxValue, Crypto.ChaCha20Poly1305.Le32(bytes, offset + 9)),
+                MaxMessageSize = (int)Math.Min(int.MaxValue, LittleEndian.U32(bytes, offset + 9)),
                 Channels = new ChannelKind[count],
             };
             for (int i = 0; i < count; i++)
@@ -158,10 +158,10 @@ namespace Tickwire.Protocol
             var token = new ConnectToken
             {
                 Raw = raw,
-                ProtocolId = Le64(raw, 13),
-                CreateTimestamp = Le64(raw, 21),
-                ExpireTimestamp = Le64(raw, 29),
-                TimeoutSeconds = Crypto.ChaCha20Poly1305.Le32(raw, 1073),
+                ProtocolId = LittleEndian.U64(raw, 13),
+                CreateTimestamp = LittleEndian.U64(raw, 21),
+                ExpireTimestamp = LittleEndian.U64(raw, 29),
+                TimeoutSeconds = LittleEndian.U32(raw, 1073),
             };
             int count = raw[1077];
             if (count < 1 || count > 32) throw new FormatException("connect token address count " + count + " outside 1..=32");
@@ -183,11 +183,6 @@ namespace Tickwire.Protocol
             Buffer.BlockCopy(raw, at, token.ClientToServerKey, 0, 32);
             Buffer.BlockCopy(raw, at + 32, token.ServerToClientKey, 0, 32);
             return token;
-        }
-
-        internal static ulong Le64(byte[] b, int i)
-        {
-            return Crypto.ChaCha20Poly1305.Le32(b, i) | (ulong)Crypto.ChaCha20Poly1305.Le32(b, i + 4) << 32;
         }
     }
 }

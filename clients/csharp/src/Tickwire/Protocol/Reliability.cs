@@ -630,7 +630,7 @@ namespace Tickwire.Protocol
                 if (end - at < 10) return false;
                 frame.Kind = 1;
                 frame.Id = (ushort)(p[at] | p[at + 1] << 8);
-                uint total = Crypto.ChaCha20Poly1305.Le32(p, at + 2);
+                uint total = LittleEndian.U32(p, at + 2);
                 frame.FragmentSize = p[at + 6] | p[at + 7] << 8;
                 frame.Index = (ushort)(p[at + 8] | p[at + 9] << 8);
                 at += 10;
@@ -688,7 +688,7 @@ namespace Tickwire.Protocol
             if ((flags & ~0x03) != 0) return ReadResult.Malformed;
             ushort sequence = (ushort)(payload[offset + 1] | payload[offset + 2] << 8);
             ushort ack = (ushort)(payload[offset + 3] | payload[offset + 4] << 8);
-            uint bits = Crypto.ChaCha20Poly1305.Le32(payload, offset + 5);
+            uint bits = LittleEndian.U32(payload, offset + 5);
             bool hasAck = (flags & 0x01) != 0;
             if (!hasAck && (ack != 0 || bits != 0)) return ReadResult.Malformed;
             bool ping = (flags & 0x02) != 0;

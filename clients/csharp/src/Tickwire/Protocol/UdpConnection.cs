@@ -167,7 +167,7 @@ namespace Tickwire.Protocol
             else if (type == 2 && _phase == PhaseRequest)
             {
                 if (opened < 8 + ChallengeTokenBytes) return;
-                _challengeSequence = ConnectToken.Le64(_scratch, 0);
+                _challengeSequence = LittleEndian.U64(_scratch, 0);
                 Buffer.BlockCopy(_scratch, 8, _challengeToken, 0, ChallengeTokenBytes);
                 _phase = PhaseResponse;
                 _hasLastSent = false;
