@@ -24,6 +24,13 @@ namespace Tickwire.Tests
             Exchange(TransportChoice.WebSocket, "ws", TransportKind.WebSocket);
         }
 
+        [Test]
+        public static void A_csharp_client_over_udp_and_a_rust_client_over_websocket_share_a_relay_room()
+        {
+            if (!ServerHarness.Available("relay across transports")) return;
+            Exchange(TransportChoice.Udp, "ws", TransportKind.Udp);
+        }
+
         static void Exchange(TransportChoice choice, string peerTransport, TransportKind expected)
         {
             using (var server = new ServerHarness())
