@@ -51,22 +51,40 @@ namespace Tickwire.Tests
             var log = new StreamWriter(Path.Combine(_dir, "server.log")) { AutoFlush = true };
             _process.ErrorDataReceived += (_, e) => { if (e.Data != null) lock (log) log.WriteLine(e.Data); };
             _process.BeginErrorReadLine();
-            var deadline = DateTime.UtcNow.AddSeconds(30);
-            while (DateTime.UtcNow < deadline)
+            // Lines are read on a thread of their own, so a server that hangs silently fails the
+            // wait below instead of blocking the runner.
+            var lines = new System.Collections.Concurrent.BlockingCollection<string>();
+            var reader = new Thread(() =>
             {
-                string line = _process.StandardOutput.ReadLine();
-                if (line == null) throw new AssertionException("tickwire serve exited with " + (_process.WaitForExit(1000) ? _process.ExitCode.ToString() : "?") + "; see " + _dir + "/server.log");
+                try
+                {
+                    string line;
+                    while ((line = _process.StandardOutput.ReadLine()) != null) lines.Add(line);
+                }
+                catch (Exception) { }
+                lines.CompleteAdding();
+            }) { IsBackground = true };
+            reader.Start();
+            var deadline = DateTime.UtcNow.AddSeconds(30);
+            while (true)
+            {
+                string line;
+                var left = deadline - DateTime.UtcNow;
+                if (left <= TimeSpan.Zero || !lines.TryTake(out line, left))
+                {
+                    if (lines.IsAddingCompleted)
+                        throw new AssertionException("tickwire serve exited with " + (_process.WaitForExit(1000) ? _process.ExitCode.ToString() : "?") + "; see " + _dir + "/server.log");
+                    Dispose();
+                    throw new AssertionException("tickwire serve did not say where it listens within 30 s; see " + _dir + "/server.log");
+                }
                 if (!line.StartsWith("listening http=", StringComparison.Ordinal)) continue;
                 foreach (var part in line.Substring("listening ".Length).Split(' '))
                 {
                     int eq = part.IndexOf('=');
                     if (eq > 0) Listening[part.Substring(0, eq)] = part.Substring(eq + 1);
                 }
-                var drain = new Thread(() => { try { while (_process.StandardOutput.ReadLine() != null) { } } catch (Exception) { } }) { IsBackground = true };
-                drain.Start();
                 return;
             }
-            throw new AssertionException("tickwire serve did not say where it listens within 30 s");
         }
 
         public void Dispose()
@@ -81,6 +99,12 @@ namespace Tickwire.Tests
                 }
             }
             catch (InvalidOperationException) { }
+            // A server that shut down cleanly leaves nothing worth reading; keep the rest.
+            try
+            {
+                if (_process.HasExited && _process.ExitCode == 0) Directory.Delete(_dir, true);
+            }
+            catch (Exception) { }
         }
 
         /// <summary>Runs the Rust relay peer; its output lines arrive on a background thread.</summary>
