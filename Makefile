@@ -3,7 +3,7 @@
 
 CARGO ?= cargo
 
-.PHONY: run web test test-ts test-e2e lint fmt bench-wire bench-udp bench-relay bench-arena bench fuzz-smoke
+.PHONY: run web test test-ts test-e2e test-csharp lint fmt bench-wire bench-udp bench-relay bench-arena bench fuzz-smoke
 
 ## Build the browser client and start the server: open http://localhost:8080 and play.
 ## HTTP, matchmaking and ws on :8080, UDP on :7777, WebTransport on UDP :4433, the admin
@@ -18,8 +18,8 @@ web:
 	cd clients/ts/web && npm ci --no-audit --no-fund --loglevel=error && npm run build --silent
 
 ## Every test: unit, integration, property, golden vectors and doc tests, the TypeScript
-## SDK's and the browser end-to-end test.
-test: test-ts test-e2e
+## SDK's, the browser end-to-end test and the C# SDK's.
+test: test-ts test-e2e test-csharp
 	$(CARGO) test --workspace --locked --all-targets
 	$(CARGO) test --workspace --locked --doc
 
@@ -36,6 +36,20 @@ test-ts:
 test-e2e: web
 	$(CARGO) build --locked -p tickwire
 	cd clients/ts/web && npm run test:e2e --silent
+
+## The C# SDK (clients/csharp), built with Debian's Mono (mcs; .ci/run installs mono-mcs and
+## mono-devel) and run by its own console test runner: the golden wire, arena and RFC 8439
+## vectors, the link simulator, and against a debug `tickwire serve` on free ports: a C#
+## and a Rust client (crates/client/examples/relay_peer.rs) in one relay room over UDP and
+## WebSocket, reconnection, and a C# bot playing the arena for 10 s. About 30 s once built.
+CARGO_TARGET_DIR ?= target
+test-csharp:
+	$(CARGO) build --locked -p tickwire
+	$(CARGO) build --locked -p tickwire-client --example relay_peer
+	clients/csharp/build.sh
+	TICKWIRE_REPO=$(CURDIR) TICKWIRE_BIN=$(abspath $(CARGO_TARGET_DIR))/debug/tickwire \
+		TICKWIRE_RELAY_PEER=$(abspath $(CARGO_TARGET_DIR))/debug/examples/relay_peer \
+		mono --debug clients/csharp/bin/Tickwire.Tests.exe
 
 ## What CI checks besides the tests.
 lint:
