@@ -322,10 +322,7 @@ async fn a_silent_client_is_timed_out_but_one_answering_pings_is_kept() {
     let timeout = Duration::from_millis(400);
     let mut server = TestServer::start(Options {
         ws: WsConfig {
-            params: tickwire_proto::ConnectionParams {
-                timeout,
-                ..tickwire_proto::ConnectionParams::default()
-            },
+            params: tickwire_proto::ConnectionParams::with_timeout(timeout),
             ..WsConfig::default()
         },
         ..Options::default()

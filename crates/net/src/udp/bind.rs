@@ -50,7 +50,34 @@ fn open(addr: SocketAddr, reuse_port: bool) -> io::Result<std::net::UdpSocket> {
     }
     socket.set_recv_buffer_size(RECV_BUFFER_BYTES)?;
     socket.set_send_buffer_size(SEND_BUFFER_BYTES)?;
+    if addr.is_ipv4() {
+        set_dont_fragment(&socket)?;
+    }
     socket.set_nonblocking(true)?;
     socket.bind(&addr.into())?;
     Ok(socket.into())
+}
+
+/// Sets the IPv4 don't-fragment bit on every datagram, without path-MTU bookkeeping
+/// (`IP_PMTUDISC_PROBE`, QUIC's choice too): tickwire sizes its datagrams to the dictated
+/// MTU and never wants the network to fragment them. It also saves a cost per datagram: an
+/// unconnected socket's datagrams without DF each take an IP ID from the kernel's shared
+/// generator (`__ip_select_ident`, 3.5 % of the bots' CPU at 2,500 players), with DF the ID
+/// is simply 0.
+pub fn set_dont_fragment(socket: &impl std::os::fd::AsRawFd) -> io::Result<()> {
+    let value: libc::c_int = libc::IP_PMTUDISC_PROBE;
+    // SAFETY: a valid descriptor and a c_int option value of its true size.
+    let result = unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::IPPROTO_IP,
+            libc::IP_MTU_DISCOVER,
+            (&raw const value).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if result < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }

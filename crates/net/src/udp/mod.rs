@@ -18,7 +18,7 @@ mod send;
 pub(crate) mod sockaddr;
 mod socket;
 
-pub use bind::{RECV_BUFFER_BYTES, SEND_BUFFER_BYTES, bind, bind_reuseport};
+pub use bind::{RECV_BUFFER_BYTES, SEND_BUFFER_BYTES, bind, bind_reuseport, set_dont_fragment};
 pub use pktinfo::enable_local_addresses;
 pub use recv::{RecvBatch, RecvIter, RecvStats};
 pub use send::{SendBatch, SendStats};

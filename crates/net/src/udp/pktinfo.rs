@@ -95,7 +95,8 @@ pub(crate) fn decode(header: &libc::msghdr) -> Option<Ipv4Addr> {
                 && c.cmsg_len as usize
                     >= libc::CMSG_LEN(mem::size_of::<libc::in_pktinfo>() as u32) as usize
             {
-                let info = std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast::<libc::in_pktinfo>());
+                let info =
+                    std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast::<libc::in_pktinfo>());
                 return Some(Ipv4Addr::from(u32::from_be(info.ipi_addr.s_addr)));
             }
             cmsg = libc::CMSG_NXTHDR(header, cmsg);

@@ -144,7 +144,9 @@ impl RecvBatch {
 
     /// The datagrams from the last receive with the local address each was sent to (`None`
     /// unless the batch was made [`with_local_addresses`](Self::with_local_addresses)).
-    pub fn iter_local(&self) -> impl ExactSizeIterator<Item = (Option<Ipv4Addr>, SocketAddr, &[u8])> {
+    pub fn iter_local(
+        &self,
+    ) -> impl ExactSizeIterator<Item = (Option<Ipv4Addr>, SocketAddr, &[u8])> {
         self.entries.iter().map(|entry| {
             let start = entry.slot * self.slot_size;
             (entry.local, entry.from, &self.buf[start..start + entry.len])
