@@ -366,3 +366,47 @@ async fn a_silent_client_is_timed_out_but_one_answering_pings_is_kept() {
     assert_eq!(code, CloseCode::TimedOut.code());
     assert_eq!(server.endpoint.stats().closed_idle, 1);
 }
+
+#[tokio::test]
+async fn a_client_that_only_listens_while_the_room_streams_is_pinged_and_kept() {
+    let timeout = Duration::from_millis(400);
+    let mut server = TestServer::start(Options {
+        ws: WsConfig {
+            params: tickwire_proto::ConnectionParams::with_timeout(timeout),
+            ..WsConfig::default()
+        },
+        ..Options::default()
+    })
+    .await;
+    let (mut listener, listener_side) = server.connect(1).await;
+    let sender = listener_side.sender();
+
+    // The room streams a message every 20 ms for 2.5 timeouts; the client only reads (and
+    // so answers pings, as a browser does), never sending anything of its own.
+    let until = tokio::time::Instant::now() + timeout * 5 / 2;
+    let mut streamed = 0u32;
+    let mut pings = 0;
+    let mut tick = tokio::time::interval(Duration::from_millis(20));
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {
+                if tokio::time::Instant::now() >= until {
+                    break;
+                }
+                sender.send(1, Bytes::from(streamed.to_le_bytes().to_vec())).unwrap();
+                streamed += 1;
+            }
+            message = listener.next() => match message {
+                Some(Ok(Message::Ping(_))) => pings += 1,
+                Some(Ok(Message::Binary(_))) => {}
+                other => panic!("the connection must stay open, got {other:?}"),
+            },
+        }
+    }
+    assert!(
+        pings >= 2,
+        "{pings} pings while streaming for {:?}",
+        timeout * 5 / 2
+    );
+    assert_eq!(server.endpoint.stats().closed_idle, 0);
+}

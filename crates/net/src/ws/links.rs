@@ -119,7 +119,8 @@ struct Conn {
     unreliable: VecDeque<(u8, Bytes)>,
     unreliable_bytes: usize,
     last_received: Instant,
-    last_sent: Instant,
+    /// When the last ping went out: one per ping interval while the client is quiet.
+    last_ping: Instant,
 }
 
 /// Where [`Conn::queue`] put a message.
@@ -368,7 +369,7 @@ impl WsLinks {
             unreliable: VecDeque::new(),
             unreliable_bytes: 0,
             last_received: now,
-            last_sent: now,
+            last_ping: now,
         });
         self.live += 1;
         self.next_sweep.get_or_insert(now + SWEEP_INTERVAL);
@@ -521,12 +522,17 @@ impl WsLinks {
                     let reason = format!("nothing received for {:?}", timings.idle_timeout);
                     self.close_loudly(index, now, CloseCode::TimedOut, &reason);
                 }
+                // Pinged by what it has *received*, not written: a client that only listens
+                // while the room streams to it (a spectator; a browser, which cannot send
+                // pings of its own) answers with a pong and so stays connected.
                 State::Open => {
                     if !conn.blocked
-                        && now.saturating_duration_since(conn.last_sent) >= timings.ping_interval
+                        && now.saturating_duration_since(conn.last_received)
+                            >= timings.ping_interval
+                        && now.saturating_duration_since(conn.last_ping) >= timings.ping_interval
                     {
                         frame::write_frame(&mut conn.out, opcode::PING, &[], &[]);
-                        conn.last_sent = now;
+                        conn.last_ping = now;
                         WsCounters::bump(&conn.shared.counters.pings_sent);
                         self.mark_dirty(index);
                     }
@@ -874,9 +880,6 @@ impl WsLinks {
                 match conn.stream.write_some(&conn.out[conn.written..]) {
                     Ok(n) => {
                         conn.written += n;
-                        if n > 0 {
-                            conn.last_sent = now;
-                        }
                         if conn.pending() > 0 {
                             conn.blocked = true;
                             break;
