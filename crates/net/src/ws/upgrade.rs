@@ -21,7 +21,7 @@ use super::framing::CloseCode;
 use super::socket::{AdmittedClient, ByteStream, ConnectionSlot, WsSocket};
 use super::stats::WsCounters;
 use tickwire_proto::admission::Admitted;
-use tickwire_proto::websocket::{self as frame, FrameError, Inbound, MessageReader};
+use tickwire_proto::websocket::{self as frame, Inbound, MessageReader};
 
 /// Answers a WebSocket upgrade request, then takes the client's token on a task of its own.
 pub(super) async fn upgrade(
@@ -346,13 +346,12 @@ async fn read_token<S: AsyncRead + Unpin>(
             }
             Ok(None) => {}
             Err(error) => {
-                let code = if matches!(error, FrameError::TooLarge { .. }) {
-                    WsCounters::bump(&counters.closed_too_large);
-                    CloseCode::MessageTooLarge
+                let code = CloseCode::from(&error);
+                WsCounters::bump(if code == CloseCode::WsMessageTooBig {
+                    &counters.closed_too_large
                 } else {
-                    WsCounters::bump(&counters.refused_malformed);
-                    CloseCode::ProtocolViolation
-                };
+                    &counters.refused_malformed
+                });
                 return Err(Refusal::Close {
                     code,
                     reason: error.to_string(),
