@@ -21,7 +21,10 @@ async fn closes_with(frames: Vec<u8>, expected: u16, case: &str) {
     let mut ws = RawWs::connect(address, &token[..]).await;
     ws.send(&frames).await;
     let code = ws.close_code_then_dropped().await;
-    assert_eq!(code, expected, "{case}: closed with {code}, RFC 6455 asks {expected}");
+    assert_eq!(
+        code, expected,
+        "{case}: closed with {code}, RFC 6455 asks {expected}"
+    );
     runtime.shut_down().await.unwrap();
 }
 
@@ -58,17 +61,32 @@ async fn a_close_reason_that_is_not_utf8_is_a_protocol_error() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_close_code_no_endpoint_may_send_is_a_protocol_error() {
-    closes_with(client_frame(0x88, &1005u16.to_be_bytes(), true), 1002, "code 1005").await;
+    closes_with(
+        client_frame(0x88, &1005u16.to_be_bytes(), true),
+        1002,
+        "code 1005",
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stray_continuation_is_a_protocol_error() {
-    closes_with(client_frame(0x80, b"\x00hi", true), 1002, "stray continuation").await;
+    closes_with(
+        client_frame(0x80, b"\x00hi", true),
+        1002,
+        "stray continuation",
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_text_message_that_is_not_utf8_is_invalid_payload() {
-    closes_with(client_frame(0x81, b"\xc3\x28", true), 1007, "text not UTF-8").await;
+    closes_with(
+        client_frame(0x81, b"\xc3\x28", true),
+        1007,
+        "text not UTF-8",
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

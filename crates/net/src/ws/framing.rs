@@ -235,8 +235,7 @@ mod tests {
         for close in CloseCode::ALL {
             assert_eq!(CloseCode::from_code(close.code()), Some(close));
             assert!(
-                (4000..5000).contains(&close.code())
-                    || [1002, 1007, 1009].contains(&close.code()),
+                (4000..5000).contains(&close.code()) || [1002, 1007, 1009].contains(&close.code()),
                 "{close:?} neither private-use nor one of RFC 6455's failure codes"
             );
             assert!(close.default_reason().len() <= MAX_CLOSE_REASON_BYTES);

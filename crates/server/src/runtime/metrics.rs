@@ -269,6 +269,7 @@ impl Metrics {
         if let Some((wt, _)) = &app.wt {
             self.render_wt(wt);
         }
+        self.render_http(app);
         self.counter("tickwire_ticks_total", &[], shard.ticks);
         self.counter("tickwire_ticks_skipped_total", &[], shard.ticks_skipped);
         for (kind, count) in &overruns {
@@ -281,6 +282,42 @@ impl Metrics {
 }
 
 impl Metrics {
+    /// The HTTP and HTTPS listeners' counters, added together.
+    fn render_http(&self, app: &App) {
+        let mut total = tickwire_net::ws::ListenStats::default();
+        for listener in &app.http_metrics {
+            let one = listener.snapshot();
+            total.connections_accepted += one.connections_accepted;
+            total.accept_errors += one.accept_errors;
+            total.refused_per_ip += one.refused_per_ip;
+            total.tls_accept_timeouts += one.tls_accept_timeouts;
+            total.header_timeouts += one.header_timeouts;
+            total.body_timeouts += one.body_timeouts;
+            total.request_timeouts += one.request_timeouts;
+            total.bad_host += one.bad_host;
+        }
+        self.counter(
+            "tickwire_http_connections_accepted_total",
+            &[],
+            total.connections_accepted,
+        );
+        self.counter(
+            "tickwire_http_accept_errors_total",
+            &[],
+            total.accept_errors,
+        );
+        for (reason, count) in [
+            ("per_ip", total.refused_per_ip),
+            ("tls_timeout", total.tls_accept_timeouts),
+            ("header_timeout", total.header_timeouts),
+            ("body_timeout", total.body_timeouts),
+            ("request_timeout", total.request_timeouts),
+            ("bad_host", total.bad_host),
+        ] {
+            self.counter("tickwire_http_refused_total", &[("reason", reason)], count);
+        }
+    }
+
     /// The WebTransport endpoint's counters (`docs/OPERATIONS.md`, metrics).
     fn render_wt(&self, wt: &tickwire_net::wt::WtEndpoint) {
         let stats = wt.stats();

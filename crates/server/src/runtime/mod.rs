@@ -33,7 +33,9 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use tickwire_net::ws::{Arrival, HttpListener, ListenConfig, TlsIdentity, WsConfig, WsEndpoint};
+use tickwire_net::ws::{
+    Arrival, HttpListener, ListenConfig, ListenMetrics, TlsIdentity, WsConfig, WsEndpoint,
+};
 use tickwire_net::wt::{WtCertificate, WtConfig, WtEndpoint};
 use tickwire_proto::ServerConfig;
 use tickwire_proto::admission::{Admission, UsedTokens};
@@ -162,6 +164,8 @@ pub(crate) struct App {
     metrics: metrics::Metrics,
     extras_metrics: Vec<extras::MetricsWriter>,
     rates: Mutex<Rates>,
+    /// The HTTP and HTTPS listeners' counters.
+    http_metrics: Vec<ListenMetrics>,
 }
 
 impl App {
@@ -440,6 +444,37 @@ impl Runtime {
                 .map(|(name, capacity)| (name.to_string(), capacity)),
             reservation_ttl,
         );
+        let settings = &config.http;
+        let listen = ListenConfig {
+            tcp_send_buffer: Some(settings.tcp_send_buffer_bytes).filter(|bytes| *bytes > 0),
+            body_read_timeout: Duration::from_millis(settings.body_timeout_ms),
+            request_timeout: Duration::from_millis(settings.request_timeout_ms),
+            max_connections_per_ip: settings.max_connections_per_ip,
+            exempt: config.limits.exempt.clone(),
+            ..ListenConfig::default()
+        };
+        let http_listener = HttpListener::from_listener(http, None, listen.clone());
+        let https_listener = match https {
+            Some((listener, bound)) => {
+                let identity = match (&config.tls.cert, &config.tls.key) {
+                    (Some(cert), Some(key)) => TlsIdentity::from_pem_files(cert, key)?,
+                    _ => TlsIdentity::self_signed(&["localhost", &public_ip.to_string()])?,
+                };
+                let tls = identity.server_config()?;
+                Some((
+                    HttpListener::from_listener(listener, Some(tls), listen),
+                    bound,
+                ))
+            }
+            None => None,
+        };
+        let mut http_metrics = vec![http_listener.metrics()];
+        http_metrics.extend(
+            https_listener
+                .as_ref()
+                .map(|(listener, _)| listener.metrics()),
+        );
+
         let matchmake_rate = config.limits.matchmake_rate;
         let (phase, _) = watch::channel(Phase::Running);
         let app = Arc::new(App {
@@ -464,6 +499,7 @@ impl Runtime {
             metrics,
             extras_metrics: extras.metrics,
             rates: Mutex::new(Rates::default()),
+            http_metrics,
         });
 
         let mut tasks = JoinSet::new();
@@ -489,27 +525,10 @@ impl Runtime {
         let router = api::router(app.clone())
             .merge(ws.router())
             .merge(extras.routes);
-        let listen = ListenConfig {
-            tcp_send_buffer: Some(app.config.http.tcp_send_buffer_bytes).filter(|bytes| *bytes > 0),
-            ..ListenConfig::default()
-        };
-        tasks.spawn(serve(
-            HttpListener::from_listener(http, None, listen),
-            router.clone(),
-            stopped.clone(),
-        ));
+        tasks.spawn(serve(http_listener, router.clone(), stopped.clone()));
         let mut https_address = None;
-        if let Some((listener, bound)) = https {
-            let identity = match (&app.config.tls.cert, &app.config.tls.key) {
-                (Some(cert), Some(key)) => TlsIdentity::from_pem_files(cert, key)?,
-                _ => TlsIdentity::self_signed(&["localhost", &public_ip.to_string()])?,
-            };
-            let tls = identity.server_config()?;
-            tasks.spawn(serve(
-                HttpListener::from_listener(listener, Some(tls), listen),
-                router,
-                stopped.clone(),
-            ));
+        if let Some((listener, bound)) = https_listener {
+            tasks.spawn(serve(listener, router, stopped.clone()));
             https_address = Some(bound);
         }
 

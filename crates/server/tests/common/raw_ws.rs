@@ -134,7 +134,10 @@ impl RawWs {
             }
         })
         .await;
-        assert!(ended.is_ok(), "the server kept the connection after closing with {code}");
+        assert!(
+            ended.is_ok(),
+            "the server kept the connection after closing with {code}"
+        );
         code
     }
 }
@@ -145,7 +148,10 @@ fn parse_server_frame(buf: &[u8]) -> Option<(ServerFrame, usize)> {
     };
     assert_eq!(second & 0x80, 0, "server frames are never masked");
     let (len, header) = match second & 0x7F {
-        126 => (usize::from(u16::from_be_bytes([*buf.get(2)?, *buf.get(3)?])), 4),
+        126 => (
+            usize::from(u16::from_be_bytes([*buf.get(2)?, *buf.get(3)?])),
+            4,
+        ),
         127 => {
             let mut word = [0u8; 8];
             word.copy_from_slice(buf.get(2..10)?);
