@@ -261,12 +261,28 @@ impl Default for ConsoleConfig {
 }
 
 /// Operator access.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct AdminConfig {
     /// The console password and the admin API's bearer token. When empty, a random one is
     /// generated at start and logged.
     pub token: String,
+    /// Serve `/metrics` and the admin API on `admin.listen` (with `/healthz` and `/readyz`
+    /// beside them) instead of the public HTTP port. Default false.
+    pub separate_listener: bool,
+    /// The operator's listener, with `separate_listener`. Default `127.0.0.1:9090`: loopback,
+    /// so only this machine (or a tunnel) reaches it.
+    pub listen: SocketAddr,
+}
+
+impl Default for AdminConfig {
+    fn default() -> Self {
+        Self {
+            token: String::new(),
+            separate_listener: false,
+            listen: SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 9090),
+        }
+    }
 }
 
 /// How players are identified.

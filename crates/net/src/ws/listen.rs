@@ -60,6 +60,12 @@ pub struct ListenConfig {
     /// Addresses the per-address cap does not apply to (IPv4-mapped IPv6 matches its IPv4
     /// form).
     pub exempt: Vec<IpAddr>,
+    /// Hold one file descriptor back for when the process runs out: an `accept` that fails
+    /// for want of a descriptor gives it up and takes the waiting connection, and it is
+    /// taken back once that connection ends. For a listener whose clients must get through
+    /// when the process is out of descriptors (health probes, the operator), not for a
+    /// public one (an attacker's connection would take the reserve).
+    pub reserve_descriptor: bool,
 }
 
 impl Default for ListenConfig {
@@ -76,6 +82,7 @@ impl Default for ListenConfig {
             request_timeout: Duration::from_secs(10),
             max_connections_per_ip: 64,
             exempt: Vec::new(),
+            reserve_descriptor: false,
         }
     }
 }
@@ -124,6 +131,8 @@ listen_counters! {
     request_timeouts,
     /// Requests refused 400 for a missing or repeated `Host` header.
     bad_host,
+    /// Connections accepted on the reserved descriptor while the process was out of them.
+    reserve_used,
 }
 
 /// Reads an [`HttpListener`]'s counters while it serves.
@@ -146,6 +155,7 @@ pub struct HttpListener {
     config: Arc<ListenConfig>,
     counters: Arc<ListenCounters>,
     per_ip: Arc<Mutex<HashMap<IpAddr, u32>>>,
+    reserve: Option<Reserve>,
 }
 
 impl std::fmt::Debug for HttpListener {
@@ -176,12 +186,17 @@ impl HttpListener {
         tls: Option<Arc<rustls::ServerConfig>>,
         config: ListenConfig,
     ) -> Self {
+        let reserve = config.reserve_descriptor.then(Reserve::default);
+        if let Some(reserve) = &reserve {
+            reserve.refill();
+        }
         Self {
             listener,
             tls: tls.map(TlsAcceptor::from),
             config: Arc::new(config),
             counters: Arc::default(),
             per_ip: Arc::default(),
+            reserve,
         }
     }
 
@@ -218,7 +233,9 @@ impl HttpListener {
                             WsCounters::bump(&self.counters.refused_per_ip);
                             continue;
                         };
-                        connections.spawn(serve_connection(
+                        // Whichever connection ends next gives the reserve its descriptor.
+                        let refill = self.reserve.clone().filter(Reserve::is_empty);
+                        let served = serve_connection(
                             stream,
                             peer,
                             self.tls.clone(),
@@ -226,7 +243,21 @@ impl HttpListener {
                             self.config.clone(),
                             self.counters.clone(),
                             slot,
-                        ));
+                        );
+                        connections.spawn(async move {
+                            served.await;
+                            if let Some(reserve) = refill {
+                                reserve.refill();
+                            }
+                        });
+                    }
+                    Err(error) if is_out_of_descriptors(&error)
+                        && self.reserve.as_ref().is_some_and(Reserve::release) =>
+                    {
+                        // The waiting connection takes the freed descriptor on the next
+                        // turn.
+                        WsCounters::bump(&self.counters.reserve_used);
+                        WsCounters::bump(&self.counters.accept_errors);
                     }
                     Err(error) => {
                         // Out of descriptors or a connection reset before accept: keep
@@ -263,6 +294,41 @@ impl HttpListener {
         *held += 1;
         Some(IpSlot(Some((self.per_ip.clone(), ip))))
     }
+}
+
+/// The descriptor a listener holds back (`/dev/null`, opened read-only).
+#[derive(Debug, Clone, Default)]
+struct Reserve(Arc<Mutex<Option<std::fs::File>>>);
+
+impl Reserve {
+    fn is_empty(&self) -> bool {
+        self.0
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+            .is_none()
+    }
+
+    /// Closes the reserved descriptor; false if there was none.
+    fn release(&self) -> bool {
+        self.0
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+            .take()
+            .is_some()
+    }
+
+    /// Takes a descriptor back if there is none (and one is free).
+    fn refill(&self) {
+        let mut reserve = self.0.lock().unwrap_or_else(|poison| poison.into_inner());
+        if reserve.is_none() {
+            *reserve = std::fs::File::open("/dev/null").ok();
+        }
+    }
+}
+
+/// `EMFILE` (the process's limit) or `ENFILE` (the system's).
+fn is_out_of_descriptors(error: &io::Error) -> bool {
+    matches!(error.raw_os_error(), Some(libc::EMFILE | libc::ENFILE))
 }
 
 /// One connection's place in the per-address count, given back when it ends or upgrades.

@@ -270,6 +270,15 @@ impl Metrics {
             self.render_wt(wt);
         }
         self.render_http(app);
+        let credentials = app.credentials.stats();
+        for (index, via) in ["console", "api"].into_iter().enumerate() {
+            let labels = [("via", via)];
+            let failures = credentials.failures[index];
+            self.counter("tickwire_admin_auth_failures_total", &labels, failures);
+            let locked = credentials.locked_out[index];
+            self.counter("tickwire_admin_auth_locked_out_total", &labels, locked);
+        }
+        self.counter("tickwire_admin_lockouts_total", &[], credentials.lockouts);
         self.counter("tickwire_ticks_total", &[], shard.ticks);
         self.counter("tickwire_ticks_skipped_total", &[], shard.ticks_skipped);
         for (kind, count) in &overruns {

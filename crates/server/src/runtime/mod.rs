@@ -76,6 +76,8 @@ pub struct Addresses {
     pub wt: Option<SocketAddr>,
     /// The admin console, when enabled.
     pub console: Option<SocketAddr>,
+    /// The operator's HTTP listener (`/metrics`, the admin API, health), when separate.
+    pub admin: Option<SocketAddr>,
 }
 
 /// Where the server is in its life.
@@ -159,7 +161,8 @@ pub(crate) struct App {
     /// The WebTransport endpoint and the address tokens name for it, when enabled.
     wt: Option<(WtEndpoint, SocketAddr)>,
     phase: watch::Sender<Phase>,
-    admin_token: String,
+    /// The console password and admin API token, and the throttle on guessing it.
+    credentials: Arc<crate::credentials::Credentials>,
     matchmake_limiter: Mutex<IpLimiter>,
     metrics: metrics::Metrics,
     extras_metrics: Vec<extras::MetricsWriter>,
@@ -462,11 +465,24 @@ impl Runtime {
                 };
                 let tls = identity.server_config()?;
                 Some((
-                    HttpListener::from_listener(listener, Some(tls), listen),
+                    HttpListener::from_listener(listener, Some(tls), listen.clone()),
                     bound,
                 ))
             }
             None => None,
+        };
+        let operator_listener = if config.admin.separate_listener {
+            let address = config.admin.listen;
+            let listener = tokio::net::TcpListener::bind(address)
+                .await
+                .map_err(bind_error("admin", address))?;
+            let operator = ListenConfig {
+                reserve_descriptor: true,
+                ..listen.clone()
+            };
+            Some(HttpListener::from_listener(listener, None, operator))
+        } else {
+            None
         };
         let mut http_metrics = vec![http_listener.metrics()];
         http_metrics.extend(
@@ -474,6 +490,7 @@ impl Runtime {
                 .as_ref()
                 .map(|(listener, _)| listener.metrics()),
         );
+        http_metrics.extend(operator_listener.as_ref().map(HttpListener::metrics));
 
         let matchmake_rate = config.limits.matchmake_rate;
         let (phase, _) = watch::channel(Phase::Running);
@@ -495,7 +512,7 @@ impl Runtime {
             ws: ws.clone(),
             wt: wt.clone(),
             phase,
-            admin_token,
+            credentials: Arc::new(crate::credentials::Credentials::new(admin_token)),
             metrics,
             extras_metrics: extras.metrics,
             rates: Mutex::new(Rates::default()),
@@ -525,6 +542,17 @@ impl Runtime {
         let router = api::router(app.clone())
             .merge(ws.router())
             .merge(extras.routes);
+        let admin_address = match operator_listener {
+            Some(listener) => {
+                let address = listener
+                    .local_addr()
+                    .map_err(bind_error("admin", app.config.admin.listen))?;
+                let router = api::operator_router(app.clone());
+                tasks.spawn(serve(listener, router, stopped.clone()));
+                Some(address)
+            }
+            None => None,
+        };
         tasks.spawn(serve(http_listener, router.clone(), stopped.clone()));
         let mut https_address = None;
         if let Some((listener, bound)) = https_listener {
@@ -541,11 +569,11 @@ impl Runtime {
                 .local_addr()
                 .map_err(bind_error("console", app.config.console.listen))?;
             let ops: Arc<dyn crate::console::AdminOps> = Arc::new(admin::Ops(app.clone()));
-            let password: Arc<str> = app.admin_token.as_str().into();
+            let credentials = app.credentials.clone();
             let mut stopped = stopped.clone();
             tasks.spawn(async move {
                 tokio::select! {
-                    () = crate::console::serve(listener, password, ops) => {}
+                    () = crate::console::serve(listener, credentials, ops) => {}
                     _ = stopped.wait_for(|stop| *stop) => {}
                 }
             });
@@ -560,6 +588,7 @@ impl Runtime {
             udp: workers.iter().map(ShardWorker::udp_address).collect(),
             wt: wt_address,
             console,
+            admin: admin_address,
         };
         Ok(Self {
             app,
@@ -584,7 +613,7 @@ impl Runtime {
 
     /// The console password and admin API bearer token in force.
     pub fn admin_token(&self) -> &str {
-        &self.app.admin_token
+        self.app.credentials.secret()
     }
 
     /// Serves until a shutdown is asked for (a signal through a [`ServerHandle`], the
