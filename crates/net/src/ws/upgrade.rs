@@ -49,7 +49,9 @@ pub(super) async fn upgrade(
     };
     let peer = peer.map(|Extension(ConnectInfo(address))| address);
     let deadline = Instant::now() + endpoint.config().handshake_timeout;
+    let handshake = endpoint.handshake();
     tokio::spawn(async move {
+        let _handshake = handshake;
         match on_upgrade.await {
             Ok(upgraded) => take_token(endpoint, upgraded, peer, deadline).await,
             Err(_) => WsCounters::bump(&endpoint.shared().counters.upgrades_failed),
@@ -361,7 +363,18 @@ async fn read_token<S: AsyncRead + Unpin>(
         }
         let start = buf.len();
         buf.resize(start + 4096, 0);
-        let read = tokio::time::timeout_at(deadline, stream.read(&mut buf[start..])).await;
+        let read = tokio::select! {
+            read = tokio::time::timeout_at(deadline, stream.read(&mut buf[start..])) => read,
+            () = endpoint.stopping() => {
+                buf.truncate(start);
+                WsCounters::bump(&counters.refused_shutdown);
+                return Err(Refusal::Close {
+                    code: CloseCode::ServerShutdown,
+                    reason: "server shutting down".into(),
+                    parseable: true,
+                });
+            }
+        };
         match read {
             Err(_) => {
                 buf.truncate(start);

@@ -643,13 +643,16 @@ impl Runtime {
         for worker in self.workers.drain(..) {
             report.workers.push(worker.stop().await?);
         }
-        // Connections still in their handshake, and any not yet attached.
+        // Connections still in their handshake, and any not yet attached: closed with 4003
+        // on their own tasks. Closing the listeners (or the QUIC endpoint) under them would
+        // turn that into a bare "connection lost", or nothing at all once the process exits.
         self.app.ws.shutdown();
-        // WebTransport sessions are closing with 4003 on their own tasks; closing the QUIC
-        // endpoint under them would turn that into a bare "connection lost" in a browser.
-        if let Some((endpoint, _)) = &self.app.wt {
-            endpoint.sessions_closed().await;
-        }
+        let wt_closed = async {
+            if let Some((endpoint, _)) = &self.app.wt {
+                endpoint.sessions_closed().await;
+            }
+        };
+        tokio::join!(self.app.ws.handshakes_closed(), wt_closed);
         let _ = self.stop_listeners.send(true);
         self.tasks.abort_all();
         while self.tasks.join_next().await.is_some() {}

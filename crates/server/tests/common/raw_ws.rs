@@ -114,6 +114,12 @@ impl RawWs {
     /// must drop the connection (without waiting for our answer for longer than its close
     /// timeout).
     pub async fn close_code_then_dropped(&mut self) -> u16 {
+        self.close_code_then_dropped_answering(false).await
+    }
+
+    /// [`close_code_then_dropped`](Self::close_code_then_dropped), answering the server's
+    /// close as a browser does when `answer`.
+    pub async fn close_code_then_dropped_answering(&mut self, answer: bool) -> u16 {
         let code = loop {
             match self.next_frame().await {
                 Some(ServerFrame { opcode: 8, payload }) => {
@@ -124,6 +130,12 @@ impl RawWs {
                 None => panic!("the connection ended without a close frame"),
             }
         };
+        if answer {
+            let _ = self
+                .stream
+                .write_all(&client_frame(0x88, &code.to_be_bytes(), true))
+                .await;
+        }
         let ended = timeout(WAIT + Duration::from_secs(1), async {
             let mut chunk = [0u8; 1024];
             loop {
