@@ -104,6 +104,7 @@ impl Metrics {
             .map(|(kind, _)| (kind.to_string(), 0))
             .collect();
         let mut udp = tickwire_proto::ServerStats::default();
+        let mut too_long = 0;
         let mut shard = crate::shard::ShardStats::default();
         let mut overruns: HashMap<String, u64> = HashMap::new();
         let mut refused = [0u64; 2];
@@ -126,6 +127,7 @@ impl Metrics {
             refused[0] += view.joins_refused;
             refused[1] += view.refused_by_address;
             add_udp(&mut udp, &view.udp);
+            too_long += view.recv.dropped_truncated;
             add_shard(&mut shard, &view.shard);
         }
         let ws = app.ws.stats();
@@ -209,6 +211,7 @@ impl Metrics {
             ("packet_replayed", drops.packet_replayed),
             ("unauthenticated", drops.unauthenticated),
             ("overloaded", drops.overloaded),
+            ("too_large", too_long),
         ] {
             self.counter(
                 "tickwire_udp_datagrams_dropped_total",
@@ -216,6 +219,11 @@ impl Metrics {
                 count,
             );
         }
+        self.counter(
+            "tickwire_udp_messages_too_large_total",
+            &[],
+            udp.messages_too_large,
+        );
         for (reason, count) in [
             ("malformed", ws.refused_malformed),
             ("bad_token", ws.refused_bad_token),
@@ -426,6 +434,7 @@ fn add_udp(total: &mut tickwire_proto::ServerStats, one: &tickwire_proto::Server
     total.connections_accepted += one.connections_accepted;
     total.connections_denied += one.connections_denied;
     total.connections_replaced += one.connections_replaced;
+    total.messages_too_large += one.messages_too_large;
     let (t, o) = (&mut total.dropped, &one.dropped);
     t.malformed += o.malformed;
     t.wrong_protocol += o.wrong_protocol;
