@@ -672,6 +672,20 @@ mod tests {
         );
         config.http.tcp_send_buffer_bytes = 0;
         config.validate().unwrap();
+        for (key, set) in [
+            (
+                "http.body_timeout_ms = 99",
+                (|c: &mut ServeConfig| c.http.body_timeout_ms = 99) as fn(&mut ServeConfig),
+            ),
+            ("http.request_timeout_ms = 600001", |c| {
+                c.http.request_timeout_ms = 600_001
+            }),
+        ] {
+            let mut config = ServeConfig::default();
+            set(&mut config);
+            let error = config.validate().unwrap_err().to_string();
+            assert!(error.starts_with(key), "{error}");
+        }
     }
 
     #[test]

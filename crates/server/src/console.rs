@@ -223,8 +223,6 @@ async fn session(
     Ok(())
 }
 
-/// Compares without an early exit, so the time taken does not reveal a secret's prefix.
-
 /// The reply to one command line; `None` for `quit`.
 fn run_command(line: &str, ops: &dyn AdminOps) -> Option<String> {
     let (command, argument) = line.split_once(' ').unwrap_or((line, ""));

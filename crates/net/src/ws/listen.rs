@@ -154,9 +154,12 @@ pub struct HttpListener {
     tls: Option<TlsAcceptor>,
     config: Arc<ListenConfig>,
     counters: Arc<ListenCounters>,
-    per_ip: Arc<Mutex<HashMap<IpAddr, u32>>>,
+    per_ip: PerIp,
     reserve: Option<Reserve>,
 }
+
+/// Connections each address holds before their upgrade.
+type PerIp = Arc<Mutex<HashMap<IpAddr, u32>>>;
 
 impl std::fmt::Debug for HttpListener {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -332,7 +335,7 @@ fn is_out_of_descriptors(error: &io::Error) -> bool {
 }
 
 /// One connection's place in the per-address count, given back when it ends or upgrades.
-struct IpSlot(Option<(Arc<Mutex<HashMap<IpAddr, u32>>>, IpAddr)>);
+struct IpSlot(Option<(PerIp, IpAddr)>);
 
 impl Drop for IpSlot {
     fn drop(&mut self) {
@@ -432,18 +435,20 @@ async fn serve_http<I>(
     let service = hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
         request.extensions_mut().insert(ConnectInfo(peer));
         let counters = request_counters.clone();
-        let bad_host = !has_one_host(&request);
-        let request = request.map(|body| TimedBody::new(body, body_timeout, counters.clone()));
-        // A router clone is a reference-count increment.
-        let call = router.clone().call(request);
+        // A router clone is a reference-count increment. No route sees a request whose
+        // Host is missing or repeated.
+        let call = has_one_host(&request).then(|| {
+            let request = request.map(|body| TimedBody::new(body, body_timeout, counters.clone()));
+            router.clone().call(request)
+        });
         async move {
-            if bad_host {
+            let Some(call) = call else {
                 WsCounters::bump(&counters.bad_host);
                 return Ok(closing(
                     StatusCode::BAD_REQUEST,
                     "exactly one Host header is required",
                 ));
-            }
+            };
             match tokio::time::timeout(request_timeout, call).await {
                 Ok(response) => response,
                 Err(_) => {
