@@ -1,19 +1,21 @@
 //! Shutdown by the book: every client gets the shutdown close (4003), whatever state its
 //! connection is in when the server stops: a WebSocket upgraded with no token yet, one
 //! partway through its token, one seated; a WebTransport session with no control stream
-//! yet, one partway through its token, one seated. And the shutdown does not wait for their
-//! handshake timeouts to do it.
+//! yet, one partway through its token, one seated; and a seated UDP player gets reason 3.
+//! The shutdown does not wait for their handshake timeouts to do it. (A UDP client in its
+//! handshake has no state on the server to be told from: the handshake is stateless.)
 
 mod common;
 
 use std::time::{Duration, Instant};
 
-use common::WAIT;
 use common::raw_ws::{RawWs, client_frame};
 use common::serve::{answer_token, matchmake, test_config};
+use common::{WAIT, udp_client, udp_disconnect_reason};
 use serde_json::{Value, json};
 use tickwire_net::ws::CloseCode;
 use tickwire_net::wt::{WtClientError, WtRawSession, parse_cert_sha256};
+use tickwire_proto::{ClientEvent, DisconnectReason};
 use tickwire_server::rooms::relay::RelayRoom;
 use tickwire_server::runtime::{RoomKinds, Runtime};
 use tokio::time::timeout;
@@ -70,7 +72,7 @@ async fn every_websocket_and_webtransport_connection_state_gets_the_shutdown_clo
     let http = runtime.addresses().http;
     let answers: Vec<Value> = {
         let mut answers = Vec::new();
-        for name in ["a", "b", "c", "d", "e", "f"] {
+        for name in ["a", "b", "c", "d", "e", "f", "g"] {
             answers.push(matchmake(http, json!({"kind": "relay", "name": name})).await);
         }
         answers
@@ -95,6 +97,10 @@ async fn every_websocket_and_webtransport_connection_state_gets_the_shutdown_clo
     .await
     .expect("accepted in time")
     .expect("accepted");
+    // UDP: seated.
+    let mut udp = udp_client(answer_token(&answers[5]));
+    let event = timeout(WAIT, udp.next_event()).await.unwrap().unwrap();
+    assert!(matches!(event, ClientEvent::Connected { .. }), "{event:?}");
     // Let the server see the partial token and the no-stream session's handshake finish.
     tokio::time::sleep(Duration::from_millis(200)).await;
 
@@ -128,6 +134,12 @@ async fn every_websocket_and_webtransport_connection_state_gets_the_shutdown_clo
     assert!(
         matches!(seated, WtClientError::Closed { code, .. } if code == CloseCode::ServerShutdown.code()),
         "wt seated: {seated:?}"
+    );
+
+    assert_eq!(
+        udp_disconnect_reason(&mut udp).await,
+        DisconnectReason::ServerShutdown,
+        "udp seated"
     );
 
     timeout(WAIT, shutdown)
