@@ -35,6 +35,16 @@ async fn admin_stats(address: SocketAddr, token: &str) -> String {
 async fn an_address_guessing_admin_tokens_is_locked_out_and_counted() {
     let runtime = Runtime::start(test_config(), relay_kinds()).await.unwrap();
     let address = runtime.addresses().http;
+    // No token is no guess: a dashboard without one does not lock its address out.
+    for _ in 0..MAX_FAILURES + 2 {
+        let reply = http(address, "GET", "/api/admin/stats", None, None).await;
+        assert_eq!(reply.status, 401);
+    }
+    assert!(
+        admin_stats(address, ADMIN_TOKEN)
+            .await
+            .starts_with("HTTP/1.1 200")
+    );
     for attempt in 0..MAX_FAILURES {
         let answer = admin_stats(address, "guess").await;
         assert!(

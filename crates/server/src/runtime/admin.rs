@@ -213,14 +213,25 @@ pub(super) fn router(app: Arc<App>) -> Router<Arc<App>> {
 }
 
 /// Passes only requests bearing the admin token; an address that presented too many wrong
-/// ones is answered 429 for a while, whatever it presents.
+/// ones is answered 429 for a while, whatever it presents. A request with no token is no
+/// guess: 401, not counted.
 async fn require_token(State(app): State<Arc<App>>, request: Request, next: Next) -> Response {
-    let presented = request
+    let unauthorized = || {
+        (
+            StatusCode::UNAUTHORIZED,
+            [(header::WWW_AUTHENTICATE, "Bearer")],
+            axum::Json(json!({ "error": "a valid admin bearer token is required" })),
+        )
+            .into_response()
+    };
+    let Some(presented) = request
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|value| value.to_str().ok())
         .and_then(|value| value.strip_prefix("Bearer "))
-        .unwrap_or_default();
+    else {
+        return unauthorized();
+    };
     let ip = request
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()
@@ -232,12 +243,7 @@ async fn require_token(State(app): State<Arc<App>>, request: Request, next: Next
         .check(Instant::now(), ip, Via::Api, presented.as_bytes())
     {
         Ok(()) => next.run(request).await,
-        Err(Refused::Wrong) => (
-            StatusCode::UNAUTHORIZED,
-            [(header::WWW_AUTHENTICATE, "Bearer")],
-            axum::Json(json!({ "error": "a valid admin bearer token is required" })),
-        )
-            .into_response(),
+        Err(Refused::Wrong) => unauthorized(),
         Err(refused @ Refused::LockedOut { .. }) => (
             StatusCode::TOO_MANY_REQUESTS,
             [(
