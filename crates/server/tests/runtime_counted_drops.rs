@@ -65,6 +65,10 @@ async fn an_unreliable_message_too_large_for_a_udp_player_is_counted() {
     let mut big = vec![1u8];
     big.extend_from_slice(&[7u8; 2000]);
     ws.send(Message::Binary(big.into())).await;
-    metrics_until(http, "tickwire_udp_messages_too_large_total 1").await;
+    metrics_until(
+        http,
+        "tickwire_messages_too_large_total{transport=\"udp\"} 1",
+    )
+    .await;
     runtime.shut_down().await.unwrap();
 }

@@ -151,6 +151,7 @@ impl Conn {
         let len = message.len();
         let max = shared.max_payload;
         if len > max {
+            WsCounters::bump(&shared.counters.sends_too_large);
             return Err(WsSendError::TooLarge { len, max });
         }
         let limits = shared.outbox;

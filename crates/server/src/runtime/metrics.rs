@@ -219,11 +219,13 @@ impl Metrics {
                 count,
             );
         }
-        self.counter(
-            "tickwire_udp_messages_too_large_total",
-            &[],
-            udp.messages_too_large,
-        );
+        for (transport, count) in [("udp", udp.messages_too_large), ("ws", ws.sends_too_large)] {
+            self.counter(
+                "tickwire_messages_too_large_total",
+                &[("transport", transport)],
+                count,
+            );
+        }
         for (reason, count) in [
             ("malformed", ws.refused_malformed),
             ("bad_token", ws.refused_bad_token),
@@ -391,6 +393,11 @@ impl Metrics {
             self.counter("tickwire_wt_refused_total", &[("reason", reason)], count);
         }
         let labels = [("transport", "wt")];
+        self.counter(
+            "tickwire_messages_too_large_total",
+            &labels,
+            stats.sends_too_large,
+        );
         self.counter(
             "tickwire_packets_received_total",
             &labels,
