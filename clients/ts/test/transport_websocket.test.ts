@@ -140,6 +140,9 @@ describe("WsConnection", () => {
     [4011, "token_expired"],
     [4012, "token_replayed"],
     [4013, "message_too_large"],
+    [1002, "protocol_violation"],
+    [1007, "protocol_violation"],
+    [1009, "message_too_large"],
     [1006, "connection_lost"],
     [1000, "requested"],
   ] as const)("reports close code %i as %s, once", (code, reason) => {

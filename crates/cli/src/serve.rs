@@ -359,7 +359,7 @@ pub fn run(config: Config) -> anyhow::Result<()> {
     })
 }
 
-/// `listening http=… https=… udp=…,… console=…` (absent parts left out).
+/// `listening http=… https=… udp=…,… console=… admin=…` (absent parts left out).
 pub fn listening_line(addresses: &tickwire_server::runtime::Addresses) -> String {
     let mut line = format!("listening http={}", addresses.http);
     if let Some(https) = addresses.https {
@@ -369,6 +369,9 @@ pub fn listening_line(addresses: &tickwire_server::runtime::Addresses) -> String
     line.push_str(&format!(" udp={}", udp.join(",")));
     if let Some(console) = addresses.console {
         line.push_str(&format!(" console={console}"));
+    }
+    if let Some(admin) = addresses.admin {
+        line.push_str(&format!(" admin={admin}"));
     }
     line
 }

@@ -5,11 +5,13 @@
 //! A missing directory is not an error: the server logs where it looked and `/` answers with
 //! a page that says how to build the client, so the game server runs without Node.
 
+use std::io;
 use std::path::{Path, PathBuf};
 
 use axum::Router;
+use axum::extract::Request;
 use axum::http::{HeaderValue, StatusCode, header};
-use axum::response::{Html, IntoResponse};
+use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -87,7 +89,8 @@ pub fn routes(client: &WebClient, map: &ArenaMap) -> Router {
     );
     match client {
         WebClient::Files(dir) => {
-            router.fallback_service(ServeDir::new(dir).append_index_html_on_directories(true))
+            let files = ServeDir::new(dir).append_index_html_on_directories(true);
+            router.fallback(move |request: Request| serve_file(files.clone(), request))
         }
         WebClient::Missing { dir } => {
             let page = missing_page(dir.as_deref());
@@ -101,6 +104,22 @@ pub fn routes(client: &WebClient, map: &ArenaMap) -> Router {
                     response
                 }
             })
+        }
+    }
+}
+
+/// A file of the client, or why not. `ServeDir` itself answers any I/O error but "not found"
+/// with an empty 500; a name the file system refuses as too long (a path segment over 255
+/// bytes, a path over 4 KiB) names no file, so it is a 404 like any other missing file.
+async fn serve_file(mut files: ServeDir, request: Request) -> Response {
+    match files.try_call(request).await {
+        Ok(response) => response.map(axum::body::Body::new),
+        Err(error) if error.kind() == io::ErrorKind::InvalidFilename => {
+            (StatusCode::NOT_FOUND, "not found").into_response()
+        }
+        Err(error) => {
+            tracing::warn!(%error, "cannot read a web client file");
+            (StatusCode::INTERNAL_SERVER_ERROR, "cannot read the file").into_response()
         }
     }
 }
@@ -174,6 +193,32 @@ mod tests {
             json["teleports"].as_array().unwrap().len(),
             map.teleports().len()
         );
+    }
+
+    #[tokio::test]
+    async fn a_path_too_long_for_the_file_system_is_not_found_not_a_server_error() {
+        let dir = std::env::temp_dir().join(format!("tickwire-web-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("index.html"), "<html></html>").unwrap();
+        let files = ServeDir::new(&dir).append_index_html_on_directories(true);
+        let get = |path: String| {
+            let files = files.clone();
+            async move {
+                let request = Request::get(path).body(axum::body::Body::empty()).unwrap();
+                serve_file(files, request).await.status()
+            }
+        };
+        assert_eq!(get("/".into()).await, StatusCode::OK);
+        assert_eq!(get("/nope.js".into()).await, StatusCode::NOT_FOUND);
+        let segment = "a".repeat(256);
+        assert_eq!(
+            get(format!("/{segment}")).await,
+            StatusCode::NOT_FOUND,
+            "a 256-byte segment"
+        );
+        let long = format!("/{}", vec!["b".repeat(200); 30].join("/"));
+        assert_eq!(get(long).await, StatusCode::NOT_FOUND, "a 6 KiB path");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -174,14 +174,14 @@ async fn bad_first_messages_and_oversize_frames_are_closed_while_others_carry_on
 
     let limit = WsConfig::default().max_message_bytes();
     let (code, reason) = refused(&server, Message::Binary(vec![0; limit + 1].into())).await;
-    assert_eq!(code, CloseCode::MessageTooLarge.code(), "{reason}");
+    assert_eq!(code, CloseCode::WsMessageTooBig.code(), "{reason}");
 
     // After the handshake too: an oversize message, then a text message, from connected
     // clients.
     let (big, mut big_side) = server.connect(8).await;
     let mut big = send_detached(big, Message::Binary(vec![0; limit + 1].into()));
     let (code, _, _) = expect_close(&mut big).await;
-    assert_eq!(code, CloseCode::MessageTooLarge.code());
+    assert_eq!(code, CloseCode::WsMessageTooBig.code());
     let closed = tokio::time::timeout(EVENT_TIMEOUT, big_side.recv())
         .await
         .unwrap();
@@ -189,7 +189,7 @@ async fn bad_first_messages_and_oversize_frames_are_closed_while_others_carry_on
         matches!(
             closed,
             Err(WsClosed::ByServer {
-                code: CloseCode::MessageTooLarge,
+                code: CloseCode::WsMessageTooBig,
                 ..
             })
         ),

@@ -166,6 +166,9 @@ pub struct ServerStats {
     pub connections_denied: u64,
     /// Connections replaced by a newer connection of the same client id.
     pub connections_replaced: u64,
+    /// Messages given to [`Server::send`] that no packet could carry (an unreliable message
+    /// longer than one packet holds): refused and dropped, the connection kept.
+    pub messages_too_large: u64,
     /// Dropped datagrams, by reason.
     pub dropped: DropCounts,
 }
@@ -657,6 +660,10 @@ impl Server {
             }
             Err(error @ SendError::QueueFull { .. }) => {
                 self.remove(id.slot, DisconnectReason::ReliableQueueFull, true, now);
+                Err(ServerSendError::Send(error))
+            }
+            Err(error @ SendError::TooLarge { .. }) => {
+                self.stats.messages_too_large += 1;
                 Err(ServerSendError::Send(error))
             }
             Err(error) => Err(ServerSendError::Send(error)),

@@ -7,9 +7,9 @@
 //! What is refused, and why ([`FrameError`]): a client frame without a mask, a reserved bit
 //! (tickwire negotiates no extension), a reserved opcode, a control frame that is fragmented
 //! or longer than 125 bytes, a continuation with no message to continue, a new message
-//! before the last one finished, a one-byte close payload, and any frame or message longer
-//! than the connection's limit (checked on the header, before a byte of the body is
-//! buffered).
+//! before the last one finished, a one-byte close payload, a close code no endpoint may send,
+//! a close reason or a text message that is not UTF-8, and any frame or message longer than
+//! the connection's limit (checked on the header, before a byte of the body is buffered).
 
 /// Opcodes (RFC 6455 §5.2).
 pub mod opcode {
@@ -70,6 +70,15 @@ pub enum FrameError {
     /// A close payload of one byte (a code takes two).
     #[error("close payload of 1 byte")]
     BadClosePayload,
+    /// A close code no endpoint may put in a close frame (RFC 6455 §7.4).
+    #[error("close code {0} may not be sent in a close frame")]
+    BadCloseCode(u16),
+    /// A close reason that is not UTF-8 (RFC 6455 §5.5.1).
+    #[error("close reason is not UTF-8")]
+    CloseReasonNotUtf8,
+    /// A text message that is not UTF-8 (RFC 6455 §8.1).
+    #[error("text message is not UTF-8")]
+    TextNotUtf8,
     /// A frame's or message's length passes the limit.
     #[error("message of {len} bytes exceeds the maximum of {max}")]
     TooLarge {
@@ -144,9 +153,6 @@ pub fn parse_client_frame(
     if control && (!fin || len > MAX_CONTROL_PAYLOAD as u64) {
         return Err(FrameError::BadControlFrame);
     }
-    if control && opcode == opcode::CLOSE && len == 1 {
-        return Err(FrameError::BadClosePayload);
-    }
     if !control && len.saturating_add(already as u64) > max_payload as u64 {
         return Err(FrameError::TooLarge {
             len: len.saturating_add(already as u64),
@@ -207,7 +213,8 @@ pub fn write_close(out: &mut Vec<u8>, code: u16, reason: &str) {
 }
 
 /// A close frame's code and reason; `None` for an empty payload. A reason that is not UTF-8
-/// is read lossily (the code is what tickwire acts on).
+/// is read lossily (the code is what tickwire acts on); [`check_close`] is the strict
+/// reading of a peer's close.
 pub fn parse_close(payload: &[u8]) -> Option<(u16, String)> {
     let (code, reason) = payload.split_first_chunk::<2>()?;
     Some((
@@ -216,12 +223,35 @@ pub fn parse_close(payload: &[u8]) -> Option<(u16, String)> {
     ))
 }
 
+/// Whether an endpoint may put `code` in a close frame (RFC 6455 §7.4): 1000–1003,
+/// 1007–1011 and 3000–4999. 1004–1006 and 1015 are reserved or only reported locally.
+pub fn is_sendable_close_code(code: u16) -> bool {
+    matches!(code, 1000..=1003 | 1007..=1011 | 3000..=4999)
+}
+
+/// A client's close frame read as RFC 6455 asks: `None` for an empty payload, an error for
+/// a one-byte payload, a code no endpoint may send, or a reason that is not UTF-8.
+pub fn check_close(payload: &[u8]) -> Result<Option<(u16, String)>, FrameError> {
+    let Some((code, reason)) = payload.split_first_chunk::<2>() else {
+        return match payload.len() {
+            0 => Ok(None),
+            _ => Err(FrameError::BadClosePayload),
+        };
+    };
+    let code = u16::from_be_bytes(*code);
+    if !is_sendable_close_code(code) {
+        return Err(FrameError::BadCloseCode(code));
+    }
+    let reason = std::str::from_utf8(reason).map_err(|_| FrameError::CloseReasonNotUtf8)?;
+    Ok(Some((code, reason.to_owned())))
+}
+
 /// One complete thing a client sent, once its frames are in.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Inbound {
     /// A binary message.
     Binary(bytes::Bytes),
-    /// A text message (never valid in tickwire's framing).
+    /// A text message, valid UTF-8 (never valid in tickwire's framing all the same).
     Text,
     /// A ping, with the payload its pong must echo.
     Ping(Vec<u8>),
@@ -259,7 +289,7 @@ impl MessageReader {
             match header.opcode {
                 opcode::PING => return Ok(Some(Inbound::Ping(payload.to_vec()))),
                 opcode::PONG => return Ok(Some(Inbound::Pong)),
-                opcode::CLOSE => return Ok(Some(Inbound::Close(parse_close(payload)))),
+                opcode::CLOSE => return Ok(Some(Inbound::Close(check_close(payload)?))),
                 opcode::CONTINUATION => {
                     let Some((_, body)) = self.partial.as_mut() else {
                         return Err(FrameError::StrayContinuation);
@@ -267,7 +297,7 @@ impl MessageReader {
                     body.extend_from_slice(payload);
                     if header.fin {
                         let (kind, body) = self.partial.take().unwrap_or_default();
-                        return Ok(Some(data(kind, body.into())));
+                        return data(kind, body.into()).map(Some);
                     }
                 }
                 kind => {
@@ -275,7 +305,7 @@ impl MessageReader {
                         return Err(FrameError::InterleavedMessage);
                     }
                     if header.fin {
-                        return Ok(Some(data(kind, bytes::Bytes::copy_from_slice(payload))));
+                        return data(kind, bytes::Bytes::copy_from_slice(payload)).map(Some);
                     }
                     self.partial = Some((kind, payload.to_vec()));
                 }
@@ -284,12 +314,12 @@ impl MessageReader {
     }
 }
 
-fn data(kind: u8, body: bytes::Bytes) -> Inbound {
-    if kind == opcode::TEXT {
-        Inbound::Text
-    } else {
-        Inbound::Binary(body)
+fn data(kind: u8, body: bytes::Bytes) -> Result<Inbound, FrameError> {
+    if kind != opcode::TEXT {
+        return Ok(Inbound::Binary(body));
     }
+    std::str::from_utf8(&body).map_err(|_| FrameError::TextNotUtf8)?;
+    Ok(Inbound::Text)
 }
 
 #[cfg(test)]
@@ -341,7 +371,7 @@ mod tests {
 
     #[test]
     fn violations_are_refused_with_their_reason() {
-        let cases: [(Vec<u8>, FrameError); 7] = [
+        let cases: [(Vec<u8>, FrameError); 6] = [
             (vec![0x82, 0x01, 0xAA], FrameError::Unmasked),
             (
                 client_frame(0xC2, b"x", [0; 4]),
@@ -355,10 +385,6 @@ mod tests {
             (
                 client_frame(0x89, &[0; 126], [0; 4]),
                 FrameError::BadControlFrame,
-            ),
-            (
-                client_frame(0x88, b"x", [0; 4]),
-                FrameError::BadClosePayload,
             ),
             (
                 client_frame(0x82, &[0; 101], [0; 4]),
@@ -422,6 +448,18 @@ mod tests {
             MessageReader::default().next(&mut nested, &mut 0, 100),
             Err(FrameError::InterleavedMessage)
         );
+        // Text must be UTF-8, whole or in fragments (a character may span two).
+        let mut bad_text = client_frame(0x81, b"\xff", [0; 4]);
+        assert_eq!(
+            MessageReader::default().next(&mut bad_text, &mut 0, 100),
+            Err(FrameError::TextNotUtf8)
+        );
+        let mut split = client_frame(0x01, b"\xc3", [0; 4]);
+        split.extend(client_frame(0x80, b"\xa9", [0; 4]));
+        assert_eq!(
+            MessageReader::default().next(&mut split, &mut 0, 100),
+            Ok(Some(Inbound::Text))
+        );
         // Fragments count together against the bound.
         let mut long = client_frame(0x02, &[0; 60], [0; 4]);
         long.extend(client_frame(0x80, &[0; 60], [0; 4]));
@@ -429,6 +467,31 @@ mod tests {
             MessageReader::default().next(&mut long, &mut 0, 100),
             Err(FrameError::TooLarge { len: 120, .. })
         ));
+    }
+
+    #[test]
+    fn a_close_frame_needs_a_sendable_code_and_a_utf8_reason() {
+        let close = |payload: &[u8]| {
+            let mut frame = client_frame(0x88, payload, [7, 7, 7, 7]);
+            MessageReader::default().next(&mut frame, &mut 0, 100)
+        };
+        assert_eq!(close(b""), Ok(Some(Inbound::Close(None))));
+        assert_eq!(
+            close(b"\x0f\xa1ok"),
+            Ok(Some(Inbound::Close(Some((4001, "ok".to_owned())))))
+        );
+        assert_eq!(close(b"\x03"), Err(FrameError::BadClosePayload));
+        assert_eq!(close(b"\x03\xe8\xff"), Err(FrameError::CloseReasonNotUtf8));
+        for code in [0u16, 999, 1004, 1005, 1006, 1015, 1016, 2999, 5000] {
+            assert_eq!(
+                close(&code.to_be_bytes()),
+                Err(FrameError::BadCloseCode(code)),
+                "{code}"
+            );
+        }
+        for code in [1000u16, 1001, 1002, 1003, 1007, 1011, 3000, 4999] {
+            assert!(close(&code.to_be_bytes()).is_ok(), "{code}");
+        }
     }
 
     #[test]

@@ -467,6 +467,54 @@ mod tests {
     use crate::room::{Room, RoomContext};
     use crate::shard::{RoomId, ShardConfig};
 
+    /// docs/PROTOCOL.md ("Closing") classifies every close code a client may send as left
+    /// or lost; [`close_code_leaves`] is the rule, and the table must say what it does.
+    #[test]
+    fn the_documented_close_code_table_is_the_rule() {
+        let doc = include_str!("../../../docs/PROTOCOL.md");
+        let table = doc
+            .split("| code the client closes with | meaning | the player |")
+            .nth(1)
+            .expect("the close code table")
+            .split("\n\n")
+            .next()
+            .unwrap_or_default();
+        let mut rows = 0;
+        for row in table.lines().skip(2) {
+            let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+            let (codes, player) = (cells[1], cells[cells.len() - 2]);
+            let leaves = match player {
+                "left" => true,
+                "lost" => false,
+                other => panic!("{row}: {other:?} is neither left nor lost"),
+            };
+            if row.contains("no endpoint may send") {
+                // A framing error: the server closes with 1002, and a server close is lost.
+                assert!(!leaves, "{row}");
+                continue;
+            }
+            rows += 1;
+            for part in codes.split(", ") {
+                let part = part.split(' ').next().unwrap_or_default();
+                let (low, high) = match part.split_once('–') {
+                    Some((low, high)) => (low.parse().unwrap(), high.parse().unwrap()),
+                    None if part == "none" => {
+                        assert_eq!(close_code_leaves(None), leaves, "{row}");
+                        continue;
+                    }
+                    None => {
+                        let code: u16 = part.parse().unwrap_or_else(|_| panic!("{row}: {part}"));
+                        (code, code)
+                    }
+                };
+                for code in low..=high {
+                    assert_eq!(close_code_leaves(Some(code)), leaves, "{row}: {code}");
+                }
+            }
+        }
+        assert!(rows >= 8, "only {rows} rows read from the table");
+    }
+
     /// A link handle as a transport would have one.
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
     struct Link(u32);

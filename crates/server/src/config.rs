@@ -85,6 +85,15 @@ pub struct HttpConfig {
     /// reliable backlog closes the connection, instead of queueing seconds of stale
     /// messages in the kernel. Default 64 KiB (Linux doubles it for bookkeeping).
     pub tcp_send_buffer_bytes: usize,
+    /// Time a request's body has to arrive in full after its headers, in milliseconds
+    /// (100 to 60000). Default 5000: a matchmaking body is one round trip.
+    pub body_timeout_ms: u64,
+    /// Time a request has from the end of its headers to its response, body included, in
+    /// milliseconds (100 to 600000); past it the client gets 408. Default 10000.
+    pub request_timeout_ms: u64,
+    /// HTTP connections one address may hold open before their WebSocket upgrade (0: no
+    /// cap); `limits.exempt` addresses are not capped. Default 64: a browser opens about 6.
+    pub max_connections_per_ip: u32,
 }
 
 impl Default for HttpConfig {
@@ -93,6 +102,9 @@ impl Default for HttpConfig {
             listen: SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 8080),
             public_url: None,
             tcp_send_buffer_bytes: 64 << 10,
+            body_timeout_ms: 5000,
+            request_timeout_ms: 10_000,
+            max_connections_per_ip: 64,
         }
     }
 }
@@ -250,12 +262,28 @@ impl Default for ConsoleConfig {
 }
 
 /// Operator access.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct AdminConfig {
     /// The console password and the admin API's bearer token. When empty, a random one is
     /// generated at start and logged.
     pub token: String,
+    /// Serve `/metrics` and the admin API on `admin.listen` (with `/healthz` and `/readyz`
+    /// beside them) instead of the public HTTP port. Default false.
+    pub separate_listener: bool,
+    /// The operator's listener, with `separate_listener`. Default `127.0.0.1:9090`: loopback,
+    /// so only this machine (or a tunnel) reaches it.
+    pub listen: SocketAddr,
+}
+
+impl Default for AdminConfig {
+    fn default() -> Self {
+        Self {
+            token: String::new(),
+            separate_listener: false,
+            listen: SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 9090),
+        }
+    }
 }
 
 /// How players are identified.
@@ -421,6 +449,20 @@ impl ServeConfig {
                 "http.tcp_send_buffer_bytes",
                 self.http.tcp_send_buffer_bytes,
                 "must be 0 (the kernel's autotuning) or 4096 to 67108864",
+            ));
+        }
+        if !(100..=60_000).contains(&self.http.body_timeout_ms) {
+            return Err(invalid(
+                "http.body_timeout_ms",
+                self.http.body_timeout_ms,
+                "must be 100 to 60000",
+            ));
+        }
+        if !(100..=600_000).contains(&self.http.request_timeout_ms) {
+            return Err(invalid(
+                "http.request_timeout_ms",
+                self.http.request_timeout_ms,
+                "must be 100 to 600000",
             ));
         }
         if self.udp.token_validity_secs == 0 || self.udp.token_validity_secs > 3600 {
@@ -628,6 +670,20 @@ mod tests {
         );
         config.http.tcp_send_buffer_bytes = 0;
         config.validate().unwrap();
+        for (key, set) in [
+            (
+                "http.body_timeout_ms = 99",
+                (|c: &mut ServeConfig| c.http.body_timeout_ms = 99) as fn(&mut ServeConfig),
+            ),
+            ("http.request_timeout_ms = 600001", |c| {
+                c.http.request_timeout_ms = 600_001
+            }),
+        ] {
+            let mut config = ServeConfig::default();
+            set(&mut config);
+            let error = config.validate().unwrap_err().to_string();
+            assert!(error.starts_with(key), "{error}");
+        }
     }
 
     #[test]

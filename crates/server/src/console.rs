@@ -7,11 +7,12 @@
 use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 
+use crate::credentials::{Credentials, Refused, Via};
 use crate::room::PlayerId;
 use crate::shard::RoomInfo;
 
@@ -99,17 +100,18 @@ const HELP: &str = "commands:
   quit              close this session
 ";
 
-/// Serves the console on `listener` until the task is dropped. Each session must give
-/// `password` first; a wrong password closes it.
-pub async fn serve(listener: TcpListener, password: Arc<str>, ops: Arc<dyn AdminOps>) {
+/// Serves the console on `listener` until the task is dropped. Each session must give the
+/// password `credentials` hold first; a wrong one closes it, and an address that gave too
+/// many is locked out for a while ([`Credentials::check`]).
+pub async fn serve(listener: TcpListener, credentials: Arc<Credentials>, ops: Arc<dyn AdminOps>) {
     loop {
         let Ok((stream, peer)) = listener.accept().await else {
             continue;
         };
-        let password = password.clone();
+        let credentials = credentials.clone();
         let ops = ops.clone();
         tokio::spawn(async move {
-            if let Err(error) = session(stream, &password, ops.as_ref()).await {
+            if let Err(error) = session(stream, peer, &credentials, ops.as_ref()).await {
                 tracing::debug!(%peer, %error, "console session ended");
             }
         });
@@ -121,6 +123,8 @@ pub async fn serve(listener: TcpListener, password: Arc<str>, ops: Arc<dyn Admin
 enum SessionError {
     #[error("wrong password")]
     WrongPassword,
+    #[error("address locked out after wrong passwords")]
+    LockedOut,
     #[error("line longer than {MAX_LINE_BYTES} bytes")]
     LineTooLong,
     #[error("timed out")]
@@ -175,7 +179,8 @@ fn strip_telnet(raw: &[u8]) -> String {
 
 async fn session(
     mut stream: TcpStream,
-    password: &str,
+    peer: SocketAddr,
+    credentials: &Credentials,
     ops: &dyn AdminOps,
 ) -> Result<(), SessionError> {
     let (read, mut write) = stream.split();
@@ -186,9 +191,20 @@ async fn session(
     let given = read_line(&mut reader, LOGIN_TIMEOUT)
         .await?
         .unwrap_or_default();
-    if !constant_time_eq(given.as_bytes(), password.as_bytes()) {
-        write.write_all(b"wrong password\r\n").await?;
-        return Err(SessionError::WrongPassword);
+    match credentials.check(Instant::now(), peer.ip(), Via::Console, given.as_bytes()) {
+        Ok(()) => {}
+        Err(Refused::Wrong) => {
+            write.write_all(b"wrong password\r\n").await?;
+            return Err(SessionError::WrongPassword);
+        }
+        Err(refused @ Refused::LockedOut { .. }) => {
+            let text = format!(
+                "too many wrong passwords from this address; try again in {} s\r\n",
+                refused.retry_after_secs().unwrap_or(1)
+            );
+            write.write_all(text.as_bytes()).await?;
+            return Err(SessionError::LockedOut);
+        }
     }
     write.write_all(b"ok; type help\r\n> ").await?;
     while let Some(line) = read_line(&mut reader, IDLE_TIMEOUT).await? {
@@ -205,14 +221,6 @@ async fn session(
         write.write_all(b"> ").await?;
     }
     Ok(())
-}
-
-/// Compares without an early exit, so the time taken does not reveal a secret's prefix.
-pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |diff, (x, y)| diff | (x ^ y)) == 0
 }
 
 /// The reply to one command line; `None` for `quit`.
@@ -380,7 +388,11 @@ mod tests {
         let listener = bind("127.0.0.1:0".parse().unwrap(), false).await.unwrap();
         let address = listener.local_addr().unwrap();
         let ops = Arc::new(FakeOps::default());
-        tokio::spawn(serve(listener, Arc::from("s3cret"), ops.clone()));
+        tokio::spawn(serve(
+            listener,
+            Arc::new(Credentials::new("s3cret")),
+            ops.clone(),
+        ));
         (address, ops)
     }
 
@@ -430,6 +442,23 @@ mod tests {
         assert!(
             ops.kicked.lock().unwrap().is_empty(),
             "nothing runs without the password"
+        );
+    }
+
+    #[tokio::test]
+    async fn an_address_guessing_passwords_is_locked_out() {
+        let (address, _) = start().await;
+        for _ in 0..crate::credentials::MAX_FAILURES {
+            converse(address, b"guess\r\n", "wrong password").await;
+        }
+        let transcript = converse(address, b"s3cret\r\nstats\r\n", "try again").await;
+        assert!(
+            transcript.contains("too many wrong passwords from this address; try again in 300 s"),
+            "{transcript}"
+        );
+        assert!(
+            !transcript.contains("queue drops"),
+            "a locked-out address got in"
         );
     }
 

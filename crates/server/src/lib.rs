@@ -10,11 +10,13 @@
 //! | [`runtime::Runtime`] | the whole server: workers, matchmaking and the HTTP API, console, metrics, drain |
 //! | [`runtime::RoomKinds`] | the room kinds matchmaking may create, by name |
 //! | [`console`] | the telnet-compatible admin console, over [`console::AdminOps`] |
+//! | [`credentials::Credentials`] | the admin secret, checked in constant time and throttled per address |
 //! | [`config::ServeConfig`] | the deployment configuration `tickwire serve` loads |
 //! | [`room`], [`shard`], [`host`], [`matchmaker`], [`limits`], [`rooms`], [`timestep`] | re-exported from `tickwire-room` |
 
 pub mod config;
 pub mod console;
+pub mod credentials;
 pub mod runtime;
 pub mod worker;
 

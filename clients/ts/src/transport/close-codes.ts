@@ -17,7 +17,7 @@ export type DisconnectReason =
   | "kicked"
   /** This client read too slowly; the server's queue for it overflowed (4005). */
   | "slow_client"
-  /** One side broke the protocol (4006 from the server, or bad bytes from it). */
+  /** One side broke the protocol (4006, 1002 or 1007 from the server, or bad bytes from it). */
   | "protocol_violation"
   /** The server is full (4007). */
   | "server_full"
@@ -31,7 +31,7 @@ export type DisconnectReason =
   | "token_expired"
   /** The token was used before; each connection needs a fresh one (4012). */
   | "token_replayed"
-  /** A message was past the size limit (4013). */
+  /** A message was past the size limit (4013, or 1009 over WebSocket). */
   | "message_too_large"
   /** Nothing arrived for the client's silence limit. */
   | "server_silent"
@@ -53,6 +53,10 @@ const BY_CODE: ReadonlyMap<number, DisconnectReason> = new Map([
   [4011, "token_expired"],
   [4012, "token_replayed"],
   [4013, "message_too_large"],
+  // RFC 6455's own codes, which the server sends when this client's framing breaks the RFC.
+  [1002, "protocol_violation"],
+  [1007, "protocol_violation"],
+  [1009, "message_too_large"],
 ]);
 
 /** The reason a server's close code stands for; anything unknown is a lost connection. */

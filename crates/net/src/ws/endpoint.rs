@@ -14,7 +14,7 @@ use tickwire_proto::admission::{Admission, Admitted, Binding, Refusal};
 use tickwire_proto::reliable::ChannelKind;
 use tickwire_proto::token::CONNECT_TOKEN_BYTES;
 use tickwire_proto::{ConnectionParams, ParamsError};
-use tokio::sync::mpsc;
+use tokio::sync::{Notify, mpsc, watch};
 
 use super::connection::{INBOUND_QUEUE, Timings, WtSession};
 use super::framing::{CloseCode, accepted_message};
@@ -190,12 +190,29 @@ struct Inner {
     /// WebTransport sessions' outboxes by serial, so `shutdown` can close them.
     live: Mutex<Live>,
     next_serial: AtomicU64,
+    /// True once [`WsEndpoint::shutdown`] was called: clients still in their handshake
+    /// (either transport) wait on it beside their token.
+    stopping: watch::Sender<bool>,
+    /// WebSocket clients between their upgrade and their hand-off (or refusal).
+    handshakes: AtomicUsize,
+    /// Told when `handshakes` comes back to 0.
+    handshakes_done: Notify,
 }
 
 #[derive(Default)]
 struct Live {
     sessions: HashMap<u64, Arc<Outbox>>,
-    shutting_down: bool,
+}
+
+/// A WebSocket client in its handshake, counted until this is dropped.
+pub(crate) struct Handshake(Arc<Inner>);
+
+impl Drop for Handshake {
+    fn drop(&mut self) {
+        if self.0.handshakes.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.0.handshakes_done.notify_waiters();
+        }
+    }
 }
 
 impl WsEndpoint {
@@ -250,6 +267,9 @@ impl WsEndpoint {
                 open: Arc::new(AtomicUsize::new(0)),
                 live: Mutex::new(Live::default()),
                 next_serial: AtomicU64::new(0),
+                stopping: watch::Sender::new(false),
+                handshakes: AtomicUsize::new(0),
+                handshakes_done: Notify::new(),
             }),
         })
     }
@@ -274,13 +294,14 @@ impl WsEndpoint {
         self.inner.open.load(Ordering::Acquire)
     }
 
-    /// Refuses new clients with [`CloseCode::ServerShutdown`] and closes every WebTransport
-    /// session the same way. WebSocket connections belong to the shards driving them,
-    /// which close them as they stop.
+    /// Refuses new clients with [`CloseCode::ServerShutdown`], closes every client still in
+    /// its handshake (upgraded or with a session open, token not yet admitted) and every
+    /// WebTransport session the same way. Attached WebSocket connections belong to the
+    /// shards driving them, which close them as they stop.
     pub fn shutdown(&self) {
         let outboxes: Vec<_> = {
-            let mut live = self.live();
-            live.shutting_down = true;
+            let live = self.live();
+            self.inner.stopping.send_replace(true);
             live.sessions.values().cloned().collect()
         };
         for outbox in outboxes {
@@ -303,7 +324,39 @@ impl WsEndpoint {
     }
 
     pub(crate) fn is_shutting_down(&self) -> bool {
-        self.live().shutting_down
+        *self.inner.stopping.borrow()
+    }
+
+    /// Resolves once [`shutdown`](Self::shutdown) has been called.
+    pub(crate) async fn stopping(&self) {
+        let mut stopping = self.inner.stopping.subscribe();
+        // The sender lives as long as `self`.
+        let _ = stopping.wait_for(|stopping| *stopping).await;
+    }
+
+    /// Counts a WebSocket client in its handshake until the guard is dropped.
+    pub(crate) fn handshake(&self) -> Handshake {
+        self.inner.handshakes.fetch_add(1, Ordering::AcqRel);
+        Handshake(self.inner.clone())
+    }
+
+    /// Waits until no WebSocket client is in its handshake, for at most the close timeout
+    /// (and a little more). A server shutting down calls it after
+    /// [`shutdown`](Self::shutdown), so each of them gets its close frame (4003) before the
+    /// process exits.
+    pub async fn handshakes_closed(&self) {
+        let limit = self.inner.config.close_timeout + Duration::from_millis(250);
+        let _ = tokio::time::timeout(limit, async {
+            loop {
+                // Created before the check: `notify_waiters` reaches it from here on.
+                let done = self.inner.handshakes_done.notified();
+                if self.inner.handshakes.load(Ordering::Acquire) == 0 {
+                    return;
+                }
+                done.await;
+            }
+        })
+        .await;
     }
 
     /// The checks every transport makes once a client's connect token is in: the token

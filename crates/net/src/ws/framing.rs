@@ -3,6 +3,7 @@
 
 use bytes::Bytes;
 use tickwire_proto::admission::Refusal;
+use tickwire_proto::websocket::FrameError;
 use tickwire_proto::{ConnectionParams, DisconnectReason, MAX_PARAMS_BYTES};
 
 /// Why the server closed a WebSocket connection, sent as the close frame's code (with a
@@ -10,7 +11,8 @@ use tickwire_proto::{ConnectionParams, DisconnectReason, MAX_PARAMS_BYTES};
 ///
 /// Codes 4001–4009 are `4000 +` the UDP protocol's [`DisconnectReason`] code, so a client SDK
 /// reports the same reason whichever transport it uses; 4010 and up are WebSocket-only
-/// refusals of the connect token or of a message.
+/// refusals of the connect token or of a message. A client's frames that break RFC 6455
+/// itself get the RFC's own codes, 1002, 1007 and 1009 ([`From<&FrameError>`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum CloseCode {
     /// 4001: the client asked to disconnect (the server echoes it).
@@ -41,13 +43,20 @@ pub enum CloseCode {
     TokenExpired,
     /// 4012: the connect token was already used.
     TokenReplayed,
-    /// 4013: a frame or message exceeded the size limit.
+    /// 4013: a WebTransport frame or message exceeded the size limit (WebSocket says 1009).
     MessageTooLarge,
+    /// 1002 (RFC 6455): the client's frames broke the WebSocket protocol: unmasked, reserved
+    /// bits or opcodes, a bad control or close frame, a stray continuation.
+    WsProtocolError,
+    /// 1007 (RFC 6455): a text message or close reason that is not UTF-8.
+    WsInvalidPayload,
+    /// 1009 (RFC 6455): a WebSocket frame or message exceeded the size limit.
+    WsMessageTooBig,
 }
 
 impl CloseCode {
     /// Every code, for tables and tests.
-    pub const ALL: [CloseCode; 13] = [
+    pub const ALL: [CloseCode; 16] = [
         Self::Requested,
         Self::TimedOut,
         Self::ServerShutdown,
@@ -61,6 +70,9 @@ impl CloseCode {
         Self::TokenExpired,
         Self::TokenReplayed,
         Self::MessageTooLarge,
+        Self::WsProtocolError,
+        Self::WsInvalidPayload,
+        Self::WsMessageTooBig,
     ];
 
     /// The close frame's code.
@@ -79,6 +91,9 @@ impl CloseCode {
             Self::TokenExpired => 4011,
             Self::TokenReplayed => 4012,
             Self::MessageTooLarge => 4013,
+            Self::WsProtocolError => 1002,
+            Self::WsInvalidPayload => 1007,
+            Self::WsMessageTooBig => 1009,
         }
     }
 
@@ -103,6 +118,9 @@ impl CloseCode {
             Self::TokenExpired => "connect token expired",
             Self::TokenReplayed => "connect token already used",
             Self::MessageTooLarge => "message too large",
+            Self::WsProtocolError => "websocket protocol error",
+            Self::WsInvalidPayload => "invalid utf-8",
+            Self::WsMessageTooBig => "message too big",
         }
     }
 
@@ -143,6 +161,26 @@ impl From<&Refusal> for CloseCode {
             Refusal::WrongProtocol { .. } | Refusal::Tampered | Refusal::WrongServer { .. } => {
                 Self::BadToken
             }
+        }
+    }
+}
+
+impl From<&FrameError> for CloseCode {
+    /// The close code a client's broken WebSocket framing is answered with (RFC 6455 §7.4.1):
+    /// the one mapping from the frame parser to close codes, before and after the token.
+    fn from(error: &FrameError) -> Self {
+        match error {
+            FrameError::TooLarge { .. } => Self::WsMessageTooBig,
+            FrameError::TextNotUtf8 => Self::WsInvalidPayload,
+            FrameError::Unmasked
+            | FrameError::ReservedBits(_)
+            | FrameError::ReservedOpcode(_)
+            | FrameError::BadControlFrame
+            | FrameError::StrayContinuation
+            | FrameError::InterleavedMessage
+            | FrameError::BadClosePayload
+            | FrameError::BadCloseCode(_)
+            | FrameError::CloseReasonNotUtf8 => Self::WsProtocolError,
         }
     }
 }
@@ -198,8 +236,8 @@ mod tests {
         for close in CloseCode::ALL {
             assert_eq!(CloseCode::from_code(close.code()), Some(close));
             assert!(
-                (4000..5000).contains(&close.code()),
-                "{close:?} not private-use"
+                (4000..5000).contains(&close.code()) || [1002, 1007, 1009].contains(&close.code()),
+                "{close:?} neither private-use nor one of RFC 6455's failure codes"
             );
             assert!(close.default_reason().len() <= MAX_CLOSE_REASON_BYTES);
         }

@@ -152,6 +152,7 @@ impl Conn {
         let len = message.len();
         let max = shared.max_payload;
         if len > max {
+            WsCounters::bump(&shared.counters.sends_too_large);
             return Err(WsSendError::TooLarge { len, max });
         }
         let limits = shared.outbox;
@@ -795,13 +796,13 @@ impl WsLinks {
             }
             return;
         }
-        let code = if matches!(error, FrameError::TooLarge { .. }) {
-            WsCounters::bump(&conn.shared.counters.closed_too_large);
-            CloseCode::MessageTooLarge
+        let code = CloseCode::from(error);
+        let counters = &conn.shared.counters;
+        WsCounters::bump(if code == CloseCode::WsMessageTooBig {
+            &counters.closed_too_large
         } else {
-            WsCounters::bump(&conn.shared.counters.closed_protocol_violation);
-            CloseCode::ProtocolViolation
-        };
+            &counters.closed_protocol_violation
+        });
         self.close_loudly(index, now, code, &error.to_string());
         if let Some(State::Closing { parseable, .. }) =
             self.conns[index].as_mut().map(|conn| &mut conn.state)

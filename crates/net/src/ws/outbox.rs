@@ -197,6 +197,7 @@ impl Outbox {
         };
         let len = message.len();
         if len > self.max_message_bytes {
+            WsCounters::bump(&self.counters.sends_too_large);
             return Err(WsSendError::TooLarge {
                 len,
                 max: self.max_message_bytes,
@@ -548,7 +549,7 @@ mod tests {
 
     #[test]
     fn bad_sends_are_refused_without_closing() {
-        let (outbox, _) = outbox(OutboxLimits::default());
+        let (outbox, counters) = outbox(OutboxLimits::default());
         assert_eq!(
             outbox.send(3, message(1, 1)),
             Err(WsSendError::UnknownChannel {
@@ -564,5 +565,10 @@ mod tests {
             })
         );
         assert!(!outbox.is_closing());
+        assert_eq!(
+            counters.snapshot().sends_too_large,
+            1,
+            "the refusal is counted"
+        );
     }
 }

@@ -68,6 +68,9 @@ counters! {
     sequenced_replaced,
     /// Unsent Unreliable messages dropped, oldest first, from a full queue.
     unreliable_dropped,
+    /// Messages the application sent past `max_message_size`: refused and dropped, the
+    /// connection kept.
+    sends_too_large,
     /// Data messages received after the handshake.
     messages_received,
     /// Payload bytes received (channel byte excluded).

@@ -21,7 +21,7 @@ use super::framing::CloseCode;
 use super::socket::{AdmittedClient, ByteStream, ConnectionSlot, WsSocket};
 use super::stats::WsCounters;
 use tickwire_proto::admission::Admitted;
-use tickwire_proto::websocket::{self as frame, FrameError, Inbound, MessageReader};
+use tickwire_proto::websocket::{self as frame, Inbound, MessageReader};
 
 /// Answers a WebSocket upgrade request, then takes the client's token on a task of its own.
 pub(super) async fn upgrade(
@@ -49,7 +49,9 @@ pub(super) async fn upgrade(
     };
     let peer = peer.map(|Extension(ConnectInfo(address))| address);
     let deadline = Instant::now() + endpoint.config().handshake_timeout;
+    let handshake = endpoint.handshake();
     tokio::spawn(async move {
+        let _handshake = handshake;
         match on_upgrade.await {
             Ok(upgraded) => take_token(endpoint, upgraded, peer, deadline).await,
             Err(_) => WsCounters::bump(&endpoint.shared().counters.upgrades_failed),
@@ -346,13 +348,12 @@ async fn read_token<S: AsyncRead + Unpin>(
             }
             Ok(None) => {}
             Err(error) => {
-                let code = if matches!(error, FrameError::TooLarge { .. }) {
-                    WsCounters::bump(&counters.closed_too_large);
-                    CloseCode::MessageTooLarge
+                let code = CloseCode::from(&error);
+                WsCounters::bump(if code == CloseCode::WsMessageTooBig {
+                    &counters.closed_too_large
                 } else {
-                    WsCounters::bump(&counters.refused_malformed);
-                    CloseCode::ProtocolViolation
-                };
+                    &counters.refused_malformed
+                });
                 return Err(Refusal::Close {
                     code,
                     reason: error.to_string(),
@@ -362,7 +363,18 @@ async fn read_token<S: AsyncRead + Unpin>(
         }
         let start = buf.len();
         buf.resize(start + 4096, 0);
-        let read = tokio::time::timeout_at(deadline, stream.read(&mut buf[start..])).await;
+        let read = tokio::select! {
+            read = tokio::time::timeout_at(deadline, stream.read(&mut buf[start..])) => read,
+            () = endpoint.stopping() => {
+                buf.truncate(start);
+                WsCounters::bump(&counters.refused_shutdown);
+                return Err(Refusal::Close {
+                    code: CloseCode::ServerShutdown,
+                    reason: "server shutting down".into(),
+                    parseable: true,
+                });
+            }
+        };
         match read {
             Err(_) => {
                 buf.truncate(start);

@@ -410,12 +410,23 @@ impl WtEndpoint {
         tokio::spawn(self.clone().session(incoming, slot));
     }
 
-    async fn session(self, incoming: IncomingSession, _slot: Slot) {
+    async fn session(self, incoming: IncomingSession, slot: Slot) {
         let inner = &*self.inner;
         let counters = &inner.counters;
         let deadline = Instant::now() + inner.config.handshake_timeout;
         let peer = incoming.remote_address();
-        let request = match tokio::time::timeout_at(deadline, incoming).await {
+        let mut incoming = std::pin::pin!(tokio::time::timeout_at(deadline, incoming));
+        let request = tokio::select! {
+            request = &mut incoming => request,
+            () = inner.ws.stopping() => {
+                // No session to send a close frame on yet: the endpoint's close (4003)
+                // ends this connection. It no longer holds up `sessions_closed`.
+                drop(slot);
+                let _ = incoming.await;
+                return;
+            }
+        };
+        let request = match request {
             Ok(Ok(request)) => request,
             Ok(Err(_)) => {
                 WtCounters::bump(&counters.handshakes_failed);
@@ -459,19 +470,35 @@ impl WtEndpoint {
                 inner.config.handshake_timeout
             )
         };
-        let (mut send, mut recv) =
-            match tokio::time::timeout_at(deadline, connection.accept_bi()).await {
-                Ok(Ok(streams)) => streams,
-                Ok(Err(_)) => return,
-                Err(_) => {
-                    let reason = timed_out();
-                    close_connection(&connection, CloseCode::HandshakeTimedOut, &reason);
-                    return;
-                }
-            };
+        let accepted = tokio::select! {
+            accepted = tokio::time::timeout_at(deadline, connection.accept_bi()) => accepted,
+            () = inner.ws.stopping() => {
+                WsCounters::bump(&inner.messages.refused_shutdown);
+                let code = CloseCode::ServerShutdown;
+                close_connection(&connection, code, code.default_reason());
+                return;
+            }
+        };
+        let (mut send, mut recv) = match accepted {
+            Ok(Ok(streams)) => streams,
+            Ok(Err(_)) => return,
+            Err(_) => {
+                let reason = timed_out();
+                close_connection(&connection, CloseCode::HandshakeTimedOut, &reason);
+                return;
+            }
+        };
         let max_frame = max_frame_bytes(inner.ws.config().params.max_message_size);
-        let token = match tokio::time::timeout_at(deadline, read_frame(&mut recv, max_frame)).await
-        {
+        let read = tokio::select! {
+            read = tokio::time::timeout_at(deadline, read_frame(&mut recv, max_frame)) => read,
+            () = inner.ws.stopping() => {
+                WsCounters::bump(&inner.messages.refused_shutdown);
+                let code = CloseCode::ServerShutdown;
+                refuse(&connection, &mut send, code, code.default_reason(), close_timeout).await;
+                return;
+            }
+        };
+        let token = match read {
             Ok(Ok(Some(token))) => token,
             Ok(Ok(None) | Err(ReadError::Lost)) => return,
             Ok(Err(ReadError::Length(error))) => {

@@ -234,6 +234,45 @@ fn largest_body(space: usize, fixed: usize) -> usize {
 mod tests {
     use super::*;
 
+    /// docs/PROTOCOL.md quotes the layout a connection with the default MTU gets; a client
+    /// written from it must size packets and messages as the server does.
+    #[test]
+    fn documented_figures_match_the_code() {
+        let doc = include_str!("../../../../docs/PROTOCOL.md");
+        let mtu = usize::from(crate::ConnectionParams::default().mtu);
+        let max_packet_payload = mtu - crate::ENCRYPTED_OVERHEAD_MAX;
+        let layout = ReliabilityConfig {
+            max_packet_payload,
+            ..ReliabilityConfig::default()
+        }
+        .validate()
+        .expect("a connection's config is valid");
+        for quoted in [
+            format!(
+                "| `max_packet_payload` | MTU − `ENCRYPTED_OVERHEAD_MAX`: {max_packet_payload} with the default MTU |"
+            ),
+            format!(
+                "`max_packet_payload = MTU − ENCRYPTED_OVERHEAD_MAX` ({} bytes",
+                crate::ENCRYPTED_OVERHEAD_MAX
+            ),
+            format!(
+                "bytes ({} with the defaults): one unit per fragment",
+                layout.fragment_size
+            ),
+            format!(
+                "({} for Unreliable, {} for UnreliableSequenced by default)",
+                layout.max_unreliable, layout.max_sequenced
+            ),
+            "1200-byte MTU".to_owned(),
+        ] {
+            assert!(
+                doc.contains(&quoted),
+                "docs/PROTOCOL.md does not say {quoted:?}"
+            );
+        }
+        assert_eq!(mtu, 1200, "the doc's \"1200-byte MTU\" is the default");
+    }
+
     #[test]
     fn default_is_valid_and_documented_values_hold() {
         let config = ReliabilityConfig::default();

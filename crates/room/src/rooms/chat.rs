@@ -179,6 +179,39 @@ mod tests {
             .collect()
     }
 
+    /// docs/PROTOCOL.md ("The chat room") shows these encodings; a client written from it
+    /// must decode what the room sends.
+    #[test]
+    fn the_documented_examples_are_what_the_room_sends() {
+        let doc = include_str!("../../../../docs/PROTOCOL.md");
+        let examples = [
+            ChatEvent::Line {
+                seat: 1,
+                name: "ada".into(),
+                text: "hi".into(),
+            },
+            ChatEvent::Joined {
+                seat: 2,
+                name: "bo".into(),
+            },
+            ChatEvent::Left {
+                seat: 2,
+                name: "bo".into(),
+            },
+            ChatEvent::Announcement { text: "ok".into() },
+        ];
+        for event in examples {
+            let bytes = encode_to_vec(&event).unwrap();
+            let hex: Vec<String> = bytes.iter().map(|byte| format!("{byte:02x}")).collect();
+            let hex = hex.join(" ");
+            assert!(
+                doc.contains(&format!("`{hex}`")),
+                "docs/PROTOCOL.md does not show {event:?} as `{hex}`"
+            );
+            assert_eq!(decode_exact::<ChatEvent>(&bytes).unwrap(), event);
+        }
+    }
+
     #[test]
     fn lines_reach_everyone_with_the_speakers_seat_and_name() {
         let now = Instant::now();

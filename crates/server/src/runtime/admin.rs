@@ -1,11 +1,13 @@
 //! Operator access: the console's [`AdminOps`] over the running server, and the same
 //! operations as JSON under `/api/admin/*` behind the bearer token.
 
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
+use std::time::Instant;
 
 use axum::Router;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{Path, Request, State};
+use axum::extract::{ConnectInfo, Path, Request, State};
 use axum::http::{StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -15,7 +17,8 @@ use serde_json::json;
 
 use super::App;
 use super::api::{ApiError, RoomListing, parse_player};
-use crate::console::{AdminOps, PlayerSummary, StatsSnapshot, constant_time_eq};
+use crate::console::{AdminOps, PlayerSummary, StatsSnapshot};
+use crate::credentials::{Refused, Via};
 use crate::room::PlayerId;
 use crate::shard::RoomInfo;
 use crate::worker::Control;
@@ -209,21 +212,47 @@ pub(super) fn router(app: Arc<App>) -> Router<Arc<App>> {
         .route_layer(middleware::from_fn_with_state(app, require_token))
 }
 
-/// Passes only requests bearing the admin token.
+/// Passes only requests bearing the admin token; an address that presented too many wrong
+/// ones is answered 429 for a while, whatever it presents. A request with no token is no
+/// guess: 401, not counted.
 async fn require_token(State(app): State<Arc<App>>, request: Request, next: Next) -> Response {
-    let presented = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.strip_prefix("Bearer "));
-    match presented {
-        Some(token) if constant_time_eq(token.as_bytes(), app.admin_token.as_bytes()) => {
-            next.run(request).await
-        }
-        _ => (
+    let unauthorized = || {
+        (
             StatusCode::UNAUTHORIZED,
             [(header::WWW_AUTHENTICATE, "Bearer")],
             axum::Json(json!({ "error": "a valid admin bearer token is required" })),
+        )
+            .into_response()
+    };
+    let Some(presented) = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.strip_prefix("Bearer "))
+    else {
+        return unauthorized();
+    };
+    let ip = request
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |ConnectInfo(peer)| {
+            peer.ip()
+        });
+    match app
+        .credentials
+        .check(Instant::now(), ip, Via::Api, presented.as_bytes())
+    {
+        Ok(()) => next.run(request).await,
+        Err(Refused::Wrong) => unauthorized(),
+        Err(refused @ Refused::LockedOut { .. }) => (
+            StatusCode::TOO_MANY_REQUESTS,
+            [(
+                header::RETRY_AFTER,
+                refused.retry_after_secs().unwrap_or(1).to_string(),
+            )],
+            axum::Json(json!({
+                "error": "too many wrong admin tokens from this address; try again later"
+            })),
         )
             .into_response(),
     }

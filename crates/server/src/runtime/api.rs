@@ -33,16 +33,36 @@ use crate::worker::{Control, SeatTicket, unix_now};
 /// Largest request body accepted: a matchmaking request is well under a kilobyte.
 const MAX_BODY_BYTES: usize = 16 * 1024;
 
+/// The public routes, and the operator's too unless they have a listener of their own
+/// (`admin.separate_listener`).
 pub(super) fn router(app: Arc<App>) -> Router {
-    Router::new()
+    let mut router = Router::new()
         .route("/api/matchmake", post(matchmake))
         .route("/api/rooms", get(rooms))
         .route("/healthz", get(healthz))
-        .route("/readyz", get(readyz))
-        .route("/metrics", get(metrics))
-        .merge(super::admin::router(app.clone()))
+        .route("/readyz", get(readyz));
+    if !app.config.admin.separate_listener {
+        router = router.merge(operator_routes(app.clone()));
+    }
+    router
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(app)
+}
+
+/// What the operator's own listener serves: `/metrics`, `/api/admin/*`, and the health
+/// probes, answered there even when the public port is out of file descriptors.
+pub(super) fn operator_router(app: Arc<App>) -> Router {
+    operator_routes(app.clone())
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .with_state(app)
+}
+
+fn operator_routes(app: Arc<App>) -> Router<Arc<App>> {
+    Router::new()
+        .route("/metrics", get(metrics))
+        .merge(super::admin::router(app))
 }
 
 /// An error response.

@@ -9,7 +9,7 @@ use ring::hmac;
 pub use tickwire_proto::matchmake::SignedIdentity;
 
 use crate::config::{AuthConfig, AuthMode};
-use crate::console::constant_time_eq;
+use crate::credentials::constant_time_eq;
 use crate::room::PlayerId;
 use crate::worker::MAX_TICKET_NAME_BYTES;
 

@@ -104,6 +104,7 @@ impl Metrics {
             .map(|(kind, _)| (kind.to_string(), 0))
             .collect();
         let mut udp = tickwire_proto::ServerStats::default();
+        let mut too_long = 0;
         let mut shard = crate::shard::ShardStats::default();
         let mut overruns: HashMap<String, u64> = HashMap::new();
         let mut refused = [0u64; 2];
@@ -126,6 +127,7 @@ impl Metrics {
             refused[0] += view.joins_refused;
             refused[1] += view.refused_by_address;
             add_udp(&mut udp, &view.udp);
+            too_long += view.recv.dropped_truncated;
             add_shard(&mut shard, &view.shard);
         }
         let ws = app.ws.stats();
@@ -209,10 +211,18 @@ impl Metrics {
             ("packet_replayed", drops.packet_replayed),
             ("unauthenticated", drops.unauthenticated),
             ("overloaded", drops.overloaded),
+            ("too_large", too_long),
         ] {
             self.counter(
                 "tickwire_udp_datagrams_dropped_total",
                 &[("reason", reason)],
+                count,
+            );
+        }
+        for (transport, count) in [("udp", udp.messages_too_large), ("ws", ws.sends_too_large)] {
+            self.counter(
+                "tickwire_messages_too_large_total",
+                &[("transport", transport)],
                 count,
             );
         }
@@ -269,6 +279,16 @@ impl Metrics {
         if let Some((wt, _)) = &app.wt {
             self.render_wt(wt);
         }
+        self.render_http(app);
+        let credentials = app.credentials.stats();
+        for (index, via) in ["console", "api"].into_iter().enumerate() {
+            let labels = [("via", via)];
+            let failures = credentials.failures[index];
+            self.counter("tickwire_admin_auth_failures_total", &labels, failures);
+            let locked = credentials.locked_out[index];
+            self.counter("tickwire_admin_auth_locked_out_total", &labels, locked);
+        }
+        self.counter("tickwire_admin_lockouts_total", &[], credentials.lockouts);
         self.counter("tickwire_ticks_total", &[], shard.ticks);
         self.counter("tickwire_ticks_skipped_total", &[], shard.ticks_skipped);
         for (kind, count) in &overruns {
@@ -281,6 +301,42 @@ impl Metrics {
 }
 
 impl Metrics {
+    /// The HTTP and HTTPS listeners' counters, added together.
+    fn render_http(&self, app: &App) {
+        let mut total = tickwire_net::ws::ListenStats::default();
+        for listener in &app.http_metrics {
+            let one = listener.snapshot();
+            total.connections_accepted += one.connections_accepted;
+            total.accept_errors += one.accept_errors;
+            total.refused_per_ip += one.refused_per_ip;
+            total.tls_accept_timeouts += one.tls_accept_timeouts;
+            total.header_timeouts += one.header_timeouts;
+            total.body_timeouts += one.body_timeouts;
+            total.request_timeouts += one.request_timeouts;
+            total.bad_host += one.bad_host;
+        }
+        self.counter(
+            "tickwire_http_connections_accepted_total",
+            &[],
+            total.connections_accepted,
+        );
+        self.counter(
+            "tickwire_http_accept_errors_total",
+            &[],
+            total.accept_errors,
+        );
+        for (reason, count) in [
+            ("per_ip", total.refused_per_ip),
+            ("tls_timeout", total.tls_accept_timeouts),
+            ("header_timeout", total.header_timeouts),
+            ("body_timeout", total.body_timeouts),
+            ("request_timeout", total.request_timeouts),
+            ("bad_host", total.bad_host),
+        ] {
+            self.counter("tickwire_http_refused_total", &[("reason", reason)], count);
+        }
+    }
+
     /// The WebTransport endpoint's counters (`docs/OPERATIONS.md`, metrics).
     fn render_wt(&self, wt: &tickwire_net::wt::WtEndpoint) {
         let stats = wt.stats();
@@ -338,6 +394,11 @@ impl Metrics {
         }
         let labels = [("transport", "wt")];
         self.counter(
+            "tickwire_messages_too_large_total",
+            &labels,
+            stats.sends_too_large,
+        );
+        self.counter(
             "tickwire_packets_received_total",
             &labels,
             stats.messages_received,
@@ -380,6 +441,7 @@ fn add_udp(total: &mut tickwire_proto::ServerStats, one: &tickwire_proto::Server
     total.connections_accepted += one.connections_accepted;
     total.connections_denied += one.connections_denied;
     total.connections_replaced += one.connections_replaced;
+    total.messages_too_large += one.messages_too_large;
     let (t, o) = (&mut total.dropped, &one.dropped);
     t.malformed += o.malformed;
     t.wrong_protocol += o.wrong_protocol;

@@ -33,7 +33,9 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use tickwire_net::ws::{Arrival, HttpListener, ListenConfig, TlsIdentity, WsConfig, WsEndpoint};
+use tickwire_net::ws::{
+    Arrival, HttpListener, ListenConfig, ListenMetrics, TlsIdentity, WsConfig, WsEndpoint,
+};
 use tickwire_net::wt::{WtCertificate, WtConfig, WtEndpoint};
 use tickwire_proto::ServerConfig;
 use tickwire_proto::admission::{Admission, UsedTokens};
@@ -74,6 +76,8 @@ pub struct Addresses {
     pub wt: Option<SocketAddr>,
     /// The admin console, when enabled.
     pub console: Option<SocketAddr>,
+    /// The operator's HTTP listener (`/metrics`, the admin API, health), when separate.
+    pub admin: Option<SocketAddr>,
 }
 
 /// Where the server is in its life.
@@ -157,11 +161,14 @@ pub(crate) struct App {
     /// The WebTransport endpoint and the address tokens name for it, when enabled.
     wt: Option<(WtEndpoint, SocketAddr)>,
     phase: watch::Sender<Phase>,
-    admin_token: String,
+    /// The console password and admin API token, and the throttle on guessing it.
+    credentials: Arc<crate::credentials::Credentials>,
     matchmake_limiter: Mutex<IpLimiter>,
     metrics: metrics::Metrics,
     extras_metrics: Vec<extras::MetricsWriter>,
     rates: Mutex<Rates>,
+    /// The HTTP and HTTPS listeners' counters.
+    http_metrics: Vec<ListenMetrics>,
 }
 
 impl App {
@@ -440,6 +447,51 @@ impl Runtime {
                 .map(|(name, capacity)| (name.to_string(), capacity)),
             reservation_ttl,
         );
+        let settings = &config.http;
+        let listen = ListenConfig {
+            tcp_send_buffer: Some(settings.tcp_send_buffer_bytes).filter(|bytes| *bytes > 0),
+            body_read_timeout: Duration::from_millis(settings.body_timeout_ms),
+            request_timeout: Duration::from_millis(settings.request_timeout_ms),
+            max_connections_per_ip: settings.max_connections_per_ip,
+            exempt: config.limits.exempt.clone(),
+            ..ListenConfig::default()
+        };
+        let http_listener = HttpListener::from_listener(http, None, listen.clone());
+        let https_listener = match https {
+            Some((listener, bound)) => {
+                let identity = match (&config.tls.cert, &config.tls.key) {
+                    (Some(cert), Some(key)) => TlsIdentity::from_pem_files(cert, key)?,
+                    _ => TlsIdentity::self_signed(&["localhost", &public_ip.to_string()])?,
+                };
+                let tls = identity.server_config()?;
+                Some((
+                    HttpListener::from_listener(listener, Some(tls), listen.clone()),
+                    bound,
+                ))
+            }
+            None => None,
+        };
+        let operator_listener = if config.admin.separate_listener {
+            let address = config.admin.listen;
+            let listener = tokio::net::TcpListener::bind(address)
+                .await
+                .map_err(bind_error("admin", address))?;
+            let operator = ListenConfig {
+                reserve_descriptor: true,
+                ..listen.clone()
+            };
+            Some(HttpListener::from_listener(listener, None, operator))
+        } else {
+            None
+        };
+        let mut http_metrics = vec![http_listener.metrics()];
+        http_metrics.extend(
+            https_listener
+                .as_ref()
+                .map(|(listener, _)| listener.metrics()),
+        );
+        http_metrics.extend(operator_listener.as_ref().map(HttpListener::metrics));
+
         let matchmake_rate = config.limits.matchmake_rate;
         let (phase, _) = watch::channel(Phase::Running);
         let app = Arc::new(App {
@@ -460,10 +512,11 @@ impl Runtime {
             ws: ws.clone(),
             wt: wt.clone(),
             phase,
-            admin_token,
+            credentials: Arc::new(crate::credentials::Credentials::new(admin_token)),
             metrics,
             extras_metrics: extras.metrics,
             rates: Mutex::new(Rates::default()),
+            http_metrics,
         });
 
         let mut tasks = JoinSet::new();
@@ -489,27 +542,21 @@ impl Runtime {
         let router = api::router(app.clone())
             .merge(ws.router())
             .merge(extras.routes);
-        let listen = ListenConfig {
-            tcp_send_buffer: Some(app.config.http.tcp_send_buffer_bytes).filter(|bytes| *bytes > 0),
-            ..ListenConfig::default()
+        let admin_address = match operator_listener {
+            Some(listener) => {
+                let address = listener
+                    .local_addr()
+                    .map_err(bind_error("admin", app.config.admin.listen))?;
+                let router = api::operator_router(app.clone());
+                tasks.spawn(serve(listener, router, stopped.clone()));
+                Some(address)
+            }
+            None => None,
         };
-        tasks.spawn(serve(
-            HttpListener::from_listener(http, None, listen),
-            router.clone(),
-            stopped.clone(),
-        ));
+        tasks.spawn(serve(http_listener, router.clone(), stopped.clone()));
         let mut https_address = None;
-        if let Some((listener, bound)) = https {
-            let identity = match (&app.config.tls.cert, &app.config.tls.key) {
-                (Some(cert), Some(key)) => TlsIdentity::from_pem_files(cert, key)?,
-                _ => TlsIdentity::self_signed(&["localhost", &public_ip.to_string()])?,
-            };
-            let tls = identity.server_config()?;
-            tasks.spawn(serve(
-                HttpListener::from_listener(listener, Some(tls), listen),
-                router,
-                stopped.clone(),
-            ));
+        if let Some((listener, bound)) = https_listener {
+            tasks.spawn(serve(listener, router, stopped.clone()));
             https_address = Some(bound);
         }
 
@@ -522,11 +569,11 @@ impl Runtime {
                 .local_addr()
                 .map_err(bind_error("console", app.config.console.listen))?;
             let ops: Arc<dyn crate::console::AdminOps> = Arc::new(admin::Ops(app.clone()));
-            let password: Arc<str> = app.admin_token.as_str().into();
+            let credentials = app.credentials.clone();
             let mut stopped = stopped.clone();
             tasks.spawn(async move {
                 tokio::select! {
-                    () = crate::console::serve(listener, password, ops) => {}
+                    () = crate::console::serve(listener, credentials, ops) => {}
                     _ = stopped.wait_for(|stop| *stop) => {}
                 }
             });
@@ -541,6 +588,7 @@ impl Runtime {
             udp: workers.iter().map(ShardWorker::udp_address).collect(),
             wt: wt_address,
             console,
+            admin: admin_address,
         };
         Ok(Self {
             app,
@@ -565,7 +613,7 @@ impl Runtime {
 
     /// The console password and admin API bearer token in force.
     pub fn admin_token(&self) -> &str {
-        &self.app.admin_token
+        self.app.credentials.secret()
     }
 
     /// Serves until a shutdown is asked for (a signal through a [`ServerHandle`], the
@@ -595,13 +643,16 @@ impl Runtime {
         for worker in self.workers.drain(..) {
             report.workers.push(worker.stop().await?);
         }
-        // Connections still in their handshake, and any not yet attached.
+        // Connections still in their handshake, and any not yet attached: closed with 4003
+        // on their own tasks. Closing the listeners (or the QUIC endpoint) under them would
+        // turn that into a bare "connection lost", or nothing at all once the process exits.
         self.app.ws.shutdown();
-        // WebTransport sessions are closing with 4003 on their own tasks; closing the QUIC
-        // endpoint under them would turn that into a bare "connection lost" in a browser.
-        if let Some((endpoint, _)) = &self.app.wt {
-            endpoint.sessions_closed().await;
-        }
+        let wt_closed = async {
+            if let Some((endpoint, _)) = &self.app.wt {
+                endpoint.sessions_closed().await;
+            }
+        };
+        tokio::join!(self.app.ws.handshakes_closed(), wt_closed);
         let _ = self.stop_listeners.send(true);
         self.tasks.abort_all();
         while self.tasks.join_next().await.is_some() {}

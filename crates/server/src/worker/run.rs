@@ -457,6 +457,7 @@ impl Worker {
         let mut view = WorkerView {
             rooms: shard.rooms().collect(),
             udp: self.server.stats().clone(),
+            recv: *self.inbox.stats(),
             shard: shard.stats(),
             tick_times: shard.tick_times().clone(),
             joins_refused: self.sessions.stats().joins_refused,

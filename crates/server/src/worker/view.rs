@@ -29,6 +29,9 @@ pub struct WorkerView {
     pub players_held: u64,
     /// The UDP protocol's counters.
     pub udp: ServerStats,
+    /// The UDP socket's receive counters (datagrams over a receive slot, 2048 bytes, are
+    /// dropped there, before the protocol sees them).
+    pub recv: tickwire_net::udp::RecvStats,
     /// The shard's counters.
     pub shard: ShardStats,
     /// Tick durations by room kind.

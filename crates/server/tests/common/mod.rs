@@ -3,6 +3,7 @@
 
 #![allow(dead_code, unreachable_pub)]
 
+pub mod raw_ws;
 pub mod serve;
 
 use std::net::SocketAddr;
