@@ -48,10 +48,10 @@ const SHARED_BASE: Ipv4Addr = Ipv4Addr::new(127, 1, 0, 0);
 /// Bots per shared socket: a tick's burst for them (a snapshot each, under 2.5 KiB of
 /// kernel buffer apiece) fits its buffer many times over.
 const BOTS_PER_SHARED_SOCKET: usize = 512;
-/// Receive batches taken from the shared socket per pass (64 datagrams each, about 0.2 ms
+/// Receive batches taken from the shared socket per pass (64 datagrams each, about 0.1 ms
 /// of work): a server's tick arrives as one burst of a snapshot per bot, and taking it whole
 /// would hold every due send behind it; between passes the bots send what is due.
-const SHARED_BATCHES_PER_PASS: usize = 4;
+const SHARED_BATCHES_PER_PASS: usize = 2;
 
 /// Where a bot's datagrams go in and out.
 enum Wire {
