@@ -148,7 +148,7 @@ impl Arrival {
 ///             let _ = links.send(link, channel, message); // echo
 ///         }
 ///     }
-///     links.flush(std::time::Instant::now());
+///     links.flush();
 /// }
 /// # }
 /// ```

@@ -488,7 +488,7 @@ impl WsLinks {
             }
             let index = link.index();
             if bits & (libc::EPOLLOUT as u32) != 0 {
-                self.write_backlog(index, now);
+                self.write_backlog(index);
             }
             if bits & ((libc::EPOLLIN | libc::EPOLLRDHUP | libc::EPOLLHUP | libc::EPOLLERR) as u32)
                 != 0
@@ -556,11 +556,11 @@ impl WsLinks {
     }
 
     /// Writes what each connection was given since the last flush.
-    pub fn flush(&mut self, now: Instant) {
+    pub fn flush(&mut self) {
         for index in std::mem::take(&mut self.dirty) {
             if let Some(conn) = self.conns[index].as_mut() {
                 conn.dirty = false;
-                self.write_backlog(index, now);
+                self.write_backlog(index);
             }
         }
         if let Some(counters) = &self.counters {
@@ -870,7 +870,7 @@ impl WsLinks {
 
     /// Writes the connection's backlog: committed bytes first, then (once they are out)
     /// what waited aside while it was blocked.
-    fn write_backlog(&mut self, index: usize, now: Instant) {
+    fn write_backlog(&mut self, index: usize) {
         let Some(conn) = self.conns[index].as_mut() else {
             return;
         };

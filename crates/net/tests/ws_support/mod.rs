@@ -269,7 +269,7 @@ async fn run_shard(
                 }
             }
         }
-        links.flush(now);
+        links.flush();
     }
 }
 

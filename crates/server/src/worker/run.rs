@@ -440,7 +440,7 @@ impl Worker {
     }
 
     async fn flush(&mut self) -> io::Result<()> {
-        self.ws.flush(Instant::now());
+        self.ws.flush();
         transmit(
             &mut self.server,
             &self.socket,
@@ -510,7 +510,7 @@ impl Worker {
                 () = sleep_until(Some(wake)) => {}
             }
             while self.ws.poll_event().is_some() {}
-            self.ws.flush(Instant::now());
+            self.ws.flush();
         }
     }
 
