@@ -277,7 +277,7 @@ namespace Tickwire.Protocol
 
         /// <summary>
         /// Writes the next payload into out[offset..offset+capacity]; returns its length, or 0 when
-        /// there is nothing to send. <paramref name="force"/> asks for a keepalive.
+        /// there is nothing to send. <paramref name="force"/> writes a keepalive (acks only).
         /// </summary>
         public int WritePacket(long now, byte[] output, int offset, int capacity, bool force)
         {
@@ -311,7 +311,9 @@ namespace Tickwire.Protocol
             if (frames == 0 && !force && !ackDue) return 0;
             bool carriesReliable = _entriesBase + _entries.Count > entriesBefore;
             bool probeDue = !_hasLastProbe || now - _lastProbeSent >= RttProbeInterval;
-            bool ping = !carriesReliable && (force || (frames > 0 && probeDue));
+            // An RTT probe rides on unreliable frames; a keepalive (forced, no frames) asks
+            // for no ack: each side sends its own when quiet (PROTOCOL.md, keepalive).
+            bool ping = !carriesReliable && frames > 0 && probeDue;
             int wanted = Wanted(carriesReliable, ping, frames > 0);
             if (wanted == WantNow)
             {
