@@ -317,17 +317,22 @@ async fn a_kick_reaches_the_client_with_the_rooms_reason() {
     );
 }
 
-#[tokio::test]
-async fn a_silent_client_is_timed_out_but_one_answering_pings_is_kept() {
-    let timeout = Duration::from_millis(400);
-    let mut server = TestServer::start(Options {
+/// A server whose connections time out after `timeout` (and are pinged after a quarter of it).
+async fn server_with_timeout(timeout: Duration) -> TestServer {
+    TestServer::start(Options {
         ws: WsConfig {
             params: tickwire_proto::ConnectionParams::with_timeout(timeout),
             ..WsConfig::default()
         },
         ..Options::default()
     })
-    .await;
+    .await
+}
+
+#[tokio::test]
+async fn a_silent_client_is_timed_out_but_one_answering_pings_is_kept() {
+    let timeout = Duration::from_millis(400);
+    let mut server = server_with_timeout(timeout).await;
     let (mut answering, mut answering_side) = server.connect(1).await;
     let (mut silent, mut silent_side) = server.connect(2).await;
 
@@ -370,14 +375,7 @@ async fn a_silent_client_is_timed_out_but_one_answering_pings_is_kept() {
 #[tokio::test]
 async fn a_client_that_only_listens_while_the_room_streams_is_pinged_and_kept() {
     let timeout = Duration::from_millis(400);
-    let mut server = TestServer::start(Options {
-        ws: WsConfig {
-            params: tickwire_proto::ConnectionParams::with_timeout(timeout),
-            ..WsConfig::default()
-        },
-        ..Options::default()
-    })
-    .await;
+    let mut server = server_with_timeout(timeout).await;
     let (mut listener, listener_side) = server.connect(1).await;
     let sender = listener_side.sender();
 
