@@ -94,6 +94,7 @@ bench:
 ## stable toolchain accept the sanitizer flags).
 FUZZ_SECONDS ?= 30
 fuzz-smoke:
-	cd fuzz && for target in $$(RUSTC_BOOTSTRAP=1 $(CARGO) fuzz list); do \
+	cd fuzz && targets=$$(RUSTC_BOOTSTRAP=1 $(CARGO) fuzz list) && [ -n "$$targets" ] && \
+	for target in $$targets; do \
 		RUSTC_BOOTSTRAP=1 $(CARGO) fuzz run -O $$target -- -max_total_time=$(FUZZ_SECONDS) || exit 1; \
 	done

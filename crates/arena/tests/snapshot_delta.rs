@@ -166,3 +166,40 @@ proptest! {
         run(seed, loss, ack_loss, 300);
     }
 }
+
+/// Acks that come back 20 ticks late (a third of a second at 60 Hz, past the 8 ticks a
+/// recipient's history starts with): the first finds its snapshot overwritten, the history
+/// grows, and from then on every snapshot is a delta again.
+#[test]
+fn late_acks_grow_the_history_until_deltas_resume() {
+    let mut scene = scene(4, 12, SnapshotConfig::default());
+    let my_id = scene.ids.get(PlayerKey(0)).unwrap();
+    let mut client = scene.encoder.new_client();
+    let mut decoder = SnapshotDecoder::new(*scene.encoder.schema(), scene.encoder.config());
+    let mut buf = vec![0u8; 2048];
+    let mut in_flight = std::collections::VecDeque::new();
+    let mut deltas_late = 0;
+    for tick in 0..300u32 {
+        scene.world.step(&[]);
+        while scene.world.poll_event().is_some() {}
+        scene.encoder.capture(&scene.world, &scene.ids);
+        let len = scene.encoder.encode(&mut client, my_id, &mut buf).unwrap();
+        let decoded = decoder.decode(&buf[..len]).unwrap();
+        if tick >= 100 && decoded.baseline.is_some() {
+            deltas_late += 1;
+        }
+        in_flight.push_back(client.last_sent().unwrap());
+        if in_flight.len() > 20 {
+            client.handle_ack(in_flight.pop_front().unwrap()).unwrap();
+        }
+    }
+    assert_eq!(
+        deltas_late, 200,
+        "after the history grew, every snapshot is a delta against a 20-tick-old ack"
+    );
+    assert!(
+        client.history_slots() >= 32,
+        "{} slots",
+        client.history_slots()
+    );
+}

@@ -22,10 +22,15 @@ struct Record {
 
 /// A recipient's last snapshots, as the views they left it with: possible baselines.
 ///
-/// One block of `slots × stride` records, the stride being the largest view this recipient
-/// has had, grown in powers of two: a player allocates a handful of times in its life, and
-/// one who sees three others holds 32 × 4 records rather than 32 × `max_entities` (16 bytes
-/// each), which in small rooms was most of a player's memory.
+/// One block of `slots × stride` records, both grown in powers of two as the recipient
+/// needs them, so a player allocates a handful of times in its life:
+/// - the stride is the largest view this recipient has had: one who sees three others
+///   holds 4 records per slot rather than `max_entities` (16 bytes each);
+/// - the slots (ticks back that a baseline may be) start at [`INITIAL_SLOTS`] and grow up
+///   to the configured history when an ack arrives for a snapshot already overwritten: a
+///   player whose acks come back within 8 ticks (133 ms at 60 Hz) never pays for the
+///   half-second a slow link needs. In rooms of 30 the history was two thirds of the
+///   room's memory per player at 32 slots.
 #[derive(Debug, Clone)]
 struct History {
     /// The tick each slot holds, if any; slot = tick mod slots.
@@ -34,16 +39,55 @@ struct History {
     lens: Vec<u32>,
     stride: usize,
     records: Vec<Record>,
+    /// The configured history: the most slots this may grow to.
+    max_slots: usize,
 }
 
+/// Slots a recipient's history starts with.
+const INITIAL_SLOTS: usize = 8;
+
 impl History {
-    fn new(slots: usize) -> Self {
+    fn new(max_slots: usize) -> Self {
+        let slots = INITIAL_SLOTS.min(max_slots);
         Self {
             ticks: vec![None; slots],
             lens: vec![0; slots],
             stride: 0,
             records: Vec::new(),
+            max_slots,
         }
+    }
+
+    /// Grows to hold at least `slots` (a power of two, at most the configured history),
+    /// moving each held view to its slot under the new count: two ticks in one new slot
+    /// would have shared an old one, so none collide.
+    fn grow_slots(&mut self, slots: usize) {
+        let slots = slots.next_power_of_two().min(self.max_slots);
+        if slots <= self.slots() {
+            return;
+        }
+        let mut ticks = vec![None; slots];
+        let mut lens = vec![0; slots];
+        let mut records = vec![
+            Record {
+                id: 0,
+                state: EntityState::default(),
+                refreshed: 0,
+            };
+            slots * self.stride
+        ];
+        for (old, tick) in self.ticks.iter().enumerate() {
+            let Some(tick) = *tick else { continue };
+            let new = tick as usize % slots;
+            let len = self.lens[old] as usize;
+            records[new * self.stride..new * self.stride + len]
+                .copy_from_slice(&self.records[old * self.stride..old * self.stride + len]);
+            ticks[new] = Some(tick);
+            lens[new] = len as u32;
+        }
+        self.ticks = ticks;
+        self.lens = lens;
+        self.records = records;
     }
 
     fn slots(&self) -> usize {
@@ -145,6 +189,10 @@ impl ClientSnapshots {
         }
         if self.history.view(tick).is_some() {
             self.acked = Some(tick);
+        } else if let Some(last) = self.last_sent {
+            // Overwritten before its ack came back: hold that many ticks from now on.
+            let age = last.wrapping_sub(tick) as usize;
+            self.history.grow_slots(age + 2);
         }
         Ok(())
     }
@@ -162,9 +210,15 @@ impl ClientSnapshots {
 
     /// Records each history slot has room for: the largest view this recipient has had,
     /// rounded up to a power of two (0 before the first snapshot). Its memory is
-    /// `history × stride × 16` bytes.
+    /// `history_slots × stride × 16` bytes.
     pub fn history_stride(&self) -> usize {
         self.history.stride
+    }
+
+    /// Ticks back a baseline may be: 8 at first, grown (up to the configured history) when
+    /// an ack came back for a snapshot already overwritten.
+    pub fn history_slots(&self) -> usize {
+        self.history.slots()
     }
 
     /// The tick of the newest snapshot sent.
