@@ -42,6 +42,14 @@ pub const VALID_BOTS_CORES_MAX: f64 = 0.9;
 pub const VALID_SEND_LAG_P99_MS_MAX: f64 = 4.0;
 /// The arena's tick rate (`WorldConfig::tick_rate_hz`'s default, which the harness keeps).
 const ARENA_TICK_HZ: f64 = 60.0;
+/// How long after the bots leave the server's RSS is read again: past the empty rooms'
+/// disposal ([`EMPTY_ROOM_TTL_SECS`]) and the runtime's next check for freed memory (every
+/// 5 s) and its trim.
+pub const AFTER_LEAVE: Duration = Duration::from_secs(12);
+/// The bench server disposes of an empty room after this long (and so issues tokens valid
+/// this long, which a room's life must cover): the default 30 s would keep the crowd's
+/// rooms past the reading [`AFTER_LEAVE`]. Bots use their tokens at once.
+const EMPTY_ROOM_TTL_SECS: u64 = 5;
 
 /// `tickwire bench <scenario>`'s flags.
 #[derive(Debug, Clone, clap::Args)]
@@ -155,6 +163,8 @@ pub struct LoadBenchReport {
     pub server_idle_rss_bytes: u64,
     /// `(server_rss_bytes - server_idle_rss_bytes) / players`.
     pub rss_per_player_bytes: u64,
+    /// Server RSS [`AFTER_LEAVE`] after the bots left: what the crowd kept.
+    pub server_rss_after_leave_bytes: u64,
     /// The bots' own CPU in the window (their process, other CPU).
     pub bots_cpu_s: f64,
     /// `bots_cpu_s / duration_s`: of their one CPU.
@@ -287,6 +297,14 @@ pub fn run(name: &str, args: &LoadBenchArgs) -> anyhow::Result<LoadBenchReport> 
             format!("sqlite://{}", store_dir.join("bench.db").display()),
         )
         .env("TICKWIRE_CONSOLE__ENABLED", "false")
+        .env(
+            "TICKWIRE_ROOMS__EMPTY_ROOM_TTL_SECS",
+            EMPTY_ROOM_TTL_SECS.to_string(),
+        )
+        .env(
+            "TICKWIRE_UDP__TOKEN_VALIDITY_SECS",
+            EMPTY_ROOM_TTL_SECS.to_string(),
+        )
         // A token of our own keeps the server from printing a generated one.
         .env(
             "TICKWIRE_ADMIN__TOKEN",
@@ -384,6 +402,8 @@ pub fn run(name: &str, args: &LoadBenchArgs) -> anyhow::Result<LoadBenchReport> 
     }
     let mut bots = bots;
     let status = bots.0.wait()?;
+    std::thread::sleep(AFTER_LEAVE);
+    let after_leave = proc_stat::sample(server_pid).context("reading the server's /proc")?;
     let (Some(start), Some(end), Some(report)) = (start, end, report) else {
         bail!("the bots produced no figures ({status}); see their error above");
     };
@@ -421,6 +441,7 @@ pub fn run(name: &str, args: &LoadBenchArgs) -> anyhow::Result<LoadBenchReport> 
         bots_json,
     );
     report.burst_ticks = burst_ticks;
+    report.server_rss_after_leave_bytes = after_leave.rss_bytes;
     Ok(report)
 }
 
@@ -621,6 +642,7 @@ fn figures(
         server_idle_rss_bytes: idle.rss_bytes,
         rss_per_player_bytes: end.process.rss_bytes.saturating_sub(idle.rss_bytes)
             / bots.players.max(1) as u64,
+        server_rss_after_leave_bytes: 0,
         bots_cpu_s: bots.bots_cpu_s,
         bots_cores_used,
         bots_cpu_per_server_cpu: bots.bots_cpu_s / server_cpu_s,
@@ -852,11 +874,12 @@ pub fn render(report: &LoadBenchReport) -> String {
     );
     row("disconnects", report.disconnects.to_string());
     row(
-        "server RSS (idle → end), per player",
+        "server RSS (idle → end → bots gone), per player",
         format!(
-            "{:.1} → {:.1} MB, {} B",
+            "{:.1} → {:.1} → {:.1} MB, {} B",
             report.server_idle_rss_bytes as f64 / 1e6,
             report.server_rss_bytes as f64 / 1e6,
+            report.server_rss_after_leave_bytes as f64 / 1e6,
             report.rss_per_player_bytes
         ),
     );

@@ -30,6 +30,8 @@ pub(super) struct Metrics {
     handle: PrometheusHandle,
     matchmade: AtomicU64,
     matchmake_rate_limited: AtomicU64,
+    memory_trims: AtomicU64,
+    memory_returned_bytes: AtomicU64,
 }
 
 impl Metrics {
@@ -44,6 +46,8 @@ impl Metrics {
             handle,
             matchmade: AtomicU64::new(0),
             matchmake_rate_limited: AtomicU64::new(0),
+            memory_trims: AtomicU64::new(0),
+            memory_returned_bytes: AtomicU64::new(0),
         }
     }
 
@@ -78,6 +82,15 @@ impl Metrics {
 
     pub(super) fn matchmake_rate_limited(&self) {
         self.matchmake_rate_limited.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A trim handed freed memory back to the kernel.
+    pub(super) fn memory_trimmed(&self, trimmed: super::memory::Trimmed) {
+        self.memory_trims.fetch_add(1, Ordering::Relaxed);
+        self.memory_returned_bytes.fetch_add(
+            trimmed.rss_before.saturating_sub(trimmed.rss_after),
+            Ordering::Relaxed,
+        );
     }
 
     fn counter(&self, name: &'static str, labels: &[(&'static str, &str)], value: u64) {
@@ -275,6 +288,16 @@ impl Metrics {
             "tickwire_matchmade_total",
             &[],
             self.matchmade.load(Ordering::Relaxed),
+        );
+        self.counter(
+            "tickwire_memory_trims_total",
+            &[],
+            self.memory_trims.load(Ordering::Relaxed),
+        );
+        self.counter(
+            "tickwire_memory_returned_bytes_total",
+            &[],
+            self.memory_returned_bytes.load(Ordering::Relaxed),
         );
         if let Some((wt, _)) = &app.wt {
             self.render_wt(wt);

@@ -26,6 +26,7 @@ mod api;
 mod extras;
 mod identity;
 mod kinds;
+mod memory;
 mod metrics;
 
 use std::io;
@@ -523,6 +524,7 @@ impl Runtime {
         tasks.spawn(hand_off(app.clone(), connections));
         tasks.spawn(apply_events(app.clone(), events));
         tasks.spawn(sample_rates(app.clone()));
+        tasks.spawn(return_freed_memory(app.clone()));
         tasks.spawn(finish_drain(app.clone()));
 
         let (stop_listeners, stopped) = watch::channel(false);
@@ -732,6 +734,29 @@ async fn sample_rates(app: Arc<App>) {
             rates.per_second[index] = total.saturating_sub(rates.totals[index]) as f64 / elapsed;
         }
         rates.totals = totals;
+    }
+}
+
+/// Every few seconds: hands freed memory back to the kernel when much of the resident set
+/// is free ([`memory`]); counted in `/metrics`.
+async fn return_freed_memory(app: Arc<App>) {
+    if !tickwire_alloc_count::is_active() {
+        // Without the heap-in-use figure there is no telling free from used.
+        return;
+    }
+    let mut interval = tokio::time::interval(memory::CHECK_INTERVAL);
+    loop {
+        interval.tick().await;
+        let heap = tickwire_alloc_count::live_bytes().max(0) as u64;
+        let Some(rss) = memory::resident_bytes() else {
+            return;
+        };
+        if !memory::worth_trimming(rss, heap) {
+            continue;
+        }
+        if let Ok(Some(trimmed)) = tokio::task::spawn_blocking(memory::trim).await {
+            app.metrics.memory_trimmed(trimmed);
+        }
     }
 }
 
