@@ -220,6 +220,19 @@ pub(crate) enum Connection {
     MySql(sqlx::pool::PoolConnection<sqlx::MySql>),
 }
 
+impl Connection {
+    /// Closes the connection when dropped instead of returning it to the pool: after a
+    /// failed statement it may be broken, and the pool's test of a returned connection logs
+    /// a warning per failure, a flood while the database is down.
+    pub(crate) fn close_on_drop(&mut self) {
+        match self {
+            Self::Sqlite(conn) => conn.close_on_drop(),
+            Self::Postgres(conn) => conn.close_on_drop(),
+            Self::MySql(conn) => conn.close_on_drop(),
+        }
+    }
+}
+
 /// Runs `$body` with `$p` bound to the concrete pool: sqlx's query API is the same on each,
 /// only the types differ.
 macro_rules! with_pool {
