@@ -135,9 +135,7 @@ impl WriterStats {
             None
         }
     }
-}
 
-impl WriterStats {
     /// Appends the counters in Prometheus text format, each named `tickwire_store_*`.
     pub fn write_prometheus(&self, out: &mut String) {
         let metrics: [(&str, &str, &str, u64); 15] = [
