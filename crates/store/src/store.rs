@@ -257,6 +257,8 @@ pub struct Store {
 struct Inner {
     pool: Pool,
     sql: Statements,
+    /// Failed reads logged at most once a minute ([`Store::log_read_failure`]).
+    read_failure_lines: std::sync::Mutex<crate::throttle::Throttle>,
 }
 
 /// A pooled connection used within this long is taken as alive without a ping.
@@ -569,6 +571,7 @@ impl Store {
             inner: Arc::new(Inner {
                 pool,
                 sql: Statements::new(backend, &config.table_prefix),
+                read_failure_lines: Default::default(),
             }),
         })
     }
@@ -604,6 +607,26 @@ impl Store {
     pub(crate) async fn apply_valid(&self, events: &[StatEvent]) -> Result<(), StoreError> {
         let mut conn = self.acquire().await?;
         self.apply_on(&mut conn, events).await
+    }
+
+    /// Logs a failed read (the HTTP API answers it 503): one line a minute at most, saying
+    /// how many failed since the last, so a database that is down does not flood the log
+    /// with one line per request.
+    pub(crate) fn log_read_failure(&self, error: &StoreError) {
+        let admitted = self
+            .inner
+            .read_failure_lines
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .admit(tokio::time::Instant::now());
+        match admitted {
+            Some(earlier_unlogged) => tracing::warn!(
+                %error,
+                earlier_unlogged,
+                "store query failed; reads answer 503 until the database is back (at most one such line a minute)"
+            ),
+            None => tracing::debug!(%error, "store query failed"),
+        }
     }
 
     /// A connection from the pool, for a caller that writes many batches in a row (the

@@ -17,6 +17,7 @@ use tokio::time::Instant;
 
 use crate::event::{InvalidEvent, StatEvent};
 use crate::store::{Connection, Store};
+use crate::throttle::Throttle;
 
 /// The writer's queue and batching. Deployment config, under `[store.writer]`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -314,8 +315,7 @@ impl StatWriter {
             interval: Duration::from_millis(config.flush_interval_ms),
             commit_timeout: Duration::from_millis(config.commit_timeout_ms.max(1)),
             outage: None,
-            last_reported: None,
-            unreported: 0,
+            outage_lines: Throttle::default(),
         };
         tokio::spawn(task.run());
         Self { queue, shared }
@@ -455,10 +455,8 @@ struct Task {
     commit_timeout: Duration,
     /// The outage under way: when it began, failed attempts, whether it was logged.
     outage: Option<Outage>,
-    /// When an outage was last logged, for the rate limit.
-    last_reported: Option<Instant>,
-    /// Outages since then that were not logged.
-    unreported: u64,
+    /// At most one outage logged a minute.
+    outage_lines: Throttle,
 }
 
 /// A run of failed commits.
@@ -467,10 +465,6 @@ struct Outage {
     attempts: u64,
     reported: bool,
 }
-
-/// At most one outage is logged per this interval; the others are counted in
-/// `tickwire_store_outages_total` and named in the next outage's line.
-const REPORT_INTERVAL: Duration = Duration::from_secs(60);
 
 /// Marks the writer stopped however its task ends.
 struct StoppedOnDrop(Arc<Shared>);
@@ -631,26 +625,27 @@ impl Task {
         let since = now.duration_since(self.shared.epoch).as_millis() as u64 + 1;
         counters.failing_since.store(since, Ordering::Relaxed);
         self.shared.failing.send_replace(true);
-        let report = self
-            .last_reported
-            .is_none_or(|last| now.duration_since(last) >= REPORT_INTERVAL);
-        if report {
-            tracing::error!(
-                %error,
-                queued,
-                earlier_unlogged_outages = self.unreported,
-                "persistence failing: stat events stay queued and the writer retries with backoff (up to 5 s) until the database takes them"
-            );
-            self.last_reported = Some(now);
-            self.unreported = 0;
-        } else {
-            tracing::debug!(%error, "stat batch commit failed (outage not logged: rate limit)");
-            self.unreported += 1;
-        }
+        // Outages past the throttle are counted in `outages_total` and named in the next
+        // logged one's line.
+        let reported = match self.outage_lines.admit(now) {
+            Some(earlier_unlogged_outages) => {
+                tracing::error!(
+                    %error,
+                    queued,
+                    earlier_unlogged_outages,
+                    "persistence failing: stat events stay queued and the writer retries with backoff (up to 5 s) until the database takes them"
+                );
+                true
+            }
+            None => {
+                tracing::debug!(%error, "stat batch commit failed (outage not logged: rate limit)");
+                false
+            }
+        };
         self.outage = Some(Outage {
             began: now,
             attempts: 1,
-            reported: report,
+            reported,
         });
     }
 

@@ -120,6 +120,19 @@ fn metric(writer: &StatWriter, name: &str) -> String {
         .unwrap_or_else(|| panic!("{name} missing from:\n{text}"))
 }
 
+/// `GET /api/leaderboard`'s status.
+async fn leaderboard_status(store: &Store) -> u16 {
+    use tower::ServiceExt as _;
+    let request = axum::http::Request::get("/api/leaderboard?limit=10")
+        .body(axum::body::Body::empty())
+        .unwrap();
+    let response = tickwire_store::http::router(store.clone())
+        .oneshot(request)
+        .await
+        .unwrap();
+    response.status().as_u16()
+}
+
 /// The store `db` names, reached through `proxy`.
 async fn through(proxy: &FaultProxy, db: &TestDb) -> Store {
     let config = StoreConfig {
@@ -156,6 +169,16 @@ async fn down_then_back(server: Server, test: &str) {
     }
     let (during, refused) = tick_and_record(&writer, 12..=(12 + 2 * CAPACITY as u64));
     assert!(refused > 0, "a queue of {CAPACITY} refuses past it");
+    // Players keep asking for the leaderboard: each read answers 503.
+    for _ in 0..5 {
+        assert_eq!(leaderboard_status(&store).await, 503);
+    }
+    assert_eq!(
+        logs.count("store query failed"),
+        1,
+        "failed reads are logged once a minute at most: {:#?}",
+        logs.lines()
+    );
     let stats = writer.stats();
     assert!(stats.failing(), "{stats:?}");
     assert_eq!(stats.outages, 1);
@@ -192,8 +215,8 @@ async fn down_then_back(server: Server, test: &str) {
     assert_eq!(logs.count("persistence recovered"), 1);
     assert_eq!(
         logs.lines().len(),
-        2,
-        "the outage logged once as it began and once as it ended, nothing else: {:#?}",
+        3,
+        "the outage logged once as it began and once as it ended, the failed reads once, nothing else: {:#?}",
         logs.lines()
     );
     writer.close().await;
@@ -277,6 +300,48 @@ async fn hung(server: Server, test: &str) {
         logs.lines().len(),
         2,
         "the outage logged once as it began and once as it ended, nothing else: {:#?}",
+        logs.lines()
+    );
+    writer.close().await;
+    store.close().await;
+    db.cleanup().await;
+}
+
+/// A database that goes down and comes back three times within a minute: three outages
+/// counted, one logged (the throttle's unit test covers the next minute's line).
+#[tokio::test]
+async fn postgres_flapping() {
+    let Some(db) = TestDb::server(Server::Postgres, "postgres_flapping").await else {
+        return;
+    };
+    let proxy = FaultProxy::start(&upstream_of(&db.config.url)).await;
+    let store = through(&proxy, &db).await;
+    let (logs, _guard) = Logs::capture();
+    let writer = store.writer(&writer_config());
+    // Settle first: the connections the store used to connect go back to the pool with a
+    // ping, and a ping the cut interrupts is sqlx's own warning (one per such connection).
+    let mut accepted = tick_and_record(&writer, 100..=100).0;
+    writer.flush().await.unwrap();
+    let mut failing = writer.failing();
+    for round in 0..3u64 {
+        proxy.cut();
+        accepted += tick_and_record(&writer, round * 10 + 1..=round * 10 + 10).0;
+        failing.wait_for(|failing| *failing).await.unwrap();
+        proxy.restore();
+        failing.wait_for(|failing| !*failing).await.unwrap();
+    }
+    writer.flush().await.unwrap();
+    let p1 = db.store.player(1).await.unwrap().expect("player 1 stored");
+    assert_eq!(p1.stats.matches as u64, accepted);
+    assert_eq!(metric(&writer, "tickwire_store_outages_total"), "3");
+    assert_eq!(
+        (
+            logs.count("persistence failing"),
+            logs.count("persistence recovered"),
+            logs.lines().len()
+        ),
+        (1, 1, 2),
+        "the first outage of the minute logged, the others counted: {:#?}",
         logs.lines()
     );
     writer.close().await;
