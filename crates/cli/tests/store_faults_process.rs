@@ -1,22 +1,29 @@
-//! `tickwire serve` whose PostgreSQL goes away mid-run and comes back (a TCP proxy this test
-//! owns, between the server and the shared database, is cut and restored): the arena's
-//! rooms keep ticking within their step, players keep joining, the writer's queue stays
-//! bounded, `/metrics` and `/readyz` say persistence is failing (the node stays ready), the
-//! log has one error and one recovery line, and every event accepted is in the database
-//! once it is back. Skipped (and passing) without `TICKWIRE_TEST_POSTGRES_URL`.
+//! `tickwire serve` whose database fails mid-run and comes back: PostgreSQL (a TCP proxy
+//! this test owns, between the server and the shared database, is cut and restored) and
+//! SQLite on a full disk (a tmpfs the test mounts and fills, then frees). Either way the
+//! arena's rooms keep ticking within their step, players keep joining, the writer's queue
+//! stays bounded, `/metrics` and `/readyz` say persistence is failing (the node stays
+//! ready), the log has one error and one recovery line, and every event accepted is in the
+//! database once it is back. Skipped (and passing) without `TICKWIRE_TEST_POSTGRES_URL`, or
+//! where mounting is not permitted.
 
 mod common;
 
 // The store's tests own the proxy; this test borrows it.
+#[path = "../../store/tests/common/disk.rs"]
+#[allow(dead_code, unreachable_pub)]
+mod disk;
 #[path = "../../store/tests/common/proxy.rs"]
 #[allow(dead_code, unreachable_pub)]
 mod proxy;
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::{SERVE_ON_FREE_PORTS, listening, scratch_dir, tickwire};
+use disk::SmallDisk;
 use proxy::{FaultProxy, upstream_of};
 use tickwire_client::{ConnectOptions, Link, LinkEvent, MatchmakeRequest, Transport, matchmake};
 use tickwire_store::{Store, StoreConfig};
@@ -77,27 +84,75 @@ async fn join(http: SocketAddr, name: String) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move { while !matches!(link.next_event().await, LinkEvent::Ended(_)) {} })
 }
 
+/// What goes wrong, and how it is put right.
+enum Fault {
+    /// PostgreSQL behind a proxy: cut, then restored.
+    Proxy(FaultProxy),
+    /// SQLite on a small disk: filled, then the filler removed.
+    Disk(SmallDisk, Option<PathBuf>),
+}
+
+impl Fault {
+    fn begin(&mut self) {
+        match self {
+            Self::Proxy(proxy) => proxy.cut(),
+            Self::Disk(disk, filler) => *filler = Some(disk.fill()),
+        }
+    }
+
+    fn end(&mut self) {
+        match self {
+            Self::Proxy(proxy) => proxy.restore(),
+            Self::Disk(_, filler) => std::fs::remove_file(filler.take().unwrap()).unwrap(),
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_down_mid_run_rooms_tick_and_every_accepted_event_lands() {
+    let test = "postgres_down_mid_run_rooms_tick_and_every_accepted_event_lands";
     let Some(url) = std::env::var("TICKWIRE_TEST_POSTGRES_URL")
         .ok()
         .filter(|url| !url.is_empty())
     else {
-        eprintln!(
-            "postgres_down_mid_run_rooms_tick_and_every_accepted_event_lands: skipped: set TICKWIRE_TEST_POSTGRES_URL to run it"
-        );
+        eprintln!("{test}: skipped: set TICKWIRE_TEST_POSTGRES_URL to run it");
         return;
     };
     let proxy = FaultProxy::start(&upstream_of(&url)).await;
+    let config = StoreConfig {
+        url,
+        table_prefix: format!("tfp{}_", std::process::id()),
+        ..StoreConfig::default()
+    };
+    let served_url = proxy.url_for(&config.url);
+    outage_mid_run(config, served_url, Fault::Proxy(proxy)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_disk_full_mid_run_rooms_tick_and_every_accepted_event_lands() {
+    let test = "sqlite_disk_full_mid_run_rooms_tick_and_every_accepted_event_lands";
+    let Some(disk) = SmallDisk::mount(test, "2m") else {
+        return;
+    };
+    let config = StoreConfig {
+        url: format!("sqlite://{}/game.db", disk.path().display()),
+        ..StoreConfig::default()
+    };
+    let served_url = config.url.clone();
+    outage_mid_run(config, served_url, Fault::Disk(disk, None)).await;
+}
+
+/// Serves with its store at `served_url` (the database `config` names, as the server
+/// reaches it), breaks it with `fault` while players join, then mends it.
+async fn outage_mid_run(config: StoreConfig, served_url: String, mut fault: Fault) {
     let dir = scratch_dir("store-faults");
-    let prefix = format!("tfp{}_", std::process::id());
     std::fs::write(
         dir.join("tickwire.toml"),
         format!(
-            "[store]\nurl = \"{}\"\ntable_prefix = \"{prefix}\"\nconnect_timeout_ms = 1000\n\
+            "[store]\nurl = \"{served_url}\"\ntable_prefix = \"{}\"\nconnect_timeout_ms = 1000\n\
              [store.writer]\nqueue_capacity = {QUEUE_CAPACITY}\nbatch_max_events = 8\n\
              flush_interval_ms = 10\n",
-            proxy.url_for(&url)
+            config.table_prefix
         ),
     )
     .unwrap();
@@ -133,7 +188,7 @@ async fn postgres_down_mid_run_rooms_tick_and_every_accepted_event_lands() {
     .await;
 
     let startup_lines = log.lock().unwrap().len();
-    proxy.cut();
+    fault.begin();
     // Players keep joining while the database is down: each join is one more event.
     for i in 0..3 {
         players.push(join(http, format!("during{i}")).await);
@@ -176,7 +231,7 @@ async fn postgres_down_mid_run_rooms_tick_and_every_accepted_event_lands() {
         log.lock().unwrap()
     );
 
-    proxy.restore();
+    fault.end();
     let after = metrics_until(http, "everything accepted committed", |text| {
         let accepted = metric(text, "tickwire_store_events_accepted_total");
         metric(text, "tickwire_store_failing") == Some(0.0)
@@ -208,11 +263,6 @@ async fn postgres_down_mid_run_rooms_tick_and_every_accepted_event_lands() {
         "nothing else at WARN or above since the cut: {since_cut:#?}"
     );
 
-    let config = StoreConfig {
-        url: url.clone(),
-        table_prefix: prefix,
-        ..StoreConfig::default()
-    };
     let store = Store::connect_with(&config).await.unwrap();
     let named: Vec<String> = store
         .leaderboard(100)
@@ -239,7 +289,9 @@ async fn postgres_down_mid_run_rooms_tick_and_every_accepted_event_lands() {
     for player in players {
         player.await.unwrap();
     }
-    store.drop_tables(&[]).await.unwrap();
+    if let Fault::Proxy(_) = fault {
+        store.drop_tables(&[]).await.unwrap();
+    }
     store.close().await;
     let _ = std::fs::remove_dir_all(dir);
 }

@@ -15,8 +15,9 @@ mod common;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use common::disk::SmallDisk;
 use common::proxy::{FaultProxy, upstream_of};
-use common::{Server, TestDb, unique};
+use common::{Server, TestDb};
 use tickwire_store::{
     MatchResult, Outcome, RecordError, StatEvent, StatWriter, Store, StoreConfig, WriterConfig,
 };
@@ -379,67 +380,13 @@ async fn mysql_slow() {
     slow(Server::MySql, "mysql_slow").await;
 }
 
-/// A small tmpfs mounted for one test, unmounted (and its mount point removed) when dropped.
-struct SmallDisk(std::path::PathBuf);
-
-impl SmallDisk {
-    /// `None` (and a printed "skipped") where this process may not mount.
-    fn mount(test: &str, size: &str) -> Option<Self> {
-        let dir = std::env::temp_dir().join(unique("tickwire-full-"));
-        std::fs::create_dir(&dir).unwrap();
-        let mounted = std::process::Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
-            .arg(&dir)
-            .output();
-        match mounted {
-            Ok(out) if out.status.success() => Some(Self(dir)),
-            other => {
-                let why = match other {
-                    Ok(out) => String::from_utf8_lossy(&out.stderr).trim().to_owned(),
-                    Err(error) => error.to_string(),
-                };
-                eprintln!("{test}: skipped: cannot mount a tmpfs ({why})");
-                let _ = std::fs::remove_dir(&dir);
-                None
-            }
-        }
-    }
-
-    /// Writes a file until the disk is full; removing it frees the space again.
-    fn fill(&self) -> std::path::PathBuf {
-        use std::io::Write as _;
-        let path = self.0.join("filler");
-        let mut file = std::fs::File::create(&path).unwrap();
-        let chunk = vec![0u8; 4096];
-        loop {
-            match file.write(&chunk) {
-                Ok(0) => break,
-                Ok(_) => {}
-                Err(error) if error.raw_os_error() == Some(libc::ENOSPC) => break,
-                Err(error) => panic!("filling the tmpfs: {error}"),
-            }
-        }
-        path
-    }
-}
-
-impl Drop for SmallDisk {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("umount")
-            .arg("-l")
-            .arg(&self.0)
-            .status();
-        let _ = std::fs::remove_dir(&self.0);
-    }
-}
-
 #[tokio::test]
 async fn sqlite_on_a_full_disk() {
     let Some(disk) = SmallDisk::mount("sqlite_on_a_full_disk", "2m") else {
         return;
     };
     let config = StoreConfig {
-        url: format!("sqlite://{}/full.db", disk.0.display()),
+        url: format!("sqlite://{}/full.db", disk.path().display()),
         ..StoreConfig::default()
     };
     let store = Store::connect_with(&config).await.expect("sqlite opens");

@@ -6,6 +6,7 @@
 
 #![allow(dead_code, unreachable_pub)]
 
+pub mod disk;
 pub mod proxy;
 
 use std::path::PathBuf;
