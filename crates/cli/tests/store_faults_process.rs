@@ -212,9 +212,10 @@ async fn outage_mid_run(config: StoreConfig, served_url: String, mut fault: Faul
         ready.starts_with("ready\npersistence failing for "),
         "readiness names the failure: {ready:?}"
     );
-    // The rooms keep ticking, within their step, for a while longer into the outage.
+    // The rooms keep ticking, within their step, for a while longer into the outage: 240
+    // ticks (4 s at 60 Hz), so the p99 allows two slow ones on a busy machine.
     let later = metrics_until(http, "more arena ticks during the outage", |text| {
-        arena_ticks(text).0 >= ticks_then + 60.0
+        arena_ticks(text).0 >= ticks_then + 240.0
     })
     .await;
     assert_eq!(metric(&later, "tickwire_store_failing"), Some(1.0));

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use sqlx::mysql::{MySqlConnectOptions, MySqlPool};
 use sqlx::postgres::{PgConnectOptions, PgPool};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqliteSynchronous};
-use sqlx::{AssertSqlSafe, Row};
+use sqlx::{AssertSqlSafe, ConnectOptions as _, Row};
 
 use crate::event::{InvalidEvent, MatchResult, PlayerId, StatEvent};
 use crate::rows::{self, Columns};
@@ -261,6 +261,13 @@ struct Inner {
     read_failure_lines: std::sync::Mutex<crate::throttle::Throttle>,
 }
 
+/// sqlx logs each statement slower than this at WARN by default: a database that is slow
+/// for a while would log a line per statement. The writer's own counters
+/// (`tickwire_store_last_flush_seconds`, `_max_flush_seconds`) and a full queue on `/readyz`
+/// report a slow database; the statements stay visible at debug.
+const SLOW_STATEMENT: Duration = Duration::from_secs(1);
+const SLOW_STATEMENT_LOG: log::LevelFilter = log::LevelFilter::Debug;
+
 /// A pooled connection used within this long is taken as alive without a ping.
 const PING_IF_IDLE_FOR: Duration = Duration::from_secs(1);
 
@@ -500,7 +507,8 @@ impl Store {
                     // A leaderboard page is up to 1,000 rows: the connection's thread steps
                     // through all of them without waiting for the reader to take each batch
                     // of sqlx's default 50.
-                    .row_buffer_size(1024);
+                    .row_buffer_size(1024)
+                    .log_slow_statements(SLOW_STATEMENT_LOG, SLOW_STATEMENT);
                 let in_memory = url.contains(":memory:") || url.contains("mode=memory");
                 let pool = if in_memory {
                     // Every connection would see its own empty database: keep exactly one,
@@ -521,7 +529,8 @@ impl Store {
             "postgres" | "postgresql" => {
                 let backend = Backend::Postgres;
                 let options = PgConnectOptions::from_str(url)
-                    .map_err(|source| ConnectError::BadUrl { backend, source })?;
+                    .map_err(|source| ConnectError::BadUrl { backend, source })?
+                    .log_slow_statements(SLOW_STATEMENT_LOG, SLOW_STATEMENT);
                 let port = options.get_port();
                 Pool::Postgres(
                     pool_options::<sqlx::Postgres>(timeout, max)
@@ -544,7 +553,8 @@ impl Store {
                 };
                 let options = MySqlConnectOptions::from_str(&url)
                     .map_err(|source| ConnectError::BadUrl { backend, source })?
-                    .charset("utf8mb4");
+                    .charset("utf8mb4")
+                    .log_slow_statements(SLOW_STATEMENT_LOG, SLOW_STATEMENT);
                 let port = options.get_port();
                 Pool::MySql(
                     pool_options::<sqlx::MySql>(timeout, max)

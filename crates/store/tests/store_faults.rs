@@ -260,7 +260,8 @@ async fn slow(server: Server, test: &str) {
     db.cleanup().await;
 }
 
-/// A database that stops answering without closing the connection (a partition): the
+/// A database that stops answering without closing the connection (a partition; here 3 s
+/// per chunk against a 1 s commit timeout, which a healthy commit stays far under): the
 /// commit timeout gives up on the connection, the outage is reported like any other, and
 /// the batch commits once the database answers again.
 async fn hung(server: Server, test: &str) {
@@ -271,7 +272,7 @@ async fn hung(server: Server, test: &str) {
     let store = through(&proxy, &db).await;
     let (logs, _guard) = Logs::capture();
     let writer = store.writer(&WriterConfig {
-        commit_timeout_ms: 300,
+        commit_timeout_ms: 1000,
         ..writer_config()
     });
     let (before, _) = tick_and_record(&writer, 1..=10);
