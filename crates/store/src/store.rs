@@ -212,6 +212,20 @@ pub(crate) enum Pool {
     MySql(MySqlPool),
 }
 
+/// Which batch of which writer a transaction writes: recorded in it (a row of `sequences`
+/// named after the writer, holding its last committed batch), so a retry after an attempt
+/// whose answer was lost (the connection broke or the commit timed out after `COMMIT` was
+/// sent) can tell whether that attempt committed, and then applies nothing.
+#[derive(Debug)]
+pub(crate) struct BatchMark<'a> {
+    /// The writer's row name: unique per writer (`w` and 16 random hex digits).
+    pub(crate) writer: &'a str,
+    /// The batch's number, from 1, increasing by one per batch.
+    pub(crate) seq: i64,
+    /// Whether an earlier attempt at this batch failed, so it may have committed.
+    pub(crate) retry: bool,
+}
+
 /// A connection taken from the store's pool; back to the pool when dropped.
 #[derive(Debug)]
 pub(crate) enum Connection {
@@ -616,7 +630,7 @@ impl Store {
     /// [`Store::apply`] for events already validated (the writer validates on record).
     pub(crate) async fn apply_valid(&self, events: &[StatEvent]) -> Result<(), StoreError> {
         let mut conn = self.acquire().await?;
-        self.apply_on(&mut conn, events).await
+        self.apply_on(&mut conn, events, None).await.map(drop)
     }
 
     /// Logs a failed read (the HTTP API answers it 503): one line a minute at most, saying
@@ -657,37 +671,64 @@ impl Store {
         size > 1
     }
 
-    /// [`Store::apply_valid`] on `conn`, in one transaction.
+    /// [`Store::apply_valid`] on `conn`, in one transaction, marked with `mark` when a
+    /// writer applies it. `Ok(false)`: a retry found its batch already committed (an earlier
+    /// attempt whose answer was lost), and applied nothing.
     pub(crate) async fn apply_on(
         &self,
         conn: &mut Connection,
         events: &[StatEvent],
-    ) -> Result<(), StoreError> {
+        mark: Option<&BatchMark<'_>>,
+    ) -> Result<bool, StoreError> {
         if events.is_empty() {
-            return Ok(());
+            return Ok(true);
         }
         let plan = Plan::new(events);
         let sql = &self.inner.sql;
+        // The same steps on each backend's transaction type.
+        macro_rules! marked_write {
+            ($tx:ident) => {{
+                if let Some(mark) = mark.filter(|mark| mark.retry) {
+                    let committed: Option<i64> =
+                        sqlx::query(AssertSqlSafe(sql.read_batch_mark.clone()))
+                            .bind(mark.writer)
+                            .fetch_optional(&mut *$tx)
+                            .await?
+                            .map(|row| row.try_get(0))
+                            .transpose()?;
+                    if committed.is_some_and(|seq| seq >= mark.seq) {
+                        $tx.rollback().await?;
+                        return Ok(false);
+                    }
+                }
+                write_plan!(sql, &plan, $tx);
+                if let Some(mark) = mark {
+                    sqlx::query(AssertSqlSafe(sql.mark_batch.clone()))
+                        .bind(mark.writer)
+                        .bind(mark.seq)
+                        .execute(&mut *$tx)
+                        .await?;
+                }
+                $tx.commit().await?;
+            }};
+        }
         match conn {
             Connection::Sqlite(conn) => {
                 // IMMEDIATE takes the write lock up front: a deferred transaction that read
                 // first could fail to upgrade under another writer instead of waiting.
                 let mut tx = sqlx::Connection::begin_with(&mut **conn, "BEGIN IMMEDIATE").await?;
-                write_plan!(sql, &plan, tx);
-                tx.commit().await?;
+                marked_write!(tx);
             }
             Connection::Postgres(conn) => {
                 let mut tx = sqlx::Connection::begin(&mut **conn).await?;
-                write_plan!(sql, &plan, tx);
-                tx.commit().await?;
+                marked_write!(tx);
             }
             Connection::MySql(conn) => {
                 let mut tx = sqlx::Connection::begin(&mut **conn).await?;
-                write_plan!(sql, &plan, tx);
-                tx.commit().await?;
+                marked_write!(tx);
             }
         }
-        Ok(())
+        Ok(true)
     }
 
     /// Stat updates (player rows touched) a batch of `events` makes; what the bench counts.

@@ -16,7 +16,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
 
 use crate::event::{InvalidEvent, StatEvent};
-use crate::store::{Connection, Store};
+use crate::store::{BatchMark, Connection, Store};
 use crate::throttle::Throttle;
 
 /// The writer's queue and batching. Deployment config, under `[store.writer]`.
@@ -316,6 +316,8 @@ impl StatWriter {
             commit_timeout: Duration::from_millis(config.commit_timeout_ms.max(1)),
             outage: None,
             outage_lines: Throttle::default(),
+            name: format!("w{:016x}", rand::random::<u64>()),
+            batches: 0,
         };
         tokio::spawn(task.run());
         Self { queue, shared }
@@ -457,6 +459,10 @@ struct Task {
     outage: Option<Outage>,
     /// At most one outage logged a minute.
     outage_lines: Throttle,
+    /// This writer's name in the `sequences` rows that mark its batches ([`BatchMark`]).
+    name: String,
+    /// Batches begun.
+    batches: i64,
 }
 
 /// A run of failed commits.
@@ -553,6 +559,8 @@ impl Task {
         let shared = self.shared.clone();
         let counters = &shared.counters;
         let mut backoff = Duration::from_millis(50);
+        self.batches += 1;
+        let mut retry = false;
         loop {
             let started = Instant::now();
             let applied = match self.conn.take() {
@@ -561,7 +569,12 @@ impl Task {
             };
             let applied = match applied {
                 Ok(mut conn) => {
-                    let applied = self.store.apply_on(&mut conn, batch);
+                    let mark = BatchMark {
+                        writer: &self.name,
+                        seq: self.batches,
+                        retry,
+                    };
+                    let applied = self.store.apply_on(&mut conn, batch, Some(&mark));
                     let result = match tokio::time::timeout(self.commit_timeout, applied).await {
                         Ok(result) => result.map_err(|error| error.to_string()),
                         Err(_) => Err(format!(
@@ -581,7 +594,13 @@ impl Task {
                 Err(error) => Err(error.to_string()),
             };
             match applied {
-                Ok(()) => {
+                Ok(applied_now) => {
+                    if !applied_now {
+                        tracing::debug!(
+                            batch = self.batches,
+                            "stat batch found committed by an attempt whose answer was lost"
+                        );
+                    }
                     let us = started.elapsed().as_micros() as u64;
                     counters.last_flush_us.store(us, Ordering::Relaxed);
                     counters.max_flush_us.fetch_max(us, Ordering::Relaxed);
@@ -600,6 +619,8 @@ impl Task {
                 }
                 Err(error) => {
                     counters.failed_commits.fetch_add(1, Ordering::Relaxed);
+                    // The attempt may have committed all the same: the next one checks.
+                    retry = true;
                     self.failed(&error, backoff);
                     tokio::time::sleep(backoff).await;
                     backoff = (backoff * 2).min(Duration::from_secs(5));

@@ -351,6 +351,63 @@ async fn postgres_flapping() {
     db.cleanup().await;
 }
 
+/// The database commits a batch but its answer is lost: the writer, after its commit
+/// timeout, cannot tell and retries; the batch must count once.
+async fn commit_answer_lost(server: Server, test: &str) {
+    let tls_off = match server {
+        Server::Postgres => "sslmode=disable",
+        Server::MySql => "ssl-mode=disabled",
+    };
+    let Some(db) = TestDb::server(server, test).await else {
+        return;
+    };
+    let proxy = FaultProxy::start(&upstream_of(&db.config.url)).await;
+    // The proxy has to read the COMMIT: no TLS (PostgreSQL would negotiate it).
+    let url = proxy.url_for(&db.config.url);
+    let separator = if url.contains('?') { '&' } else { '?' };
+    let url = format!("{url}{separator}{tls_off}");
+    let config = StoreConfig {
+        url,
+        connect_timeout_ms: 1000,
+        ..db.config.clone()
+    };
+    let store = Store::connect_with(&config).await.unwrap();
+    let writer = store.writer(&WriterConfig {
+        commit_timeout_ms: 1000,
+        ..writer_config()
+    });
+    let (before, _) = tick_and_record(&writer, 1..=10);
+    writer.flush().await.unwrap();
+
+    proxy.lose_next_commit_answer();
+    let (during, _) = tick_and_record(&writer, 11..=20);
+    writer.flush().await.unwrap();
+    let stats = writer.stats();
+    assert!(
+        stats.failed_commits >= 1,
+        "the lost answer failed an attempt: {stats:?}"
+    );
+    let p1 = db.store.player(1).await.unwrap().expect("player 1 stored");
+    assert_eq!(
+        p1.stats.matches as u64,
+        before + during,
+        "the batch whose answer was lost counts once"
+    );
+    writer.close().await;
+    store.close().await;
+    db.cleanup().await;
+}
+
+#[tokio::test]
+async fn postgres_commit_answer_lost() {
+    commit_answer_lost(Server::Postgres, "postgres_commit_answer_lost").await;
+}
+
+#[tokio::test]
+async fn mysql_commit_answer_lost() {
+    commit_answer_lost(Server::MySql, "mysql_commit_answer_lost").await;
+}
+
 #[tokio::test]
 async fn postgres_hung() {
     hung(Server::Postgres, "postgres_hung").await;

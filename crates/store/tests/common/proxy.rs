@@ -2,7 +2,9 @@
 //! or slow it down without touching the server other tests share: [`FaultProxy::cut`] closes
 //! every connection and refuses new ones (the database is down), [`FaultProxy::restore`]
 //! lets connections through again (it is back), [`FaultProxy::set_latency`] delays every
-//! chunk it forwards, each way (a slow database).
+//! chunk it forwards, each way (a slow database), and
+//! [`FaultProxy::lose_next_commit_answer`] lets the next `COMMIT` through but never the
+//! database's answer (a commit whose outcome the client cannot know).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -24,6 +26,8 @@ struct Shared {
     upstream: String,
     down: AtomicBool,
     latency_us: AtomicU64,
+    /// Armed by `lose_next_commit_answer`, disarmed by the connection that sends `COMMIT`.
+    lose_commit_answer: AtomicBool,
     /// Bumped by each cut: every connection open before it closes.
     cuts: watch::Sender<u64>,
 }
@@ -37,6 +41,7 @@ impl FaultProxy {
             upstream: upstream.to_owned(),
             down: AtomicBool::new(false),
             latency_us: AtomicU64::new(0),
+            lose_commit_answer: AtomicBool::new(false),
             cuts: watch::Sender::new(0),
         });
         let task = tokio::spawn(accept(listener, shared.clone()));
@@ -68,6 +73,14 @@ impl FaultProxy {
         self.shared
             .latency_us
             .store(latency.as_micros() as u64, Ordering::SeqCst);
+    }
+}
+
+impl FaultProxy {
+    /// The next connection to send `COMMIT` (as a simple query: PostgreSQL's and MySQL's
+    /// clients do) has it forwarded, and from then on hears nothing back.
+    pub fn lose_next_commit_answer(&self) {
+        self.shared.lose_commit_answer.store(true, Ordering::SeqCst);
     }
 }
 
@@ -108,18 +121,28 @@ async fn forward(client: TcpStream, shared: Arc<Shared>) {
     let _ = server.set_nodelay(true);
     let (client_read, client_write) = client.into_split();
     let (server_read, server_write) = server.into_split();
+    // Set once this connection's COMMIT went through with its answer to be lost.
+    let deaf = AtomicBool::new(false);
     // Either direction ending, or a cut, closes both sockets.
     tokio::select! {
-        () = pipe(client_read, server_write, &shared) => {}
-        () = pipe(server_read, client_write, &shared) => {}
+        () = pipe(client_read, server_write, &shared, Direction::ToServer, &deaf) => {}
+        () = pipe(server_read, client_write, &shared, Direction::ToClient, &deaf) => {}
         _ = cuts.changed() => {}
     }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Direction {
+    ToServer,
+    ToClient,
 }
 
 async fn pipe(
     mut from: tokio::net::tcp::OwnedReadHalf,
     mut to: tokio::net::tcp::OwnedWriteHalf,
     shared: &Shared,
+    direction: Direction,
+    deaf: &AtomicBool,
 ) {
     let mut buf = vec![0u8; 16 * 1024];
     loop {
@@ -127,6 +150,18 @@ async fn pipe(
             Ok(0) | Err(_) => return,
             Ok(n) => n,
         };
+        match direction {
+            Direction::ToServer => {
+                let commit = buf[..n]
+                    .windows(6)
+                    .any(|w| w.eq_ignore_ascii_case(b"COMMIT"));
+                if commit && shared.lose_commit_answer.swap(false, Ordering::SeqCst) {
+                    deaf.store(true, Ordering::SeqCst);
+                }
+            }
+            Direction::ToClient if deaf.load(Ordering::SeqCst) => continue,
+            Direction::ToClient => {}
+        }
         let latency = shared.latency_us.load(Ordering::SeqCst);
         if latency > 0 {
             tokio::time::sleep(Duration::from_micros(latency)).await;
