@@ -272,10 +272,11 @@ pub fn run(config: Config) -> anyhow::Result<()> {
         let store = open_store(&config.store).await?;
         let mut extras = Extras::default();
         if let Some((store, writer)) = &store {
-            let writer = writer.clone();
+            let (metrics, readiness) = (writer.clone(), writer.clone());
             extras = extras
                 .routes(tickwire_store::http::router(store.clone()))
-                .metrics(move |text| writer.stats().write_prometheus(text));
+                .metrics(move |text| metrics.stats().write_prometheus(text))
+                .readiness(move || readiness.stats().degraded());
         }
         // The browser client and the map it draws (a second parse of the map: it is small,
         // and the rooms keep their own).

@@ -512,7 +512,9 @@ async fn an_embedding_program_serves_its_own_routes_and_metrics_beside_the_runti
         ))
         .metrics(|text: &mut String| {
             text.push_str("# TYPE embedder_reads_total counter\nembedder_reads_total 7\n");
-        });
+        })
+        .readiness(|| Some("persistence failing for 3 s".to_owned()))
+        .readiness(|| None);
     let runtime = Runtime::start_with(test_config(), relay_kinds(), extras)
         .await
         .unwrap();
@@ -532,6 +534,12 @@ async fn an_embedding_program_serves_its_own_routes_and_metrics_beside_the_runti
     );
     let rooms = http(http_address, "GET", "/api/rooms", None, None).await;
     assert_eq!(rooms.status, 200, "the runtime's own routes still answer");
+    let ready = http(http_address, "GET", "/readyz", None, None).await;
+    assert_eq!(
+        (ready.status, ready.body.as_str()),
+        (200, "ready\npersistence failing for 3 s\n"),
+        "a degraded part is reported, and the node stays ready"
+    );
     runtime.shut_down().await.unwrap();
 }
 

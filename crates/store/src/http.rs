@@ -44,14 +44,16 @@ impl IntoResponse for ApiError {
     }
 }
 
-impl From<StoreError> for ApiError {
-    fn from(error: StoreError) -> Self {
-        match error {
+impl ApiError {
+    /// The answer to a failed query: the detail goes to the store's (throttled) log, not to
+    /// the client.
+    fn from_store(store: &Store) -> impl FnOnce(StoreError) -> Self + '_ {
+        move |error| match error {
             StoreError::PlayerId(id) => {
                 bad_request(format!("player id {id} exceeds max {max}", max = i64::MAX))
             }
             other => {
-                tracing::warn!(error = %other, "store query failed");
+                store.log_read_failure(&other);
                 ApiError(
                     StatusCode::SERVICE_UNAVAILABLE,
                     "database unavailable".to_owned(),
@@ -107,12 +109,22 @@ async fn leaderboard(
     RawQuery(query): RawQuery,
 ) -> Result<Response, ApiError> {
     let limit = parse_param(&query, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT)?;
-    Ok(axum::Json(store.leaderboard(limit).await?).into_response())
+    Ok(axum::Json(
+        store
+            .leaderboard(limit)
+            .await
+            .map_err(ApiError::from_store(&store))?,
+    )
+    .into_response())
 }
 
 async fn player(State(store): State<Store>, Path(id): Path<String>) -> Result<Response, ApiError> {
     let id = parse_id(&id)?;
-    match store.player(id).await? {
+    match store
+        .player(id)
+        .await
+        .map_err(ApiError::from_store(&store))?
+    {
         Some(profile) => Ok(axum::Json(profile).into_response()),
         None => Err(ApiError(
             StatusCode::NOT_FOUND,
@@ -128,13 +140,24 @@ async fn matches(
 ) -> Result<Response, ApiError> {
     let id = parse_id(&id)?;
     let limit = parse_param(&query, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT)?;
-    if store.player(id).await?.is_none() {
+    if store
+        .player(id)
+        .await
+        .map_err(ApiError::from_store(&store))?
+        .is_none()
+    {
         return Err(ApiError(
             StatusCode::NOT_FOUND,
             format!("no player with id {id}"),
         ));
     }
-    Ok(axum::Json(store.matches(id, limit).await?).into_response())
+    Ok(axum::Json(
+        store
+            .matches(id, limit)
+            .await
+            .map_err(ApiError::from_store(&store))?,
+    )
+    .into_response())
 }
 
 async fn around(
@@ -144,7 +167,11 @@ async fn around(
 ) -> Result<Response, ApiError> {
     let id = parse_id(&id)?;
     let radius = parse_param(&query, "radius", 5, 0, MAX_RADIUS)?;
-    match store.around(id, radius).await? {
+    match store
+        .around(id, radius)
+        .await
+        .map_err(ApiError::from_store(&store))?
+    {
         Some(entries) => Ok(axum::Json(entries).into_response()),
         None => Err(ApiError(
             StatusCode::NOT_FOUND,

@@ -54,6 +54,7 @@ mod nodelay;
 mod rows;
 mod sql;
 mod store;
+mod throttle;
 mod writer;
 
 pub use event::{

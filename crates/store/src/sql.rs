@@ -205,6 +205,9 @@ pub(crate) struct Statements {
     pub(crate) insert_match_players: MultiRow,
     pub(crate) bump_match_sequence: Arc<str>,
     pub(crate) read_match_sequence: Arc<str>,
+    /// Records a writer's batch number under the writer's name (see `store::BatchMark`).
+    pub(crate) mark_batch: Arc<str>,
+    pub(crate) read_batch_mark: Arc<str>,
     pub(crate) player: Arc<str>,
     pub(crate) count_above_score: Arc<str>,
     pub(crate) count_before: Arc<str>,
@@ -283,6 +286,17 @@ impl Statements {
                 "UPDATE {p}sequences SET next_id = next_id + ? WHERE name = 'match'",
             ),
             read_match_sequence: s("SELECT next_id FROM {p}sequences WHERE name = 'match'"),
+            mark_batch: s(match backend {
+                Backend::Sqlite | Backend::Postgres => {
+                    "INSERT INTO {p}sequences (name, next_id) VALUES (?, ?) \
+                     ON CONFLICT (name) DO UPDATE SET next_id = excluded.next_id"
+                }
+                Backend::MySql => {
+                    "INSERT INTO {p}sequences (name, next_id) VALUES (?, ?) \
+                     ON DUPLICATE KEY UPDATE next_id = VALUES(next_id)"
+                }
+            }),
+            read_batch_mark: s("SELECT next_id FROM {p}sequences WHERE name = ?"),
             player: s(&format!("SELECT {columns} FROM {{p}}players WHERE id = ?")),
             count_above_score: s("SELECT COUNT(*) FROM {p}players WHERE score > ?"),
             count_before: s(

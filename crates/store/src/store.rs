@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use sqlx::mysql::{MySqlConnectOptions, MySqlPool};
 use sqlx::postgres::{PgConnectOptions, PgPool};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqliteSynchronous};
-use sqlx::{AssertSqlSafe, Row};
+use sqlx::{AssertSqlSafe, ConnectOptions as _, Row};
 
 use crate::event::{InvalidEvent, MatchResult, PlayerId, StatEvent};
 use crate::rows::{self, Columns};
@@ -212,12 +212,39 @@ pub(crate) enum Pool {
     MySql(MySqlPool),
 }
 
+/// Which batch of which writer a transaction writes: recorded in it (a row of `sequences`
+/// named after the writer, holding its last committed batch), so a retry after an attempt
+/// whose answer was lost (the connection broke or the commit timed out after `COMMIT` was
+/// sent) can tell whether that attempt committed, and then applies nothing.
+#[derive(Debug)]
+pub(crate) struct BatchMark<'a> {
+    /// The writer's row name: unique per writer (`w` and 16 random hex digits).
+    pub(crate) writer: &'a str,
+    /// The batch's number, from 1, increasing by one per batch.
+    pub(crate) seq: i64,
+    /// Whether an earlier attempt at this batch failed, so it may have committed.
+    pub(crate) retry: bool,
+}
+
 /// A connection taken from the store's pool; back to the pool when dropped.
 #[derive(Debug)]
 pub(crate) enum Connection {
     Sqlite(sqlx::pool::PoolConnection<sqlx::Sqlite>),
     Postgres(sqlx::pool::PoolConnection<sqlx::Postgres>),
     MySql(sqlx::pool::PoolConnection<sqlx::MySql>),
+}
+
+impl Connection {
+    /// Closes the connection when dropped instead of returning it to the pool: after a
+    /// failed statement it may be broken, and the pool's test of a returned connection logs
+    /// a warning per failure, a flood while the database is down.
+    pub(crate) fn close_on_drop(&mut self) {
+        match self {
+            Self::Sqlite(conn) => conn.close_on_drop(),
+            Self::Postgres(conn) => conn.close_on_drop(),
+            Self::MySql(conn) => conn.close_on_drop(),
+        }
+    }
 }
 
 /// Runs `$body` with `$p` bound to the concrete pool: sqlx's query API is the same on each,
@@ -244,7 +271,16 @@ pub struct Store {
 struct Inner {
     pool: Pool,
     sql: Statements,
+    /// Failed reads logged at most once a minute ([`Store::log_read_failure`]).
+    read_failure_lines: std::sync::Mutex<crate::throttle::Throttle>,
 }
+
+/// sqlx logs each statement slower than this at WARN by default: a database that is slow
+/// for a while would log a line per statement. The writer's own counters
+/// (`tickwire_store_last_flush_seconds`, `_max_flush_seconds`) and a full queue on `/readyz`
+/// report a slow database; the statements stay visible at debug.
+const SLOW_STATEMENT: Duration = Duration::from_secs(1);
+const SLOW_STATEMENT_LOG: log::LevelFilter = log::LevelFilter::Debug;
 
 /// A pooled connection used within this long is taken as alive without a ping.
 const PING_IF_IDLE_FOR: Duration = Duration::from_secs(1);
@@ -485,7 +521,8 @@ impl Store {
                     // A leaderboard page is up to 1,000 rows: the connection's thread steps
                     // through all of them without waiting for the reader to take each batch
                     // of sqlx's default 50.
-                    .row_buffer_size(1024);
+                    .row_buffer_size(1024)
+                    .log_slow_statements(SLOW_STATEMENT_LOG, SLOW_STATEMENT);
                 let in_memory = url.contains(":memory:") || url.contains("mode=memory");
                 let pool = if in_memory {
                     // Every connection would see its own empty database: keep exactly one,
@@ -506,7 +543,8 @@ impl Store {
             "postgres" | "postgresql" => {
                 let backend = Backend::Postgres;
                 let options = PgConnectOptions::from_str(url)
-                    .map_err(|source| ConnectError::BadUrl { backend, source })?;
+                    .map_err(|source| ConnectError::BadUrl { backend, source })?
+                    .log_slow_statements(SLOW_STATEMENT_LOG, SLOW_STATEMENT);
                 let port = options.get_port();
                 Pool::Postgres(
                     pool_options::<sqlx::Postgres>(timeout, max)
@@ -529,7 +567,8 @@ impl Store {
                 };
                 let options = MySqlConnectOptions::from_str(&url)
                     .map_err(|source| ConnectError::BadUrl { backend, source })?
-                    .charset("utf8mb4");
+                    .charset("utf8mb4")
+                    .log_slow_statements(SLOW_STATEMENT_LOG, SLOW_STATEMENT);
                 let port = options.get_port();
                 Pool::MySql(
                     pool_options::<sqlx::MySql>(timeout, max)
@@ -556,6 +595,7 @@ impl Store {
             inner: Arc::new(Inner {
                 pool,
                 sql: Statements::new(backend, &config.table_prefix),
+                read_failure_lines: Default::default(),
             }),
         })
     }
@@ -590,7 +630,27 @@ impl Store {
     /// [`Store::apply`] for events already validated (the writer validates on record).
     pub(crate) async fn apply_valid(&self, events: &[StatEvent]) -> Result<(), StoreError> {
         let mut conn = self.acquire().await?;
-        self.apply_on(&mut conn, events).await
+        self.apply_on(&mut conn, events, None).await.map(drop)
+    }
+
+    /// Logs a failed read (the HTTP API answers it 503): one line a minute at most, saying
+    /// how many failed since the last, so a database that is down does not flood the log
+    /// with one line per request.
+    pub(crate) fn log_read_failure(&self, error: &StoreError) {
+        let admitted = self
+            .inner
+            .read_failure_lines
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .admit(tokio::time::Instant::now());
+        match admitted {
+            Some(earlier_unlogged) => tracing::warn!(
+                %error,
+                earlier_unlogged,
+                "store query failed; reads answer 503 until the database is back (at most one such line a minute)"
+            ),
+            None => tracing::debug!(%error, "store query failed"),
+        }
     }
 
     /// A connection from the pool, for a caller that writes many batches in a row (the
@@ -611,37 +671,64 @@ impl Store {
         size > 1
     }
 
-    /// [`Store::apply_valid`] on `conn`, in one transaction.
+    /// [`Store::apply_valid`] on `conn`, in one transaction, marked with `mark` when a
+    /// writer applies it. `Ok(false)`: a retry found its batch already committed (an earlier
+    /// attempt whose answer was lost), and applied nothing.
     pub(crate) async fn apply_on(
         &self,
         conn: &mut Connection,
         events: &[StatEvent],
-    ) -> Result<(), StoreError> {
+        mark: Option<&BatchMark<'_>>,
+    ) -> Result<bool, StoreError> {
         if events.is_empty() {
-            return Ok(());
+            return Ok(true);
         }
         let plan = Plan::new(events);
         let sql = &self.inner.sql;
+        // The same steps on each backend's transaction type.
+        macro_rules! marked_write {
+            ($tx:ident) => {{
+                if let Some(mark) = mark.filter(|mark| mark.retry) {
+                    let committed: Option<i64> =
+                        sqlx::query(AssertSqlSafe(sql.read_batch_mark.clone()))
+                            .bind(mark.writer)
+                            .fetch_optional(&mut *$tx)
+                            .await?
+                            .map(|row| row.try_get(0))
+                            .transpose()?;
+                    if committed.is_some_and(|seq| seq >= mark.seq) {
+                        $tx.rollback().await?;
+                        return Ok(false);
+                    }
+                }
+                write_plan!(sql, &plan, $tx);
+                if let Some(mark) = mark {
+                    sqlx::query(AssertSqlSafe(sql.mark_batch.clone()))
+                        .bind(mark.writer)
+                        .bind(mark.seq)
+                        .execute(&mut *$tx)
+                        .await?;
+                }
+                $tx.commit().await?;
+            }};
+        }
         match conn {
             Connection::Sqlite(conn) => {
                 // IMMEDIATE takes the write lock up front: a deferred transaction that read
                 // first could fail to upgrade under another writer instead of waiting.
                 let mut tx = sqlx::Connection::begin_with(&mut **conn, "BEGIN IMMEDIATE").await?;
-                write_plan!(sql, &plan, tx);
-                tx.commit().await?;
+                marked_write!(tx);
             }
             Connection::Postgres(conn) => {
                 let mut tx = sqlx::Connection::begin(&mut **conn).await?;
-                write_plan!(sql, &plan, tx);
-                tx.commit().await?;
+                marked_write!(tx);
             }
             Connection::MySql(conn) => {
                 let mut tx = sqlx::Connection::begin(&mut **conn).await?;
-                write_plan!(sql, &plan, tx);
-                tx.commit().await?;
+                marked_write!(tx);
             }
         }
-        Ok(())
+        Ok(true)
     }
 
     /// Stat updates (player rows touched) a batch of `events` makes; what the bench counts.

@@ -16,7 +16,8 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
 
 use crate::event::{InvalidEvent, StatEvent};
-use crate::store::{Connection, Store};
+use crate::store::{BatchMark, Connection, Store};
+use crate::throttle::Throttle;
 
 /// The writer's queue and batching. Deployment config, under `[store.writer]`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -34,6 +35,12 @@ pub struct WriterConfig {
     /// Longest an accepted event waits for its batch to commit, in milliseconds: the most a
     /// crash can lose. Default 100.
     pub flush_interval_ms: u64,
+    /// Longest a batch's transaction may take before the writer gives up on its connection
+    /// and retries on a fresh one, in milliseconds. Default 30,000: far above a healthy
+    /// commit (milliseconds) or a slow one, so it fires only on a database that stopped
+    /// answering without closing the connection (a network partition), which TCP alone
+    /// would take many minutes to notice.
+    pub commit_timeout_ms: u64,
 }
 
 impl Default for WriterConfig {
@@ -42,6 +49,7 @@ impl Default for WriterConfig {
             queue_capacity: 65_536,
             batch_max_events: 4096,
             flush_interval_ms: 100,
+            commit_timeout_ms: 30_000,
         }
     }
 }
@@ -97,12 +105,41 @@ pub struct WriterStats {
     pub max_flush_us: u64,
     /// Events in the last committed transaction.
     pub last_batch_events: u64,
+    /// Outages begun: runs of failed commits ended by a successful one (or still going).
+    pub outages: u64,
+    /// How long the current outage has lasted, milliseconds; 0 while commits succeed.
+    pub failing_for_ms: u64,
 }
 
 impl WriterStats {
+    /// Whether the last commit attempt failed: the writer is retrying and events queue up.
+    pub fn failing(&self) -> bool {
+        self.failing_for_ms > 0
+    }
+
+    /// A line for the server's readiness answer while persistence is degraded: commits
+    /// failing, or the queue full (the database is slower than the rooms' events).
+    pub fn degraded(&self) -> Option<String> {
+        if self.failing() {
+            Some(format!(
+                "persistence failing for {} s: {} stat events queued, {} refused so far; the writer retries (the log has the error)",
+                self.failing_for_ms / 1000,
+                self.queue_depth,
+                self.rejected_full
+            ))
+        } else if self.queue_depth >= self.queue_capacity {
+            Some(format!(
+                "persistence behind: the stat queue is full ({} events), {} refused so far",
+                self.queue_capacity, self.rejected_full
+            ))
+        } else {
+            None
+        }
+    }
+
     /// Appends the counters in Prometheus text format, each named `tickwire_store_*`.
     pub fn write_prometheus(&self, out: &mut String) {
-        let metrics: [(&str, &str, &str, u64); 12] = [
+        let metrics: [(&str, &str, &str, u64); 15] = [
             (
                 "queue_depth",
                 "gauge",
@@ -175,6 +212,24 @@ impl WriterStats {
                 "Stat events in the last transaction.",
                 self.last_batch_events,
             ),
+            (
+                "failing",
+                "gauge",
+                "1 while stat commits fail and the writer retries, else 0.",
+                u64::from(self.failing()),
+            ),
+            (
+                "failing_seconds",
+                "gauge",
+                "How long stat commits have been failing, 0 while they succeed.",
+                self.failing_for_ms * 1000,
+            ),
+            (
+                "outages_total",
+                "counter",
+                "Runs of failed stat commits begun (each logged once, rate-limited).",
+                self.outages,
+            ),
         ];
         for (name, kind, help, value) in metrics {
             let _ = writeln!(out, "# HELP tickwire_store_{name} {help}");
@@ -206,10 +261,17 @@ struct Counters {
     last_flush_us: AtomicU64,
     max_flush_us: AtomicU64,
     last_batch_events: AtomicU64,
+    outages: AtomicU64,
+    /// Milliseconds since `Shared::epoch` when the current outage began, plus one; 0 while
+    /// commits succeed.
+    failing_since: AtomicU64,
 }
 
 struct Shared {
     counters: Counters,
+    epoch: Instant,
+    /// True while commits fail (see [`StatWriter::failing`]).
+    failing: watch::Sender<bool>,
     committed: watch::Sender<u64>,
     stopped: watch::Sender<bool>,
 }
@@ -239,6 +301,8 @@ impl StatWriter {
         let (queue, rx) = mpsc::channel(capacity);
         let shared = Arc::new(Shared {
             counters: Counters::default(),
+            epoch: Instant::now(),
+            failing: watch::Sender::new(false),
             committed: watch::Sender::new(0),
             stopped: watch::Sender::new(false),
         });
@@ -249,6 +313,11 @@ impl StatWriter {
             shared: shared.clone(),
             batch_max: config.batch_max_events.max(1),
             interval: Duration::from_millis(config.flush_interval_ms),
+            commit_timeout: Duration::from_millis(config.commit_timeout_ms.max(1)),
+            outage: None,
+            outage_lines: Throttle::default(),
+            name: format!("w{:016x}", rand::random::<u64>()),
+            batches: 0,
         };
         tokio::spawn(task.run());
         Self { queue, shared }
@@ -353,7 +422,21 @@ impl StatWriter {
             last_flush_us: get(&c.last_flush_us),
             max_flush_us: get(&c.max_flush_us),
             last_batch_events: get(&c.last_batch_events),
+            outages: get(&c.outages),
+            failing_for_ms: match get(&c.failing_since) {
+                0 => 0,
+                since => {
+                    let now = self.shared.epoch.elapsed().as_millis() as u64;
+                    now.saturating_sub(since - 1).max(1)
+                }
+            },
         }
+    }
+
+    /// Watches whether commits are failing: true from the first failed attempt of an outage
+    /// until the next commit succeeds.
+    pub fn failing(&self) -> watch::Receiver<bool> {
+        self.shared.failing.subscribe()
     }
 
     /// Watches the number of events committed so far (in acceptance order, so the first
@@ -371,6 +454,22 @@ struct Task {
     shared: Arc<Shared>,
     batch_max: usize,
     interval: Duration,
+    commit_timeout: Duration,
+    /// The outage under way: when it began, failed attempts, whether it was logged.
+    outage: Option<Outage>,
+    /// At most one outage logged a minute.
+    outage_lines: Throttle,
+    /// This writer's name in the `sequences` rows that mark its batches ([`BatchMark`]).
+    name: String,
+    /// Batches begun.
+    batches: i64,
+}
+
+/// A run of failed commits.
+struct Outage {
+    began: Instant,
+    attempts: u64,
+    reported: bool,
 }
 
 /// Marks the writer stopped however its task ends.
@@ -451,13 +550,17 @@ impl Task {
     }
 
     /// Commits `batch`, retrying with backoff until it succeeds: accepted events are never
-    /// dropped. Failures are counted and logged.
+    /// dropped. Failures are counted; an outage is logged once as it begins and once as it
+    /// ends ([`Task::failed`], [`Task::recovered`]).
     async fn commit(&mut self, batch: &mut Vec<StatEvent>) {
         if batch.is_empty() {
             return;
         }
-        let counters = &self.shared.counters;
+        let shared = self.shared.clone();
+        let counters = &shared.counters;
         let mut backoff = Duration::from_millis(50);
+        self.batches += 1;
+        let mut retry = false;
         loop {
             let started = Instant::now();
             let applied = match self.conn.take() {
@@ -466,18 +569,38 @@ impl Task {
             };
             let applied = match applied {
                 Ok(mut conn) => {
-                    let result = self.store.apply_on(&mut conn, batch).await;
+                    let mark = BatchMark {
+                        writer: &self.name,
+                        seq: self.batches,
+                        retry,
+                    };
+                    let applied = self.store.apply_on(&mut conn, batch, Some(&mark));
+                    let result = match tokio::time::timeout(self.commit_timeout, applied).await {
+                        Ok(result) => result.map_err(|error| error.to_string()),
+                        Err(_) => Err(format!(
+                            "the transaction took longer than the {:?} commit timeout",
+                            self.commit_timeout
+                        )),
+                    };
                     // A connection that failed may be broken: the next attempt takes a
                     // fresh one.
-                    if result.is_ok() && self.store.writer_keeps_connection() {
+                    if result.is_err() {
+                        conn.close_on_drop();
+                    } else if self.store.writer_keeps_connection() {
                         self.conn = Some(conn);
                     }
                     result
                 }
-                Err(error) => Err(error),
+                Err(error) => Err(error.to_string()),
             };
             match applied {
-                Ok(()) => {
+                Ok(applied_now) => {
+                    if !applied_now {
+                        tracing::debug!(
+                            batch = self.batches,
+                            "stat batch found committed by an attempt whose answer was lost"
+                        );
+                    }
                     let us = started.elapsed().as_micros() as u64;
                     counters.last_flush_us.store(us, Ordering::Relaxed);
                     counters.max_flush_us.fetch_max(us, Ordering::Relaxed);
@@ -490,16 +613,80 @@ impl Task {
                         .fetch_add(batch.len() as u64, Ordering::Relaxed)
                         + batch.len() as u64;
                     self.shared.committed.send_replace(total);
+                    self.recovered(batch.len());
                     batch.clear();
                     return;
                 }
                 Err(error) => {
                     counters.failed_commits.fetch_add(1, Ordering::Relaxed);
-                    tracing::warn!(%error, events = batch.len(), retry_in = ?backoff, "stat batch commit failed");
+                    // The attempt may have committed all the same: the next one checks.
+                    retry = true;
+                    self.failed(&error, backoff);
                     tokio::time::sleep(backoff).await;
                     backoff = (backoff * 2).min(Duration::from_secs(5));
                 }
             }
+        }
+    }
+}
+
+impl Task {
+    /// Notes a failed attempt; the first of an outage is logged (one line, rate-limited),
+    /// the rest only at debug level.
+    fn failed(&mut self, error: &str, retry_in: Duration) {
+        let counters = &self.shared.counters;
+        let queued = self.rx.len();
+        if let Some(outage) = &mut self.outage {
+            outage.attempts += 1;
+            tracing::debug!(%error, attempts = outage.attempts, ?retry_in, "stat batch commit failed again");
+            return;
+        }
+        let now = Instant::now();
+        counters.outages.fetch_add(1, Ordering::Relaxed);
+        let since = now.duration_since(self.shared.epoch).as_millis() as u64 + 1;
+        counters.failing_since.store(since, Ordering::Relaxed);
+        self.shared.failing.send_replace(true);
+        // Outages past the throttle are counted in `outages_total` and named in the next
+        // logged one's line.
+        let reported = match self.outage_lines.admit(now) {
+            Some(earlier_unlogged_outages) => {
+                tracing::error!(
+                    %error,
+                    queued,
+                    earlier_unlogged_outages,
+                    "persistence failing: stat events stay queued and the writer retries with backoff (up to 5 s) until the database takes them"
+                );
+                true
+            }
+            None => {
+                tracing::debug!(%error, "stat batch commit failed (outage not logged: rate limit)");
+                false
+            }
+        };
+        self.outage = Some(Outage {
+            began: now,
+            attempts: 1,
+            reported,
+        });
+    }
+
+    /// Ends the outage, if one is under way, with one line if its start was logged.
+    fn recovered(&mut self, events: usize) {
+        let Some(outage) = self.outage.take() else {
+            return;
+        };
+        self.shared
+            .counters
+            .failing_since
+            .store(0, Ordering::Relaxed);
+        self.shared.failing.send_replace(false);
+        if outage.reported {
+            tracing::warn!(
+                after = ?outage.began.elapsed(),
+                failed_attempts = outage.attempts,
+                events,
+                "persistence recovered: stat batches commit again"
+            );
         }
     }
 }

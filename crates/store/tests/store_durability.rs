@@ -45,6 +45,7 @@ async fn kill_9_child_streams_events() {
         queue_capacity: 4096,
         batch_max_events: 64,
         flush_interval_ms: 5,
+        ..WriterConfig::default()
     });
     let mut committed = writer.committed();
     tokio::spawn(async move {

@@ -63,6 +63,7 @@ async fn batches_by_size_then_flush_commits_the_rest() {
         batch_max_events: 10,
         // Far longer than the test: only size and the flush cut batches.
         flush_interval_ms: 600_000,
+        ..WriterConfig::default()
     });
     for seq in 1..=35 {
         writer.try_record(one_point(seq)).unwrap();
@@ -90,6 +91,7 @@ async fn the_interval_commits_without_a_flush() {
         queue_capacity: 1000,
         batch_max_events: 512,
         flush_interval_ms: 20,
+        ..WriterConfig::default()
     });
     let mut committed = writer.committed();
     for seq in 1..=3 {
@@ -112,6 +114,7 @@ async fn a_full_queue_refuses_try_record_and_record_waits() {
         // One event fills a batch, so the writer commits (and blocks) as soon as it takes one.
         batch_max_events: 1,
         flush_interval_ms: 600_000,
+        ..WriterConfig::default()
     });
     let lock = hold_write_lock(&db).await;
     // The writer takes the first event and blocks committing it; then eight fill the queue.
@@ -171,6 +174,7 @@ async fn close_with_a_full_queue_commits_everything_then_refuses() {
         queue_capacity: 64,
         batch_max_events: 1,
         flush_interval_ms: 600_000,
+        ..WriterConfig::default()
     });
     let lock = hold_write_lock(&db).await;
     writer.try_record(one_point(0)).unwrap();

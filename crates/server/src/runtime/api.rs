@@ -354,12 +354,19 @@ async fn healthz() -> &'static str {
     "ok\n"
 }
 
-async fn readyz(State(app): State<Arc<App>>) -> (StatusCode, &'static str) {
-    match app.phase() {
-        Phase::Running => (StatusCode::OK, "ready\n"),
-        Phase::Draining => (StatusCode::SERVICE_UNAVAILABLE, "draining\n"),
-        Phase::ShuttingDown => (StatusCode::SERVICE_UNAVAILABLE, "shutting down\n"),
+/// The phase decides the status; the embedder's degraded parts add a line each.
+async fn readyz(State(app): State<Arc<App>>) -> (StatusCode, String) {
+    let (status, phase) = match app.phase() {
+        Phase::Running => (StatusCode::OK, "ready"),
+        Phase::Draining => (StatusCode::SERVICE_UNAVAILABLE, "draining"),
+        Phase::ShuttingDown => (StatusCode::SERVICE_UNAVAILABLE, "shutting down"),
+    };
+    let mut body = format!("{phase}\n");
+    for note in app.extras_readiness.iter().filter_map(|note| note()) {
+        body.push_str(&note);
+        body.push('\n');
     }
+    (status, body)
 }
 
 async fn metrics(State(app): State<Arc<App>>) -> impl IntoResponse {

@@ -8,8 +8,11 @@ use axum::Router;
 /// Appends Prometheus text-format lines to a `/metrics` answer.
 pub(super) type MetricsWriter = Arc<dyn Fn(&mut String) + Send + Sync>;
 
-/// Routes served beside the runtime's own on the HTTP and HTTPS ports, and metrics appended
-/// to `/metrics`.
+/// A degraded part's one-line note for `/readyz`, `None` while it is well.
+pub(super) type ReadinessNote = Arc<dyn Fn() -> Option<String> + Send + Sync>;
+
+/// Routes served beside the runtime's own on the HTTP and HTTPS ports, metrics appended
+/// to `/metrics`, and notes appended to `/readyz`.
 ///
 /// ```
 /// use axum::{Router, routing::get};
@@ -17,12 +20,14 @@ pub(super) type MetricsWriter = Arc<dyn Fn(&mut String) + Send + Sync>;
 ///
 /// let extras = Extras::default()
 ///     .routes(Router::new().route("/api/motd", get(|| async { "welcome" })))
-///     .metrics(|text: &mut String| text.push_str("# TYPE motd_reads counter\nmotd_reads 0\n"));
+///     .metrics(|text: &mut String| text.push_str("# TYPE motd_reads counter\nmotd_reads 0\n"))
+///     .readiness(|| None::<String>);
 /// ```
 #[derive(Default)]
 pub struct Extras {
     pub(super) routes: Router,
     pub(super) metrics: Vec<MetricsWriter>,
+    pub(super) readiness: Vec<ReadinessNote>,
 }
 
 impl Extras {
@@ -39,12 +44,22 @@ impl Extras {
         self.metrics.push(Arc::new(write));
         self
     }
+
+    /// Adds a part whose degraded state `/readyz` reports: while `note` returns a line, the
+    /// answer's body carries it after `ready`. The status stays the phase's (200 while
+    /// running): a degraded part worth reporting is not necessarily one worth taking the node
+    /// out of rotation for (persistence: see OPERATIONS.md, Persistence).
+    pub fn readiness(mut self, note: impl Fn() -> Option<String> + Send + Sync + 'static) -> Self {
+        self.readiness.push(Arc::new(note));
+        self
+    }
 }
 
 impl std::fmt::Debug for Extras {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Extras")
             .field("metrics", &self.metrics.len())
+            .field("readiness", &self.readiness.len())
             .finish_non_exhaustive()
     }
 }

@@ -167,6 +167,7 @@ pub(crate) struct App {
     matchmake_limiter: Mutex<IpLimiter>,
     metrics: metrics::Metrics,
     extras_metrics: Vec<extras::MetricsWriter>,
+    extras_readiness: Vec<extras::ReadinessNote>,
     rates: Mutex<Rates>,
     /// The HTTP and HTTPS listeners' counters.
     http_metrics: Vec<ListenMetrics>,
@@ -516,6 +517,7 @@ impl Runtime {
             credentials: Arc::new(crate::credentials::Credentials::new(admin_token)),
             metrics,
             extras_metrics: extras.metrics,
+            extras_readiness: extras.readiness,
             rates: Mutex::new(Rates::default()),
             http_metrics,
         });

@@ -6,6 +6,9 @@
 
 #![allow(dead_code, unreachable_pub)]
 
+pub mod disk;
+pub mod proxy;
+
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 
