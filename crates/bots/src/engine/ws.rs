@@ -10,7 +10,6 @@ use std::time::{Duration, Instant};
 use rand::SeedableRng;
 use rand::rngs::SmallRng;
 use tickwire_client::{ConnectOptions, Link, LinkEvent};
-use tickwire_net::driver::sleep_until;
 use tokio::sync::Semaphore;
 
 use super::{
@@ -177,9 +176,20 @@ async fn bot_task(
     let mut next_rtt_ns = plan.window().start_ns;
     let drain_end = plan.at(plan.drain_end_ns);
     let mut last_messages = 0u64;
+    // Two timers for the bot's whole run, moved rather than made anew for every message
+    // that arrives (a timer-wheel insertion and removal each, which at 60 snapshots a
+    // second per bot was a good part of the load tool's CPU).
+    let drained = tokio::time::sleep_until(drain_end.into());
+    tokio::pin!(drained);
+    let send_timer = tokio::time::sleep_until(drain_end.into());
+    tokio::pin!(send_timer);
+    let mut armed_for = u64::MAX;
     loop {
         let next_send_ns = logic.next_send_ns();
-        let send_at = (next_send_ns != u64::MAX).then(|| plan.at(next_send_ns));
+        if next_send_ns != armed_for && next_send_ns != u64::MAX {
+            send_timer.as_mut().reset(plan.at(next_send_ns).into());
+        }
+        armed_for = next_send_ns;
         tokio::select! {
             event = link.next_event() => match event {
                 LinkEvent::Message { channel, message } => {
@@ -191,7 +201,7 @@ async fn bot_task(
                     return;
                 }
             },
-            () = sleep_until(send_at) => {
+            () = &mut send_timer, if next_send_ns != u64::MAX => {
                 let now_ns = plan.ns(Instant::now());
                 let mut shared = shared.borrow_mut();
                 let shared = &mut *shared;
@@ -208,7 +218,7 @@ async fn bot_task(
                     shared.window.datagrams_out += sent;
                 }
             },
-            () = tokio::time::sleep_until(drain_end.into()) => break,
+            () = &mut drained => break,
         }
         let now_ns = plan.ns(Instant::now());
         if plan.window().contains(now_ns) && now_ns >= next_rtt_ns {
