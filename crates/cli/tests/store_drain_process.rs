@@ -8,7 +8,7 @@ mod common;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::{SERVE_ON_FREE_PORTS, listening, scratch_dir, tickwire};
+use common::{SERVE_ON_FREE_PORTS, listening, metric, scratch_dir, tickwire};
 
 use sqlx::Connection as _;
 use tickwire_client::{ConnectOptions, Link, MatchmakeRequest, Transport, matchmake};
@@ -20,12 +20,6 @@ const WAIT: Duration = Duration::from_secs(20);
 /// Players who join, more than the queue and one batch hold.
 const PLAYERS: usize = 24;
 const QUEUE_CAPACITY: u64 = 8;
-
-/// The value of metric `name` (a line `name value`).
-fn metric(text: &str, name: &str) -> Option<u64> {
-    text.lines()
-        .find_map(|line| line.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
-}
 
 /// The server's log lines received so far, for a failure's message.
 fn logged(log: &mut tokio::sync::mpsc::UnboundedReceiver<String>) -> String {

@@ -22,7 +22,7 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::{SERVE_ON_FREE_PORTS, listening, scratch_dir, tickwire};
+use common::{SERVE_ON_FREE_PORTS, listening, metric, scratch_dir, tickwire};
 use disk::SmallDisk;
 use proxy::{FaultProxy, upstream_of};
 use tickwire_client::{ConnectOptions, Link, LinkEvent, MatchmakeRequest, Transport, matchmake};
@@ -31,12 +31,6 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 
 const WAIT: Duration = Duration::from_secs(20);
 const QUEUE_CAPACITY: u64 = 64;
-
-/// The value of the metric line starting `name ` (labels included in `name`).
-fn metric(text: &str, name: &str) -> Option<f64> {
-    text.lines()
-        .find_map(|line| line.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
-}
 
 async fn metrics(http: SocketAddr) -> String {
     common::http(http, "GET", "/metrics", "", "").await.1
@@ -200,7 +194,7 @@ async fn outage_mid_run(config: StoreConfig, served_url: String, mut fault: Faul
     let (ticks_then, within_then) = arena_ticks(&during);
     assert_eq!(metric(&during, "tickwire_store_failing"), Some(1.0));
     assert!(
-        metric(&during, "tickwire_store_queue_depth").unwrap() <= QUEUE_CAPACITY as f64,
+        metric::<f64>(&during, "tickwire_store_queue_depth").unwrap() <= QUEUE_CAPACITY as f64,
         "the queue stays within its capacity:\n{during}"
     );
     let (status, ready) = common::http(http, "GET", "/readyz", "", "").await;
@@ -234,7 +228,7 @@ async fn outage_mid_run(config: StoreConfig, served_url: String, mut fault: Faul
 
     fault.end();
     let after = metrics_until(http, "everything accepted committed", |text| {
-        let accepted = metric(text, "tickwire_store_events_accepted_total");
+        let accepted = metric::<f64>(text, "tickwire_store_events_accepted_total");
         metric(text, "tickwire_store_failing") == Some(0.0)
             && accepted.is_some()
             && metric(text, "tickwire_store_events_committed_total") == accepted

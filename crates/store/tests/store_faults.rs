@@ -17,27 +17,8 @@ use std::time::Duration;
 
 use common::disk::SmallDisk;
 use common::proxy::{FaultProxy, upstream_of};
-use common::{Server, TestDb};
-use tickwire_store::{
-    MatchResult, Outcome, RecordError, StatEvent, StatWriter, Store, StoreConfig, WriterConfig,
-};
-
-/// One match of player 1 scoring 1: player 1's `matches` counts the committed events, so a
-/// lost or doubled event shows.
-fn one_point(seq: u64) -> StatEvent {
-    StatEvent::MatchEnded(MatchResult {
-        room: format!("f{seq}"),
-        started_ms: seq as i64,
-        ended_ms: seq as i64 + 1,
-        outcomes: vec![Outcome {
-            player: 1,
-            kills: 0,
-            deaths: 0,
-            score: 1,
-            play_time_ms: 1,
-        }],
-    })
-}
+use common::{Server, TestDb, one_point};
+use tickwire_store::{RecordError, StatWriter, Store, StoreConfig, WriterConfig};
 
 /// What the tests' writers use: a small queue, so a fault fills it quickly.
 const CAPACITY: usize = 64;

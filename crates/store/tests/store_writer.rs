@@ -5,25 +5,9 @@ mod common;
 
 use std::time::Duration;
 
-use common::TestDb;
+use common::{TestDb, one_point};
 use sqlx::Connection as _;
-use tickwire_store::{MatchResult, Outcome, RecordError, StatEvent, WriterConfig};
-
-/// One match of player 1 scoring 1: the player's `matches` counts the committed events.
-fn one_point(seq: u64) -> StatEvent {
-    StatEvent::MatchEnded(MatchResult {
-        room: format!("s{seq}"),
-        started_ms: seq as i64,
-        ended_ms: seq as i64 + 1,
-        outcomes: vec![Outcome {
-            player: 1,
-            kills: 0,
-            deaths: 0,
-            score: 1,
-            play_time_ms: 1,
-        }],
-    })
-}
+use tickwire_store::{RecordError, StatEvent, WriterConfig};
 
 /// Holds SQLite's write lock from a connection of its own, so the writer's commit blocks
 /// until [`release`]: the queue behind it fills deterministically.

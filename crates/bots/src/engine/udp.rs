@@ -625,47 +625,55 @@ impl Group {
         }
         for index in 0..self.expired.len() {
             let key = self.expired[index];
-            let bot = &mut self.bots[key];
-            if bot.ended {
-                continue;
-            }
-            if bot.deadline.is_some_and(|at| at <= now) {
-                bot.client.handle_timeout(now);
-                if !bot.dirty {
-                    bot.dirty = true;
-                    self.dirty.push(key);
-                }
-                self.events(key, now_ns);
-            }
-            self.refresh_due(key);
-            let bot = &mut self.bots[key];
-            let (Some(plan), Some(logic)) = (self.plan.as_deref(), bot.logic.as_mut()) else {
-                continue;
-            };
-            if !bot.connected || bot.ended {
-                continue;
-            }
-            let due_ns = logic.next_send_ns();
-            if due_ns <= now_ns {
-                self.meter.send_lag(due_ns, now_ns);
-                let mut cx = BotCx {
-                    plan: Some(plan),
-                    meter: &mut self.meter,
-                    rng: &mut self.rng,
-                };
-                let mut out = Counted::new(&mut bot.client);
-                logic.send_due(now_ns, &mut cx, &mut out);
-                let (sent, refused) = (out.sent, out.refused);
-                self.send_errors += refused;
-                self.total.messages_out += sent;
-                if plan.window().contains(now_ns) {
-                    self.window.messages_out += sent;
-                }
-                if sent > 0 && !bot.dirty {
-                    bot.dirty = true;
-                    self.dirty.push(key);
-                }
+            self.run_due(key, now, now_ns);
+            // A bot with something to send is filed again when it is flushed (its protocol
+            // deadline moves then); any other is filed now.
+            if !self.bots[key].dirty {
                 self.refresh_due(key);
+            }
+        }
+    }
+
+    /// Bot `key`'s time has come: its protocol timer if due, then its sends if due.
+    fn run_due(&mut self, key: usize, now: Instant, now_ns: u64) {
+        let bot = &mut self.bots[key];
+        if bot.ended {
+            return;
+        }
+        if bot.deadline.is_some_and(|at| at <= now) {
+            bot.client.handle_timeout(now);
+            if !bot.dirty {
+                bot.dirty = true;
+                self.dirty.push(key);
+            }
+            self.events(key, now_ns);
+        }
+        let bot = &mut self.bots[key];
+        let (Some(plan), Some(logic)) = (self.plan.as_deref(), bot.logic.as_mut()) else {
+            return;
+        };
+        if !bot.connected || bot.ended {
+            return;
+        }
+        let due_ns = logic.next_send_ns();
+        if due_ns <= now_ns {
+            self.meter.send_lag(due_ns, now_ns);
+            let mut cx = BotCx {
+                plan: Some(plan),
+                meter: &mut self.meter,
+                rng: &mut self.rng,
+            };
+            let mut out = Counted::new(&mut bot.client);
+            logic.send_due(now_ns, &mut cx, &mut out);
+            let (sent, refused) = (out.sent, out.refused);
+            self.send_errors += refused;
+            self.total.messages_out += sent;
+            if plan.window().contains(now_ns) {
+                self.window.messages_out += sent;
+            }
+            if sent > 0 && !bot.dirty {
+                bot.dirty = true;
+                self.dirty.push(key);
             }
         }
     }

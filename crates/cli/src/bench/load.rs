@@ -313,7 +313,17 @@ pub fn run(name: &str, args: &LoadBenchArgs) -> anyhow::Result<LoadBenchReport> 
         .env("RUST_LOG", "warn")
         .stdout(Stdio::piped())
         .stdin(Stdio::null());
-    if let Shape::Arena(_) = &scenario {
+    // The arena's ticks between two snapshots to a player (relay scenarios: none).
+    let snapshot_interval = match &scenario {
+        Shape::Arena(_) => {
+            Some(
+                args.snapshot_interval
+                    .unwrap_or(if name == "teleport" { 3 } else { 1 }),
+            )
+        }
+        _ => None,
+    };
+    if let Some(interval) = snapshot_interval {
         let map = args.map.clone().unwrap_or_else(|| {
             if name == "teleport" {
                 "metropolis"
@@ -322,9 +332,6 @@ pub fn run(name: &str, args: &LoadBenchArgs) -> anyhow::Result<LoadBenchReport> 
             }
             .to_string()
         });
-        let interval = args
-            .snapshot_interval
-            .unwrap_or(if name == "teleport" { 3 } else { 1 });
         server.env("TICKWIRE_ARENA__MAP", map).env(
             "TICKWIRE_ARENA__SNAPSHOT_INTERVAL_TICKS",
             interval.to_string(),
@@ -419,17 +426,8 @@ pub fn run(name: &str, args: &LoadBenchArgs) -> anyhow::Result<LoadBenchReport> 
         None => None,
     };
     drop(server);
-    let snapshot_rate = match &scenario {
-        Shape::Arena(_) => Some(
-            ARENA_TICK_HZ
-                / f64::from(
-                    args.snapshot_interval
-                        .unwrap_or(if name == "teleport" { 3 } else { 1 })
-                        .max(1),
-                ),
-        ),
-        _ => None,
-    };
+    let snapshot_rate =
+        snapshot_interval.map(|interval| ARENA_TICK_HZ / f64::from(interval.max(1)));
     let mut report = figures(
         scenario.name(),
         transport,

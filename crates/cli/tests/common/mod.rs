@@ -95,3 +95,9 @@ pub async fn http(
         body.to_string(),
     )
 }
+
+/// The value of the Prometheus sample named exactly `name` (labels included in `name`).
+pub fn metric<T: std::str::FromStr>(text: &str, name: &str) -> Option<T> {
+    text.lines()
+        .find_map(|line| line.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+}

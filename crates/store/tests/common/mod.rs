@@ -12,7 +12,7 @@ pub mod proxy;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use tickwire_store::{Store, StoreConfig};
+use tickwire_store::{MatchResult, Outcome, StatEvent, Store, StoreConfig};
 
 static NEXT: AtomicU64 = AtomicU64::new(0);
 
@@ -140,4 +140,21 @@ async fn mysql_test_database(url: &str) -> String {
         None => base,
     };
     format!("{root}/tickwire_test{params}")
+}
+
+/// One match of player 1 scoring 1: player 1's `matches` counts the committed events, so a
+/// lost or doubled event shows.
+pub fn one_point(seq: u64) -> StatEvent {
+    StatEvent::MatchEnded(MatchResult {
+        room: format!("m{seq}"),
+        started_ms: seq as i64,
+        ended_ms: seq as i64 + 1,
+        outcomes: vec![Outcome {
+            player: 1,
+            kills: 0,
+            deaths: 0,
+            score: 1,
+            play_time_ms: 1,
+        }],
+    })
 }
