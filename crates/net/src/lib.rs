@@ -2,8 +2,8 @@
 //!
 //! Batched UDP ([`udp`]) and the driver that runs the sans-IO protocol over it ([`driver`]),
 //! and the WebSocket transport for browsers ([`ws`]: ws and native wss on the HTTP port).
-//! For UDP, each worker thread binds its own socket to the server's
-//! port with `SO_REUSEPORT`, receives up to 64 datagrams per `recvmmsg` into buffers it
+//! For UDP, each worker thread (a shard) binds a socket to a port of its own,
+//! receives up to 64 datagrams per `recvmmsg` into buffers it
 //! allocated once, and sends a batch to many destinations per `sendmmsg`. Nothing is shared
 //! between workers, so no lock sits on the packet path, and nothing is allocated per packet.
 //! Linux only: it calls `recvmmsg`, `sendmmsg` and `sched_setaffinity` directly.

@@ -154,6 +154,23 @@ fn a_server_socket_has_large_buffers_and_owns_its_port() {
 }
 
 #[tokio::test]
+async fn sockets_bound_to_port_zero_each_get_a_port_of_their_own() {
+    // A client binds port 0 and trusts it is alone there. With SO_REUSEPORT, Linux may give
+    // two such sockets the same port and split their traffic between them by hash: two
+    // clients would share one address, and each see half of the other's handshake.
+    let sockets: Vec<BatchSocket> = (0..3_000)
+        .map(|_| BatchSocket::bind(loopback()).unwrap())
+        .collect();
+    let mut ports: Vec<u16> = sockets
+        .iter()
+        .map(|socket| socket.local_addr().unwrap().port())
+        .collect();
+    ports.sort_unstable();
+    ports.dedup();
+    assert_eq!(ports.len(), sockets.len(), "ports handed out twice");
+}
+
+#[tokio::test]
 async fn two_sockets_share_a_port_with_reuseport() {
     let first = bind_reuseport(loopback()).unwrap();
     let addr = first.local_addr().unwrap();

@@ -1,9 +1,9 @@
-//! Batched UDP: one `SO_REUSEPORT` socket per worker, `recvmmsg` in, `sendmmsg` out to many
+//! Batched UDP: one socket per worker on a port of its own, `recvmmsg` in, `sendmmsg` out to many
 //! destinations per call, buffers allocated once.
 //!
 //! | type | role |
 //! |---|---|
-//! | [`bind`], [`bind_reuseport`] | a nonblocking socket with large buffers, on a port of its own or shared by every worker |
+//! | [`bind`], [`bind_reuseport`] | a nonblocking socket with large buffers, on a port of its own or (`SO_REUSEPORT`, never for port 0) shared with other sockets |
 //! | [`BatchSocket`] | that socket under tokio: `recv_batch` / `send_batch` and `try_*` forms |
 //! | [`RecvBatch`] | slots for the datagrams of one receive; iterate `(source, bytes)` |
 //! | [`SendBatch`] | slots filled in place, each to its own destination |

@@ -6,14 +6,14 @@ use std::os::fd::AsFd;
 
 use tokio::io::Interest;
 
-use super::{RecvBatch, SendBatch, bind_reuseport};
+use super::{RecvBatch, SendBatch, bind};
 
 /// A UDP socket registered with tokio that moves whole batches per syscall.
 ///
 /// Every method takes `&self`: one task can receive while another sends on the same socket
 /// (share it with an `Arc`), and nothing is locked because each task owns its own batch and
 /// the batch holds the buffers and counters. Run one `BatchSocket`, bound with
-/// [`bind`](Self::bind) to the same port, per worker thread.
+/// [`bind`](Self::bind) to a port of its own, per worker thread.
 #[derive(Debug)]
 pub struct BatchSocket {
     io: tokio::net::UdpSocket,
@@ -21,14 +21,15 @@ pub struct BatchSocket {
 }
 
 impl BatchSocket {
-    /// Binds with [`bind_reuseport`] and registers the socket with the current tokio
-    /// runtime.
+    /// Binds with [`bind`] (a port of its own) and registers the socket with the current
+    /// tokio runtime. Never with `SO_REUSEPORT`: Linux may hand two such sockets bound to
+    /// port 0 the same port and split their traffic, so two clients would share an address.
     ///
     /// # Panics
     ///
     /// Outside a tokio runtime (as [`tokio::net::UdpSocket::from_std`] does).
     pub fn bind(addr: SocketAddr) -> io::Result<Self> {
-        Self::from_std(bind_reuseport(addr)?)
+        Self::from_std(bind(addr)?)
     }
 
     /// Wraps an already bound socket, switching it to nonblocking mode, and registers it with

@@ -358,8 +358,11 @@ impl Runtime {
 
         let wt_socket = if config.webtransport.enabled {
             let address = config.webtransport.listen;
+            // The UDP port's large buffers, not the kernel's 208 KiB default: a connect storm's
+            // Initials overflowed that (hundreds of drops per thousand handshakes, each one a
+            // QUIC retransmission a second later).
             let socket =
-                std::net::UdpSocket::bind(address).map_err(bind_error("webtransport", address))?;
+                tickwire_net::udp::bind(address).map_err(bind_error("webtransport", address))?;
             let bound = socket
                 .local_addr()
                 .map_err(bind_error("webtransport", address))?;
