@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use tickwire::bench::load::{self, LoadBenchArgs};
+use tickwire::bench::soak::{self, SoakArgs};
 use tickwire::bench::udp::{self, UdpBenchConfig};
 use tickwire::bench::wire::{self, WireBenchConfig};
 use tickwire::bots::{self, BotsArgs};
@@ -79,6 +80,10 @@ enum Scenario {
     Teleport(Box<LoadBenchArgs>),
     /// Bots playing the arena (move, aim, shoot, die, respawn), every snapshot decoded.
     Arena(Box<LoadBenchArgs>),
+    /// Hours of churn: players arriving and leaving every second over UDP, WebSocket and
+    /// WebTransport, in arena and chat rooms, some reconnecting; the server's memory,
+    /// descriptors, tasks and tick p99 sampled as a series, and whether they held flat.
+    Soak(Box<SoakArgs>),
     /// Seed 002's entity: encoded size, ns and allocations per write + read round trip.
     Wire {
         /// Print one JSON object instead of a table.
@@ -165,6 +170,19 @@ fn main() -> anyhow::Result<()> {
         Command::Bench {
             scenario: Scenario::Arena(args),
         } => bench_load("arena", &args)?,
+        Command::Bench {
+            scenario: Scenario::Soak(args),
+        } => {
+            let report = soak::run(&args)?;
+            if args.json {
+                println!("{}", serde_json::to_string(&report)?);
+            } else {
+                print!("{}", soak::render(&report));
+            }
+            if !report.flat {
+                std::process::exit(1);
+            }
+        }
         Command::Bench {
             scenario: Scenario::Wire { json, samples },
         } => {

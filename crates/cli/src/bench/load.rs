@@ -242,6 +242,94 @@ impl Drop for Reaped {
     }
 }
 
+/// A `tickwire serve` child of this process on loopback ports, one shard, pinned to one
+/// CPU, with an SQLite store in a directory of its own; stopped (SIGTERM, then SIGKILL) and
+/// its directory removed when dropped.
+pub(super) struct ServerProcess {
+    // Field order is drop order: the server stops before its directory goes.
+    _child: Reaped,
+    _store_dir: RemovedDir,
+    /// Its HTTP address (`127.0.0.1:port`).
+    pub(super) http: String,
+    /// Its process id.
+    pub(super) pid: u32,
+}
+
+impl ServerProcess {
+    /// Starts this executable's `serve` under `taskset -c cpu`, with the bench's settings
+    /// and then `env` (configuration keys as `TICKWIRE_…` variables) on top.
+    pub(super) fn start(cpu: usize, env: &[(String, String)]) -> anyhow::Result<Self> {
+        let exe = std::env::current_exe().context("cannot find this executable")?;
+        let store_dir = std::env::temp_dir().join(format!("tickwire-bench-{}", std::process::id()));
+        std::fs::create_dir_all(&store_dir)
+            .with_context(|| format!("cannot create {}", store_dir.display()))?;
+        let store_dir = RemovedDir(store_dir);
+        let mut server = Command::new("taskset");
+        server
+            .arg("-c")
+            .arg(cpu.to_string())
+            .arg(&exe)
+            .args([
+                "serve",
+                "--http",
+                "127.0.0.1:0",
+                "--udp",
+                "127.0.0.1:0",
+                "--wt",
+                "127.0.0.1:0",
+                "--shards",
+                "1",
+            ])
+            .env(
+                "TICKWIRE_STORE__URL",
+                format!("sqlite://{}", store_dir.0.join("bench.db").display()),
+            )
+            .env("TICKWIRE_CONSOLE__ENABLED", "false")
+            .env(
+                "TICKWIRE_ROOMS__EMPTY_ROOM_TTL_SECS",
+                EMPTY_ROOM_TTL_SECS.to_string(),
+            )
+            .env(
+                "TICKWIRE_UDP__TOKEN_VALIDITY_SECS",
+                EMPTY_ROOM_TTL_SECS.to_string(),
+            )
+            // A token of our own keeps the server from printing a generated one.
+            .env(
+                "TICKWIRE_ADMIN__TOKEN",
+                format!("bench-{}", std::process::id()),
+            )
+            .env("RUST_LOG", "warn")
+            .envs(env.iter().map(|(key, value)| (key, value)))
+            .stdout(Stdio::piped())
+            .stdin(Stdio::null());
+        let mut server = server
+            .spawn()
+            .context("cannot start the server under taskset")?;
+        let server_stdout = server.stdout.take().context("server stdout")?;
+        // taskset execs the server in place: this is its pid.
+        let pid = server.id();
+        let child = Reaped(server);
+        let mut lines = BufReader::new(server_stdout).lines();
+        let listening = lines
+            .next()
+            .context("the server exited before listening")??;
+        let http = listening
+            .split_whitespace()
+            .find_map(|part| part.strip_prefix("http="))
+            .with_context(|| format!("no http address in {listening:?}"))?
+            .to_string();
+        // Keep draining the server's stdout so it never blocks on a full pipe.
+        std::thread::spawn(move || for _ in lines {});
+        std::thread::sleep(Duration::from_millis(300));
+        Ok(Self {
+            _child: child,
+            _store_dir: store_dir,
+            http,
+            pid,
+        })
+    }
+}
+
 /// The server's counters and histogram at one moment.
 #[derive(Debug, Clone, Default)]
 struct ServerSample {
@@ -264,55 +352,13 @@ pub fn run(name: &str, args: &LoadBenchArgs) -> anyhow::Result<LoadBenchReport> 
     let exe = std::env::current_exe().context("cannot find this executable")?;
     let transport = args.run.transport.name();
     let kind = scenario.room_kind();
-    let store_dir = std::env::temp_dir().join(format!("tickwire-bench-{}", std::process::id()));
-    std::fs::create_dir_all(&store_dir)
-        .with_context(|| format!("cannot create {}", store_dir.display()))?;
-    let _store_dir = RemovedDir(store_dir.clone());
-
-    let mut server = Command::new("taskset");
-    server
-        .arg("-c")
-        .arg(args.server_cpu.to_string())
-        .arg(&exe)
-        .args([
-            "serve",
-            "--http",
-            "127.0.0.1:0",
-            "--udp",
-            "127.0.0.1:0",
-            "--wt",
-            "127.0.0.1:0",
-            "--shards",
-            "1",
-        ])
-        .env(
-            format!("TICKWIRE_ROOMS__KINDS__{}__CAPACITY", kind.to_uppercase()),
-            scenario
-                .players()
-                .div_ceil(scenario.rooms().max(1))
-                .to_string(),
-        )
-        .env(
-            "TICKWIRE_STORE__URL",
-            format!("sqlite://{}", store_dir.join("bench.db").display()),
-        )
-        .env("TICKWIRE_CONSOLE__ENABLED", "false")
-        .env(
-            "TICKWIRE_ROOMS__EMPTY_ROOM_TTL_SECS",
-            EMPTY_ROOM_TTL_SECS.to_string(),
-        )
-        .env(
-            "TICKWIRE_UDP__TOKEN_VALIDITY_SECS",
-            EMPTY_ROOM_TTL_SECS.to_string(),
-        )
-        // A token of our own keeps the server from printing a generated one.
-        .env(
-            "TICKWIRE_ADMIN__TOKEN",
-            format!("bench-{}", std::process::id()),
-        )
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::piped())
-        .stdin(Stdio::null());
+    let mut env = vec![(
+        format!("TICKWIRE_ROOMS__KINDS__{}__CAPACITY", kind.to_uppercase()),
+        scenario
+            .players()
+            .div_ceil(scenario.rooms().max(1))
+            .to_string(),
+    )];
     // The arena's ticks between two snapshots to a player (relay scenarios: none).
     let snapshot_interval = match &scenario {
         Shape::Arena(_) => {
@@ -332,31 +378,16 @@ pub fn run(name: &str, args: &LoadBenchArgs) -> anyhow::Result<LoadBenchReport> 
             }
             .to_string()
         });
-        server.env("TICKWIRE_ARENA__MAP", map).env(
-            "TICKWIRE_ARENA__SNAPSHOT_INTERVAL_TICKS",
+        env.push(("TICKWIRE_ARENA__MAP".into(), map));
+        env.push((
+            "TICKWIRE_ARENA__SNAPSHOT_INTERVAL_TICKS".into(),
             interval.to_string(),
-        );
+        ));
     } else if args.map.is_some() || args.snapshot_interval.is_some() {
         bail!("--map and --snapshot-interval are for the arena scenarios");
     }
-    let mut server = server
-        .spawn()
-        .context("cannot start the server under taskset")?;
-    let server_stdout = server.stdout.take().context("server stdout")?;
-    let server = Reaped(server);
-    let mut lines = BufReader::new(server_stdout).lines();
-    let listening = lines
-        .next()
-        .context("the server exited before listening")??;
-    let http = listening
-        .split_whitespace()
-        .find_map(|part| part.strip_prefix("http="))
-        .with_context(|| format!("no http address in {listening:?}"))?
-        .to_string();
-    // Keep draining the server's stdout so it never blocks on a full pipe.
-    std::thread::spawn(move || for _ in lines {});
-    let server_pid = server.0.id();
-    std::thread::sleep(Duration::from_millis(300));
+    let server = ServerProcess::start(args.server_cpu, &env)?;
+    let (http, server_pid) = (server.http.clone(), server.pid);
     let idle = proc_stat::sample(server_pid).context("reading the server's /proc")?;
 
     let mut bots = Command::new("taskset");
@@ -680,7 +711,7 @@ fn sample_server(
 }
 
 /// `GET /metrics` over plain HTTP/1.0.
-fn scrape(http: &str) -> anyhow::Result<String> {
+pub(super) fn scrape(http: &str) -> anyhow::Result<String> {
     let mut stream = TcpStream::connect(http)?;
     stream.set_read_timeout(Some(Duration::from_secs(5)))?;
     write!(stream, "GET /metrics HTTP/1.0\r\nHost: {http}\r\n\r\n")?;
@@ -693,13 +724,13 @@ fn scrape(http: &str) -> anyhow::Result<String> {
 }
 
 /// The value of the sample named exactly `name` (with its labels).
-fn metric(text: &str, name: &str) -> Option<f64> {
+pub(super) fn metric(text: &str, name: &str) -> Option<f64> {
     text.lines()
         .find_map(|line| line.strip_prefix(name)?.trim().parse().ok())
 }
 
 /// `(le, cumulative count)` of histogram `name` for `kind`, in the order exposed.
-fn buckets(text: &str, name: &str, kind: &str) -> Vec<(f64, f64)> {
+pub(super) fn buckets(text: &str, name: &str, kind: &str) -> Vec<(f64, f64)> {
     let kind_label = format!("kind=\"{kind}\"");
     text.lines()
         .filter(|line| line.starts_with(name) && line.contains(&kind_label))
@@ -717,7 +748,7 @@ fn buckets(text: &str, name: &str, kind: &str) -> Vec<(f64, f64)> {
 }
 
 /// The window's histogram: `end - start`, bucket by bucket (cumulative counts).
-fn bucket_difference(start: &[(f64, f64)], end: &[(f64, f64)]) -> Vec<(f64, f64)> {
+pub(super) fn bucket_difference(start: &[(f64, f64)], end: &[(f64, f64)]) -> Vec<(f64, f64)> {
     end.iter()
         .map(|(le, count)| {
             let before = start
@@ -731,7 +762,7 @@ fn bucket_difference(start: &[(f64, f64)], end: &[(f64, f64)]) -> Vec<(f64, f64)
 
 /// `histogram_quantile` as Prometheus computes it: linear within the bucket; the +Inf
 /// bucket reports the last finite bound.
-fn quantile(cumulative: &[(f64, f64)], q: f64) -> f64 {
+pub(super) fn quantile(cumulative: &[(f64, f64)], q: f64) -> f64 {
     let Some(&(_, total)) = cumulative.last() else {
         return 0.0;
     };

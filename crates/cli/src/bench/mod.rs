@@ -3,5 +3,6 @@
 pub mod load;
 pub mod raw;
 pub mod relay;
+pub mod soak;
 pub mod udp;
 pub mod wire;

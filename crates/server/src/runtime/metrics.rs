@@ -166,6 +166,12 @@ impl Metrics {
             players[2] as f64,
         );
         self.gauge("tickwire_players_reconnecting", &[], held as f64);
+        // The runtime that renders this also runs every HTTP connection and every
+        // WebSocket and WebTransport player's tasks: a leak of any of them shows as growth.
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let tasks = runtime.metrics().num_alive_tasks();
+            self.gauge("tickwire_runtime_tasks", &[], tasks as f64);
+        }
         for (kind, count) in &rooms {
             self.gauge("tickwire_rooms", &[("kind", kind)], *count as f64);
         }
