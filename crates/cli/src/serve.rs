@@ -26,7 +26,7 @@ pub const ENV_PREFIX: &str = "TICKWIRE_";
 
 /// The configuration's top-level keys: other `TICKWIRE_*` variables (a test's
 /// `TICKWIRE_BLESS`) are not configuration.
-const TOP_LEVEL_KEYS: [&str; 16] = [
+const TOP_LEVEL_KEYS: [&str; 17] = [
     "store",
     "arena",
     "web",
@@ -43,6 +43,7 @@ const TOP_LEVEL_KEYS: [&str; 16] = [
     "rooms",
     "limits",
     "drain",
+    "cluster",
 ];
 
 /// `tickwire serve`'s flags; each overrides its configuration key.
