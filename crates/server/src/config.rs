@@ -433,6 +433,9 @@ pub struct ClusterConfig {
     /// How long one Redis command may take before the directory counts as unavailable, in
     /// milliseconds (50 to 10000). Default 1000.
     pub redis_timeout_ms: u64,
+    /// Players this node takes at most: with as many seated or promised, new rooms go to
+    /// other nodes. 0: no limit. Default 0.
+    pub max_players: u32,
 }
 
 impl Default for ClusterConfig {
@@ -445,6 +448,7 @@ impl Default for ClusterConfig {
             lease_ms: 10_000,
             create_timeout_ms: 2000,
             redis_timeout_ms: 1000,
+            max_players: 0,
         }
     }
 }
