@@ -14,6 +14,7 @@ use std::process::Stdio;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use serde_json::Value;
 use tickwire_client::{
     Backoff, ConnectOptions, MatchmakeRequest, Session, SessionEvent, Transport, matchmake,
@@ -492,4 +493,147 @@ async fn three_nodes_share_players_heal_a_killed_node_and_drain_one() {
         let _ = timeout(WAIT, bot).await;
     }
     a.child.start_kill().unwrap();
+}
+
+/// A Redis of the test's own on a free port, keeping nothing on disk.
+fn start_redis(port: u16) -> Child {
+    tokio::process::Command::new("redis-server")
+        .args([
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("redis-server (Debian's redis-server package)")
+}
+
+/// `from` says `text` in the room, and `to` hears it; both links are driven meanwhile
+/// (an undriven link would go quiet and time out), and neither may be lost.
+async fn exchange(from: &mut Session, to: &mut Session, text: &str) {
+    from.send(0, Bytes::from(text.to_string())).unwrap();
+    from.flush().await.unwrap();
+    let deadline = tokio::time::sleep(WAIT);
+    tokio::pin!(deadline);
+    loop {
+        let event = tokio::select! {
+            event = to.next_event() => event,
+            event = from.next_event() => event,
+            () = &mut deadline => panic!("{text:?} not heard in time"),
+        };
+        match event {
+            SessionEvent::Message { message, .. } if message == text.as_bytes() => return,
+            SessionEvent::Message { .. } => {}
+            SessionEvent::Reconnected { .. } => panic!("a connection was lost"),
+            SessionEvent::Ended(why) => panic!("ended: {why:?}"),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_going_away_stops_matchmaking_not_play_and_the_directory_comes_back() {
+    // The shared Redis must not be stopped: this test runs one of its own.
+    if redis_url().is_none() {
+        return;
+    }
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let redis = format!("redis://127.0.0.1:{port}");
+    let mut server = start_redis(port);
+    let cluster = cluster_name("restart");
+    let dir = scratch_dir("cluster-restart");
+    let a = start_node(&dir, &redis, &cluster, "a").await;
+    let b = start_node(&dir, &redis, &cluster, "b").await;
+    eventually("both nodes in the directory", WAIT, async || {
+        (node_ids(a.http).await? == ["a", "b"]).then_some(())
+    })
+    .await;
+
+    // Two players in one room, wherever the cluster put it.
+    let options = ConnectOptions::default();
+    let server_a = format!("http://{}", a.http);
+    let mut first = Session::start(
+        &server_a,
+        MatchmakeRequest::create("relay").named("first"),
+        Transport::Udp,
+        options.clone(),
+    )
+    .await
+    .unwrap();
+    let room = first.answer().room;
+    let mut second = Session::start(
+        &server_a,
+        MatchmakeRequest::room(room).named("second"),
+        Transport::Udp,
+        options.clone(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(second.answer().room, room);
+    exchange(&mut first, &mut second, "before").await;
+
+    // Redis goes away (a crash: it keeps nothing).
+    server.start_kill().unwrap();
+    server.wait().await.unwrap();
+    let (refusal, _) = eventually("matchmaking refused", WAIT, async || {
+        let (status, body) =
+            http(a.http, "POST", "/api/matchmake", "", r#"{"kind": "relay"}"#).await;
+        (status == 503).then_some(body)
+    })
+    .await;
+    assert!(
+        refusal.contains("cluster directory unavailable"),
+        "a clear reason: {refusal}"
+    );
+    // Each node notices at its next renewal (a third of the lease), and says so.
+    eventually("b reports its directory missing", WAIT, async || {
+        let (status, ready) = http(b.http, "GET", "/readyz", "", "").await;
+        assert_eq!(
+            status, 200,
+            "a node without its directory still serves its rooms"
+        );
+        ready
+            .contains("cluster: directory unavailable")
+            .then_some(())
+    })
+    .await;
+    // Play goes on, past a whole lease.
+    let outage = Instant::now();
+    let mut round = 0;
+    while outage.elapsed() < Duration::from_millis(LEASE_MS + 500) {
+        exchange(&mut first, &mut second, &format!("during {round}")).await;
+        round += 1;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    // Redis is back, empty: the nodes list themselves and their rooms again.
+    let mut server = start_redis(port);
+    let (_, rebuilt) = eventually("the directory rebuilt", WAIT, async || {
+        let listing = rooms(b.http).await?;
+        let (node, players, _) = listing.get(&room)?;
+        (node_ids(a.http).await? == ["a", "b"] && *players == 2).then_some(())
+    })
+    .await;
+    eprintln!("directory rebuilt {rebuilt:?} after redis came back");
+    let (status, body) = http(
+        a.http,
+        "POST",
+        "/api/matchmake",
+        "",
+        &format!(r#"{{"room": {room}}}"#),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    exchange(&mut second, &mut first, "after").await;
+    server.start_kill().unwrap();
 }
