@@ -620,7 +620,7 @@ async fn redis_going_away_stops_matchmaking_not_play_and_the_directory_comes_bac
     let mut server = start_redis(port);
     let (_, rebuilt) = eventually("the directory rebuilt", WAIT, async || {
         let listing = rooms(b.http).await?;
-        let (node, players, _) = listing.get(&room)?;
+        let (_, players, _) = listing.get(&room)?;
         (node_ids(a.http).await? == ["a", "b"] && *players == 2).then_some(())
     })
     .await;
