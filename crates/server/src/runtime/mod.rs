@@ -242,6 +242,30 @@ impl ServerHandle {
     pub fn phase(&self) -> Phase {
         self.app.phase()
     }
+
+    /// Players and rooms now, and each shard's count of published views (which moves
+    /// every 250 ms while the shard's loop turns): for a health check and load labels.
+    pub fn pulse(&self) -> Pulse {
+        let mut pulse = Pulse::default();
+        for shard in &self.app.shards {
+            let view = shard.view.read();
+            pulse.players += view.players.len() as u64 + view.players_held;
+            pulse.rooms += view.rooms.len() as u64;
+            pulse.publications.push(view.publications);
+        }
+        pulse
+    }
+}
+
+/// A running server's load and liveness, from [`ServerHandle::pulse`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Pulse {
+    /// Players connected or holding a seat.
+    pub players: u64,
+    /// Rooms hosted.
+    pub rooms: u64,
+    /// Each shard's count of published views.
+    pub publications: Vec<u64>,
 }
 
 /// What a shutdown did.
