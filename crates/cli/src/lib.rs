@@ -8,10 +8,14 @@
 //! | [`bots`] | `tickwire bots` |
 //! | [`bench::udp`] | `tickwire bench udp` |
 //! | [`serve`] | `tickwire serve` |
+//! | [`agones`] | `tickwire serve` as an Agones GameServer (`[agones]`) |
+//! | [`health`] | `tickwire healthcheck` (the container image's HEALTHCHECK) |
 //! | [`web`] | `tickwire serve`'s browser client at `/` and the map it draws |
 
+pub mod agones;
 pub mod arena;
 pub mod bench;
 pub mod bots;
+pub mod health;
 pub mod serve;
 pub mod web;

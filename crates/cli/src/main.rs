@@ -31,6 +31,27 @@ struct Cli {
 enum Command {
     /// Run the game server.
     Serve(Box<ServeArgs>),
+    /// Exit 0 when a server answers its health probe with 200 (the container image's
+    /// HEALTHCHECK: the slim image has no curl), 1 otherwise.
+    Healthcheck {
+        /// The probe's URL (plain http).
+        #[arg(long, default_value = "http://127.0.0.1:8080/healthz")]
+        url: String,
+        /// How long the probe may take, in milliseconds.
+        #[arg(long, default_value_t = 2000)]
+        timeout_ms: u64,
+    },
+    /// Ask the server on this machine to drain (no new players, rooms finish), and wait
+    /// until it has exited or `--wait-secs` passed: a Kubernetes preStop hook. The admin
+    /// token comes from TICKWIRE_ADMIN__TOKEN.
+    Drain {
+        /// The server's HTTP address.
+        #[arg(long, default_value = "http://127.0.0.1:8080")]
+        url: String,
+        /// Longest wait for the rooms to finish.
+        #[arg(long, default_value_t = 20)]
+        wait_secs: u64,
+    },
     /// Run a scenario's bots against a server and print what they measured.
     Bots(Box<BotsArgs>),
     /// Run a benchmark and print its figures.
@@ -155,6 +176,16 @@ fn main() -> anyhow::Result<()> {
             }
         }
         Command::Bots(args) => bots::run(&args)?,
+        Command::Drain { url, wait_secs } => {
+            let token = std::env::var("TICKWIRE_ADMIN__TOKEN").unwrap_or_default();
+            tickwire::health::drain(&url, &token, Duration::from_secs(wait_secs))?;
+        }
+        Command::Healthcheck { url, timeout_ms } => {
+            if let Err(error) = tickwire::health::probe(&url, Duration::from_millis(timeout_ms)) {
+                eprintln!("unhealthy: {error}");
+                std::process::exit(1);
+            }
+        }
         Command::Bench {
             scenario: Scenario::Sfs(args),
         } => bench_load("sfs", &args)?,

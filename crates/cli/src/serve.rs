@@ -16,6 +16,7 @@ use tickwire_server::rooms::relay::RelayRoom;
 use tickwire_server::runtime::{Extras, RoomKinds, Runtime};
 use tickwire_store::{StatWriter, Store, StoreConfig};
 
+use crate::agones::AgonesSettings;
 use crate::arena::ArenaSettings;
 use crate::web::WebSettings;
 
@@ -26,8 +27,9 @@ pub const ENV_PREFIX: &str = "TICKWIRE_";
 
 /// The configuration's top-level keys: other `TICKWIRE_*` variables (a test's
 /// `TICKWIRE_BLESS`) are not configuration.
-const TOP_LEVEL_KEYS: [&str; 16] = [
+const TOP_LEVEL_KEYS: [&str; 18] = [
     "store",
+    "agones",
     "arena",
     "web",
     "shards",
@@ -43,6 +45,7 @@ const TOP_LEVEL_KEYS: [&str; 16] = [
     "rooms",
     "limits",
     "drain",
+    "cluster",
 ];
 
 /// `tickwire serve`'s flags; each overrides its configuration key.
@@ -153,6 +156,8 @@ pub struct Config {
     pub arena: ArenaSettings,
     /// The browser client served at `/`.
     pub web: WebSettings,
+    /// Agones: the SDK sidecar's contract, when the server runs as a GameServer.
+    pub agones: AgonesSettings,
 }
 
 /// The effective configuration: defaults, the file, `TICKWIRE_*` variables, the flags.
@@ -162,6 +167,7 @@ pub fn load_config(args: &ServeArgs) -> anyhow::Result<Config> {
             "store": StoreConfig::default(),
             "arena": ArenaSettings::default(),
             "web": WebSettings::default(),
+            "agones": AgonesSettings::default(),
         })),
     );
     match &args.config {
@@ -191,12 +197,14 @@ pub fn load_config(args: &ServeArgs) -> anyhow::Result<Config> {
     let store: StoreConfig = figment.extract_inner("store").map_err(invalid)?;
     let arena: ArenaSettings = figment.extract_inner("arena").map_err(invalid)?;
     let web: WebSettings = figment.extract_inner("web").map_err(invalid)?;
+    let agones: AgonesSettings = figment.extract_inner("agones").map_err(invalid)?;
     // The runtime's settings are the rest: taken apart so `ServeConfig` keeps refusing
     // unknown keys by name.
     let mut rest: figment::value::Dict = figment.extract().map_err(invalid)?;
     rest.remove("store");
     rest.remove("arena");
     rest.remove("web");
+    rest.remove("agones");
     let serve: ServeConfig = Figment::from(Serialized::defaults(rest))
         .extract()
         .map_err(invalid)?;
@@ -206,6 +214,7 @@ pub fn load_config(args: &ServeArgs) -> anyhow::Result<Config> {
         store,
         arena,
         web,
+        agones,
     })
 }
 
@@ -215,6 +224,7 @@ pub fn render_config(config: &Config) -> anyhow::Result<String> {
     table.insert("store".into(), toml::Value::try_from(&config.store)?);
     table.insert("arena".into(), toml::Value::try_from(&config.arena)?);
     table.insert("web".into(), toml::Value::try_from(&config.web)?);
+    table.insert("agones".into(), toml::Value::try_from(&config.agones)?);
     Ok(toml::to_string_pretty(&table)?)
 }
 
@@ -287,7 +297,15 @@ pub fn run(config: Config) -> anyhow::Result<()> {
             &config.arena,
             store.as_ref().map(|(_, writer)| writer.clone()),
         )?;
-        let server = Runtime::start_with(config.serve, kinds, extras)
+        // Under Agones: listen on the address and ports the GameServer was given.
+        let sdk = config.agones.sdk();
+        let mut serve_config = config.serve;
+        if let Some(sdk) = &sdk {
+            sdk.configure(&mut serve_config)
+                .await
+                .context("agones: the SDK sidecar")?;
+        }
+        let server = Runtime::start_with(serve_config, kinds, extras)
             .await
             .context("cannot start the server")?;
         let addresses = server.addresses().clone();
@@ -300,6 +318,13 @@ pub fn run(config: Config) -> anyhow::Result<()> {
         tracing::info!(udp = ?addresses.udp, "serving the UDP protocol");
         if let Some(console) = addresses.console {
             tracing::info!(%console, "admin console");
+        }
+        if let Some(sdk) = sdk {
+            match sdk.ready().await {
+                Ok(()) => tracing::info!("agones: ready"),
+                Err(error) => tracing::error!(%error, "agones: ready"),
+            }
+            tokio::spawn(sdk.run(server.handle(), config.agones.clone()));
         }
         let handle = server.handle();
         tokio::spawn(async move {
@@ -355,6 +380,13 @@ pub fn run(config: Config) -> anyhow::Result<()> {
                 }
             }
             store.close().await;
+        }
+        // Stopped and flushed: Agones may delete the pod now.
+        if let Some(sdk) = sdk {
+            match sdk.shutdown().await {
+                Ok(()) => tracing::info!("agones: shutdown"),
+                Err(error) => tracing::error!(%error, "agones: shutdown"),
+            }
         }
         Ok(())
     })

@@ -112,6 +112,35 @@ impl Matchmaker {
         }
     }
 
+    /// Numbers new rooms from `first` on (when it is past the next number): a node of a
+    /// cluster takes a range of its own, so room ids are unique across the cluster.
+    pub fn number_rooms_from(&mut self, first: u64) {
+        self.next_room = self.next_room.max(first);
+    }
+
+    /// Every room: id, kind, shard, players seated (reservations not counted), capacity.
+    pub fn room_entries(&self) -> impl Iterator<Item = (RoomId, &str, usize, u16, u16)> + '_ {
+        self.rooms.iter().map(|(id, entry)| {
+            (
+                *id,
+                entry.kind.as_str(),
+                entry.shard,
+                entry.seated,
+                entry.capacity,
+            )
+        })
+    }
+
+    /// Every seated player and their room.
+    pub fn seated_players(&self) -> impl Iterator<Item = (PlayerId, RoomId)> + '_ {
+        self.seated.iter().map(|(player, room)| (*player, *room))
+    }
+
+    /// Players seated in `room`, reservations not counted.
+    pub fn seated_in(&self, room: RoomId) -> Option<u16> {
+        self.rooms.get(&room).map(|entry| entry.seated)
+    }
+
     /// Stops placing players (drain); rooms in progress continue.
     pub fn drain(&mut self) {
         self.draining = true;
@@ -463,6 +492,34 @@ mod tests {
         assert_eq!(
             mm.place(now, PlayerId(1), &relay()),
             Err(MatchError::Draining)
+        );
+    }
+
+    #[test]
+    fn rooms_can_be_numbered_from_a_range_of_their_own() {
+        let (mut mm, now) = matchmaker(1);
+        mm.number_rooms_from(5 << 32);
+        let room = mm.place(now, PlayerId(1), &relay()).unwrap().room;
+        assert_eq!(room, RoomId(5 << 32));
+        mm.number_rooms_from(1);
+        let create = MatchRequest::Create {
+            kind: "relay".into(),
+        };
+        assert_eq!(
+            mm.place(now, PlayerId(2), &create).unwrap().room,
+            RoomId((5 << 32) + 1),
+            "never back"
+        );
+        mm.joined(PlayerId(1), room);
+        assert_eq!(mm.seated_in(room), Some(1));
+        assert_eq!(
+            mm.seated_players().collect::<Vec<_>>(),
+            [(PlayerId(1), room)]
+        );
+        assert_eq!(
+            mm.room_entries().map(|entry| entry.3).sum::<u16>(),
+            1,
+            "reservations are not seats"
         );
     }
 

@@ -46,6 +46,9 @@ pub struct ServeConfig {
     pub limits: LimitsConfig,
     /// Graceful shutdown.
     pub drain: DrainConfig,
+    /// Several nodes sharing one room directory on Redis; off (no `redis_url`) the node
+    /// runs alone.
+    pub cluster: ClusterConfig,
 }
 
 impl Default for ServeConfig {
@@ -64,6 +67,7 @@ impl Default for ServeConfig {
             rooms: RoomsConfig::default(),
             limits: LimitsConfig::default(),
             drain: DrainConfig::default(),
+            cluster: ClusterConfig::default(),
         }
     }
 }
@@ -402,6 +406,60 @@ impl Default for DrainConfig {
     }
 }
 
+/// A cluster of nodes sharing one room directory on Redis (docs/OPERATIONS.md, "Scaling
+/// out"). Every node of a cluster has the same `redis_url`, `name` and `secret`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ClusterConfig {
+    /// `redis://host:port/db` (`rediss://` for TLS). Empty: no cluster, the node runs alone.
+    pub redis_url: String,
+    /// The cluster's name: the prefix of its keys and channels, so several clusters (or
+    /// tests) can share one Redis.
+    pub name: String,
+    /// The secret every node of the cluster shares (at least 16 bytes): connect tokens and
+    /// sessions are keyed from it, so a player matchmade on one node connects to another
+    /// and reconnects through any. Required with `redis_url`; there is no default.
+    pub secret: String,
+    /// This node's id in the directory. Empty: the host name and a random suffix.
+    pub node_id: String,
+    /// The node's lease in milliseconds (1000 to 60000): renewed three times per lease, so
+    /// one slow renewal loses nothing; a node that stops renewing (killed, cut off) leaves
+    /// the directory, with its rooms, within it. Default 10000.
+    pub lease_ms: u64,
+    /// How long a matchmake waits for another node to create a room, in milliseconds (100 to
+    /// 30000); past it the request is refused, and the room is never created later. Default
+    /// 2000.
+    pub create_timeout_ms: u64,
+    /// How long one Redis command may take before the directory counts as unavailable, in
+    /// milliseconds (50 to 10000). Default 1000.
+    pub redis_timeout_ms: u64,
+    /// Players this node takes at most: with as many seated or promised, new rooms go to
+    /// other nodes. 0: no limit. Default 0.
+    pub max_players: u32,
+}
+
+impl Default for ClusterConfig {
+    fn default() -> Self {
+        Self {
+            redis_url: String::new(),
+            name: "tickwire".into(),
+            secret: String::new(),
+            node_id: String::new(),
+            lease_ms: 10_000,
+            create_timeout_ms: 2000,
+            redis_timeout_ms: 1000,
+            max_players: 0,
+        }
+    }
+}
+
+impl ClusterConfig {
+    /// Whether this node is part of a cluster.
+    pub fn enabled(&self) -> bool {
+        !self.redis_url.is_empty()
+    }
+}
+
 /// Why a configuration cannot run.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigError {
@@ -581,12 +639,79 @@ impl ServeConfig {
         if self.drain.grace_secs == 0 {
             return Err(invalid("drain.grace_secs", 0, "must be at least 1"));
         }
+        self.validate_cluster()?;
         for (kind, settings) in &self.rooms.kinds {
             if settings.capacity == 0 {
                 return Err(invalid(
                     "rooms.kinds.<kind>.capacity",
                     format!("{kind}: 0"),
                     "must be at least 1",
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn validate_cluster(&self) -> Result<(), ConfigError> {
+        let cluster = &self.cluster;
+        if !cluster.enabled() {
+            return Ok(());
+        }
+        if !(cluster.redis_url.starts_with("redis://")
+            || cluster.redis_url.starts_with("rediss://"))
+        {
+            return Err(invalid(
+                "cluster.redis_url",
+                &cluster.redis_url,
+                "must start with redis:// or rediss://",
+            ));
+        }
+        if cluster.secret.len() < 16 {
+            return Err(invalid(
+                "cluster.secret",
+                format!("({} bytes)", cluster.secret.len()),
+                "a cluster needs a shared secret of at least 16 bytes (connect tokens and sessions are keyed from it)",
+            ));
+        }
+        let name_ok = |name: &str, max: usize| {
+            !name.is_empty()
+                && name.len() <= max
+                && name
+                    .bytes()
+                    .all(|byte| byte.is_ascii_alphanumeric() || b"-_.".contains(&byte))
+        };
+        if !name_ok(&cluster.name, 64) {
+            return Err(invalid(
+                "cluster.name",
+                &cluster.name,
+                "must be 1 to 64 letters, digits, '-', '_' or '.'",
+            ));
+        }
+        if !cluster.node_id.is_empty() && !name_ok(&cluster.node_id, 64) {
+            return Err(invalid(
+                "cluster.node_id",
+                &cluster.node_id,
+                "must be empty or 1 to 64 letters, digits, '-', '_' or '.'",
+            ));
+        }
+        for (key, value, range) in [
+            ("cluster.lease_ms", cluster.lease_ms, 1000..=60_000),
+            (
+                "cluster.create_timeout_ms",
+                cluster.create_timeout_ms,
+                100..=30_000,
+            ),
+            (
+                "cluster.redis_timeout_ms",
+                cluster.redis_timeout_ms,
+                50..=10_000,
+            ),
+        ] {
+            if !range.contains(&value) {
+                return Err(invalid(
+                    key,
+                    value,
+                    "is out of its range (docs/OPERATIONS.md)",
                 ));
             }
         }
@@ -727,6 +852,27 @@ mod tests {
                 "{error}"
             );
         }
+    }
+
+    #[test]
+    fn a_cluster_needs_a_secret_and_sane_settings() {
+        let mut config = ServeConfig::default();
+        config.cluster.redis_url = "redis://127.0.0.1:6379".into();
+        let error = config.validate().unwrap_err().to_string();
+        assert!(error.starts_with("cluster.secret"), "{error}");
+        config.cluster.secret = "sixteen bytes ok".into();
+        config.validate().unwrap();
+        config.cluster.lease_ms = 500;
+        let error = config.validate().unwrap_err().to_string();
+        assert!(error.starts_with("cluster.lease_ms = 500"), "{error}");
+        config.cluster.lease_ms = 10_000;
+        config.cluster.name = "has space".into();
+        let error = config.validate().unwrap_err().to_string();
+        assert!(error.starts_with("cluster.name"), "{error}");
+        config.cluster.name = "tickwire".into();
+        config.cluster.redis_url = "http://x".into();
+        let error = config.validate().unwrap_err().to_string();
+        assert!(error.starts_with("cluster.redis_url"), "{error}");
     }
 
     #[test]

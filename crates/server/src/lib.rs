@@ -14,6 +14,7 @@
 //! | [`config::ServeConfig`] | the deployment configuration `tickwire serve` loads |
 //! | [`room`], [`shard`], [`host`], [`matchmaker`], [`limits`], [`rooms`], [`timestep`] | re-exported from `tickwire-room` |
 
+pub mod cluster;
 pub mod config;
 pub mod console;
 pub mod credentials;

@@ -208,6 +208,7 @@ pub(super) fn router(app: Arc<App>) -> Router<Arc<App>> {
         .route("/api/admin/kick/{player}", post(admin_kick))
         .route("/api/admin/say", post(admin_say))
         .route("/api/admin/drain", post(admin_drain))
+        .route("/api/admin/nodes", get(admin_nodes))
         .route("/api/admin/shutdown", post(admin_shutdown))
         .route_layer(middleware::from_fn_with_state(app, require_token))
 }
@@ -304,6 +305,7 @@ async fn admin_rooms(State(app): State<Arc<App>>) -> Response {
             kind: room.kind,
             players: u16::try_from(room.players).unwrap_or(u16::MAX),
             capacity: room.capacity,
+            node: None,
         })
         .collect();
     axum::Json(listing).into_response()
@@ -374,7 +376,35 @@ fn busy() -> ApiError {
 
 async fn admin_drain(State(app): State<Arc<App>>) -> Response {
     app.drain();
+    // In a cluster, answered once the directory knows: no node sends players here after.
+    if let Some(node) = &app.cluster {
+        node.renewed().await;
+    }
     axum::Json(json!({ "phase": app.phase().name() })).into_response()
+}
+
+/// `GET /api/admin/nodes`: the cluster's live nodes with their load and rooms (this
+/// server alone, as the one node `local`, when it is not in a cluster).
+async fn admin_nodes(State(app): State<Arc<App>>) -> Response {
+    let Some(node) = &app.cluster else {
+        let rooms = rooms(&app);
+        let players: usize = rooms.iter().map(|room| room.players).sum();
+        return axum::Json(json!([{
+            "id": "local",
+            "players": players,
+            "rooms": rooms.len(),
+            "draining": app.phase() != super::Phase::Running,
+        }]))
+        .into_response();
+    };
+    match node.directory().nodes().await {
+        Ok(nodes) => axum::Json(nodes).into_response(),
+        Err(error) => ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("cluster directory unavailable: {error}"),
+        )
+        .into_response(),
+    }
 }
 
 async fn admin_shutdown(State(app): State<Arc<App>>) -> Response {

@@ -72,6 +72,11 @@ impl ApiError {
     pub(super) fn new(status: StatusCode, message: impl Into<String>) -> Self {
         Self(status, message.into())
     }
+
+    /// What the client is told.
+    pub(super) fn message(&self) -> &str {
+        &self.1
+    }
 }
 
 impl IntoResponse for ApiError {
@@ -165,23 +170,41 @@ async fn matchmake(
         request.name.as_deref(),
         now,
     )?;
-    let seat = place(&app, &identity, &wanted).await?;
+    let seat = match &app.cluster {
+        Some(node) => super::cluster::place(&app, node, &identity, &wanted).await?,
+        None => place(&app, &identity, &wanted).await?,
+    };
     app.metrics.matchmade();
 
-    let shard = &app.shards[seat.shard];
     let ticket = SeatTicket {
         room: seat.room,
         name: identity.name.clone(),
     }
     .encode()
     .ok_or_else(|| ApiError::new(StatusCode::BAD_REQUEST, "name too long"))?;
+    let (udp, endpoints) = match seat.at {
+        SeatAt::Shard(shard) => {
+            let udp = app.shards[shard].udp_public;
+            (udp, local_endpoints(&app, &headers, udp))
+        }
+        // A room on another node of the cluster: its addresses as it listed them.
+        SeatAt::Node { udp, info } => (
+            udp,
+            Endpoints {
+                udp,
+                ws: info.ws,
+                wss: info.wss,
+                wt: info.wt,
+            },
+        ),
+    };
     let issuer = TokenIssuer {
         protocol_id: app.config.udp.protocol_id,
         key: app.key.clone(),
         // The room's shard's UDP address only: a UDP client tries the token's addresses in
         // order, and a TCP port among them cost it a handshake timeout. The WebSocket and
         // WebTransport endpoints are in the answer's `endpoints`.
-        server_addresses: vec![shard.udp_public],
+        server_addresses: vec![udp],
         validity_seconds: app.config.udp.token_validity_secs,
         timeout_seconds: app.config.udp.handshake_timeout_secs,
     };
@@ -189,9 +212,24 @@ async fn matchmake(
         .issue(&mut rand::rng(), now, identity.player.0, &ticket)
         .and_then(|token| token.to_bytes())
         .map_err(|error| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, error.to_string()))?;
-    // The name the client used to reach us (so a browser's page and socket agree), with
-    // each listener's own port: the request may have come through either.
-    let host = request_host(&headers).unwrap_or_else(|| app.http_public.to_string());
+    Ok(axum::Json(MatchmakeAnswer {
+        player_id: identity.player.0,
+        session: app.identities.session(&identity),
+        name: identity.name,
+        room: seat.room.0,
+        kind: seat.kind,
+        reconnect: seat.reconnect,
+        token: STANDARD.encode(token.as_slice()),
+        expires_at: now + app.config.udp.token_validity_secs,
+        endpoints,
+    }))
+}
+
+/// This server's endpoints for a room on shard UDP address `udp`: the name the client used
+/// to reach us (so a browser's page and socket agree), with each listener's own port: the
+/// request may have come through either.
+fn local_endpoints(app: &App, headers: &HeaderMap, udp: SocketAddr) -> Endpoints {
+    let host = request_host(headers).unwrap_or_else(|| app.http_public.to_string());
     let host_name = host_without_port(&host);
     let mut ws = format!("ws://{host_name}:{}/ws", app.http_public.port());
     let mut wss = app
@@ -207,30 +245,26 @@ async fn matchmake(
         url: format!("https://{host_name}:{}/wt", public.port()),
         cert_sha256: endpoint.cert_sha256(),
     });
-    Ok(axum::Json(MatchmakeAnswer {
-        player_id: identity.player.0,
-        session: app.identities.session(&identity),
-        name: identity.name,
-        room: seat.room.0,
-        kind: seat.kind,
-        reconnect: seat.reconnect,
-        token: STANDARD.encode(token.as_slice()),
-        expires_at: now + app.config.udp.token_validity_secs,
-        endpoints: Endpoints {
-            udp: shard.udp_public,
-            ws,
-            wss,
-            wt,
-        },
-    }))
+    Endpoints { udp, ws, wss, wt }
 }
 
 /// Where a player goes.
-struct SeatChoice {
-    room: RoomId,
-    kind: String,
-    shard: usize,
-    reconnect: bool,
+pub(super) struct SeatChoice {
+    pub(super) room: RoomId,
+    pub(super) kind: String,
+    pub(super) reconnect: bool,
+    pub(super) at: SeatAt,
+}
+
+/// The room's host: a shard of this server, or another node of the cluster.
+pub(super) enum SeatAt {
+    /// This server's shard.
+    Shard(usize),
+    /// Another node: the UDP address of the room's shard there, and the node's addresses.
+    Node {
+        udp: SocketAddr,
+        info: crate::cluster::NodeInfo,
+    },
 }
 
 /// The player's held seat, their pending reservation, or a new placement (creating the
@@ -246,8 +280,8 @@ async fn place(
             return Ok(SeatChoice {
                 room,
                 kind,
-                shard,
                 reconnect: true,
+                at: SeatAt::Shard(shard),
             });
         }
         if let Some((room, shard, kind)) =
@@ -256,8 +290,8 @@ async fn place(
             return Ok(SeatChoice {
                 room,
                 kind,
-                shard,
                 reconnect: false,
+                at: SeatAt::Shard(shard),
             });
         }
         if matches!(wanted, MatchRequest::JoinOrCreate { kind } if kind.is_empty()) {
@@ -281,14 +315,14 @@ async fn place(
     Ok(SeatChoice {
         room: placement.room,
         kind: placement.kind,
-        shard: placement.shard,
         reconnect: false,
+        at: SeatAt::Shard(placement.shard),
     })
 }
 
 /// Asks a shard to host a new room and waits until it does, so a player who connects at
 /// once finds it.
-async fn create_room(app: &App, shard: usize, room: RoomId, kind: &str) -> bool {
+pub(super) async fn create_room(app: &App, shard: usize, room: RoomId, kind: &str) -> bool {
     let (Some(link), Some(game)) = (app.shards.get(shard), app.kinds.create(kind)) else {
         return false;
     };
@@ -332,10 +366,36 @@ pub(super) struct RoomListing {
     pub(super) kind: String,
     pub(super) players: u16,
     pub(super) capacity: u16,
+    /// The node hosting it, in a cluster.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) node: Option<String>,
 }
 
-/// `GET /api/rooms`: every room with seats taken or promised.
-async fn rooms(State(app): State<Arc<App>>) -> axum::Json<Vec<RoomListing>> {
+/// `GET /api/rooms`: every room with seats taken or promised; in a cluster, every room of
+/// every live node (while the directory is unreachable: 503 with the reason).
+async fn rooms(State(app): State<Arc<App>>) -> Result<axum::Json<Vec<RoomListing>>, ApiError> {
+    if let Some(node) = &app.cluster {
+        let rooms = node
+            .directory()
+            .rooms()
+            .await
+            .map_err(|error| {
+                ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    format!("cluster directory unavailable: {error}"),
+                )
+            })?
+            .into_iter()
+            .map(|room| RoomListing {
+                id: room.id,
+                kind: room.kind,
+                players: room.players,
+                capacity: room.capacity,
+                node: Some(room.node),
+            })
+            .collect();
+        return Ok(axum::Json(rooms));
+    }
     let rooms = app
         .matchmaker()
         .rooms(Instant::now())
@@ -345,9 +405,10 @@ async fn rooms(State(app): State<Arc<App>>) -> axum::Json<Vec<RoomListing>> {
             kind,
             players,
             capacity,
+            node: None,
         })
         .collect();
-    axum::Json(rooms)
+    Ok(axum::Json(rooms))
 }
 
 async fn healthz() -> &'static str {
@@ -362,6 +423,10 @@ async fn readyz(State(app): State<Arc<App>>) -> (StatusCode, String) {
         Phase::ShuttingDown => (StatusCode::SERVICE_UNAVAILABLE, "shutting down"),
     };
     let mut body = format!("{phase}\n");
+    if let Some(note) = app.cluster.as_ref().and_then(|node| node.degraded()) {
+        body.push_str(&note);
+        body.push('\n');
+    }
     for note in app.extras_readiness.iter().filter_map(|note| note()) {
         body.push_str(&note);
         body.push('\n');

@@ -65,9 +65,14 @@ pub(crate) struct Identities {
 }
 
 impl Identities {
-    pub(crate) fn new(config: &AuthConfig) -> Self {
-        let mut session_secret = [0u8; 32];
-        rand::rng().fill(&mut session_secret);
+    /// Checks identities under `config`; sessions are signed with `session_secret` when
+    /// given (a cluster's, shared by its nodes), else with a key made now.
+    pub(crate) fn new(config: &AuthConfig, session_secret: Option<[u8; 32]>) -> Self {
+        let session_secret = session_secret.unwrap_or_else(|| {
+            let mut secret = [0u8; 32];
+            rand::rng().fill(&mut secret);
+            secret
+        });
         Self {
             mode: config.mode,
             shared_secret: hmac::Key::new(hmac::HMAC_SHA256, config.shared_secret.as_bytes()),
@@ -195,15 +200,18 @@ mod tests {
     }
 
     fn backend() -> Identities {
-        Identities::new(&AuthConfig {
-            mode: AuthMode::SharedSecret,
-            shared_secret: "a secret of some length".into(),
-        })
+        Identities::new(
+            &AuthConfig {
+                mode: AuthMode::SharedSecret,
+                shared_secret: "a secret of some length".into(),
+            },
+            None,
+        )
     }
 
     #[test]
     fn guests_get_an_id_and_their_session_brings_them_back() {
-        let identities = Identities::new(&AuthConfig::default());
+        let identities = Identities::new(&AuthConfig::default(), None);
         let guest = identities.resolve(None, None, Some(" Zoë "), 0).unwrap();
         assert_eq!(guest.name, "Zoë");
         assert!((1..=MAX_PLAYER_ID).contains(&guest.player.0));
@@ -218,7 +226,7 @@ mod tests {
             identities.resolve(Some(&URL_SAFE_NO_PAD.encode(forged)), None, None, 0),
             Err(IdentityError::BadSession)
         );
-        let other_process = Identities::new(&AuthConfig::default());
+        let other_process = Identities::new(&AuthConfig::default(), None);
         assert_eq!(
             other_process.resolve(Some(&session), None, None, 0),
             Err(IdentityError::BadSession)
@@ -230,8 +238,19 @@ mod tests {
     }
 
     #[test]
+    fn a_clusters_nodes_share_sessions() {
+        let node_a = Identities::new(&AuthConfig::default(), Some([7; 32]));
+        let node_b = Identities::new(&AuthConfig::default(), Some([7; 32]));
+        let guest = node_a.resolve(None, None, Some("ada"), 0).unwrap();
+        assert_eq!(
+            node_b.resolve(Some(&node_a.session(&guest)), None, None, 0),
+            Ok(guest)
+        );
+    }
+
+    #[test]
     fn bad_names_are_refused() {
-        let identities = Identities::new(&AuthConfig::default());
+        let identities = Identities::new(&AuthConfig::default(), None);
         for name in ["", "   ", "a\u{7}b", &"x".repeat(33)] {
             assert_eq!(
                 identities.resolve(None, None, Some(name), 0),
@@ -287,7 +306,7 @@ mod tests {
 
     #[test]
     fn a_guest_server_never_trusts_a_signed_claim() {
-        let identities = Identities::new(&AuthConfig::default());
+        let identities = Identities::new(&AuthConfig::default(), None);
         assert_eq!(
             identities.resolve(None, Some(&signed("", 42, "ada", u64::MAX)), None, 0),
             Err(IdentityError::BadSignature)

@@ -23,6 +23,7 @@
 
 mod admin;
 mod api;
+mod cluster;
 mod extras;
 mod identity;
 mod kinds;
@@ -171,6 +172,8 @@ pub(crate) struct App {
     rates: Mutex<Rates>,
     /// The HTTP and HTTPS listeners' counters.
     http_metrics: Vec<ListenMetrics>,
+    /// This node's part in a cluster, when `[cluster]` is on.
+    cluster: Option<Arc<cluster::ClusterNode>>,
 }
 
 impl App {
@@ -194,6 +197,10 @@ impl App {
             }
             running
         });
+        // The directory learns at once: no other node sends players here any more.
+        if let Some(node) = &self.cluster {
+            node.renew();
+        }
     }
 
     fn shutdown(&self) {
@@ -235,6 +242,30 @@ impl ServerHandle {
     pub fn phase(&self) -> Phase {
         self.app.phase()
     }
+
+    /// Players and rooms now, and each shard's count of published views (which moves
+    /// every 250 ms while the shard's loop turns): for a health check and load labels.
+    pub fn pulse(&self) -> Pulse {
+        let mut pulse = Pulse::default();
+        for shard in &self.app.shards {
+            let view = shard.view.read();
+            pulse.players += view.players.len() as u64 + view.players_held;
+            pulse.rooms += view.rooms.len() as u64;
+            pulse.publications.push(view.publications);
+        }
+        pulse
+    }
+}
+
+/// A running server's load and liveness, from [`ServerHandle::pulse`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Pulse {
+    /// Players connected or holding a seat.
+    pub players: u64,
+    /// Rooms hosted.
+    pub rooms: u64,
+    /// Each shard's count of published views.
+    pub publications: Vec<u64>,
 }
 
 /// What a shutdown did.
@@ -290,7 +321,21 @@ impl Runtime {
                 return Err(StartError::UnknownKind(kind.clone(), known.join(", ")));
             }
         }
-        let key = Key::random(&mut rand::rng());
+        // A cluster's nodes share the connect-token key (derived from its secret), so one node
+        // issues tokens another admits; a single server makes one of its own.
+        let key = if config.cluster.enabled() {
+            cluster::token_key(&config.cluster.secret)
+        } else {
+            Key::random(&mut rand::rng())
+        };
+        let cluster_node = if config.cluster.enabled() {
+            Some(Arc::new(
+                cluster::ClusterNode::new(&config.cluster)
+                    .map_err(|error| StartError::Other(format!("cluster.redis_url: {error}")))?,
+            ))
+        } else {
+            None
+        };
         let public_ip = config.public_ip;
 
         let http = tokio::net::TcpListener::bind(config.http.listen)
@@ -500,7 +545,13 @@ impl Runtime {
         let matchmake_rate = config.limits.matchmake_rate;
         let (phase, _) = watch::channel(Phase::Running);
         let app = Arc::new(App {
-            identities: Identities::new(&config.auth),
+            identities: Identities::new(
+                &config.auth,
+                config
+                    .cluster
+                    .enabled()
+                    .then(|| cluster::session_secret(&config.cluster.secret)),
+            ),
             matchmake_limiter: Mutex::new(IpLimiter::new(IpLimitConfig {
                 connect_rate: matchmake_rate,
                 connect_burst: (matchmake_rate * 10.0).ceil() as u32,
@@ -523,6 +574,7 @@ impl Runtime {
             extras_readiness: extras.readiness,
             rates: Mutex::new(Rates::default()),
             http_metrics,
+            cluster: cluster_node,
         });
 
         let mut tasks = JoinSet::new();
@@ -531,6 +583,7 @@ impl Runtime {
         tasks.spawn(sample_rates(app.clone()));
         tasks.spawn(return_freed_memory(app.clone()));
         tasks.spawn(finish_drain(app.clone()));
+        tasks.spawn(cluster::run(app.clone()));
 
         let (stop_listeners, stopped) = watch::channel(false);
         let wt_address = match &wt {
@@ -646,6 +699,10 @@ impl Runtime {
     /// grace period; a caller of this bounds it themselves.
     pub async fn shut_down(mut self) -> io::Result<ShutdownReport> {
         self.app.shutdown();
+        // Out of the cluster's directory first: no node sends players here any more.
+        if let Some(node) = &self.app.cluster {
+            node.leave().await;
+        }
         let mut report = ShutdownReport::default();
         for worker in self.workers.drain(..) {
             report.workers.push(worker.stop().await?);
@@ -710,11 +767,16 @@ async fn hand_off(app: Arc<App>, mut arrivals: mpsc::Receiver<Arrival>) {
 /// Keeps the matchmaker's seats in step with the shards.
 async fn apply_events(app: Arc<App>, mut events: mpsc::UnboundedReceiver<SeatChange>) {
     while let Some(event) = events.recv().await {
-        let mut matchmaker = app.matchmaker();
-        match event {
-            SeatChange::Seated { player, room } => matchmaker.joined(player, room),
-            SeatChange::Unseated { player, .. } => matchmaker.left(player),
-            SeatChange::RoomDisposed { room } => matchmaker.room_closed(room),
+        {
+            let mut matchmaker = app.matchmaker();
+            match event {
+                SeatChange::Seated { player, room } => matchmaker.joined(player, room),
+                SeatChange::Unseated { player, .. } => matchmaker.left(player),
+                SeatChange::RoomDisposed { room } => matchmaker.room_closed(room),
+            }
+        }
+        if let Some(node) = &app.cluster {
+            node.seat_change(event);
         }
     }
 }

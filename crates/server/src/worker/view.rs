@@ -41,6 +41,9 @@ pub struct WorkerView {
     pub joins_refused: u64,
     /// Players refused by the per-address connection limit.
     pub refused_by_address: u64,
+    /// Views published so far: a worker whose count stops moving has stopped (a health
+    /// check's signal that the shard still turns).
+    pub publications: u64,
 }
 
 /// A [`WorkerView`] shared between the worker that writes it and the readers.
@@ -53,8 +56,10 @@ impl SharedView {
         self.lock().clone()
     }
 
-    pub(crate) fn publish(&self, view: WorkerView) {
-        *self.lock() = view;
+    pub(crate) fn publish(&self, mut view: WorkerView) {
+        let mut published = self.lock();
+        view.publications = published.publications + 1;
+        *published = view;
     }
 
     fn lock(&self) -> MutexGuard<'_, WorkerView> {
