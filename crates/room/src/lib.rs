@@ -44,10 +44,12 @@
 
 pub mod host;
 pub mod limits;
+pub mod listing;
 pub mod matchmaker;
 pub mod room;
 pub mod rooms;
 pub mod sessions;
 pub mod shard;
 pub mod ticket;
+pub mod timers;
 pub mod timestep;

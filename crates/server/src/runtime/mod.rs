@@ -139,6 +139,8 @@ struct ShardLink {
     control: mpsc::Sender<Control>,
     udp_public: SocketAddr,
     view: SharedView,
+    /// False once the worker's thread has ended: readiness reports the shard degraded.
+    running: crate::worker::Running,
 }
 
 /// Traffic rates, sampled once a second from the workers' and the endpoint's counters.
@@ -439,6 +441,7 @@ impl Runtime {
                 control: worker.control(),
                 udp_public: SocketAddr::new(public_ip, worker.udp_address().port()),
                 view: worker.shared_view(),
+                running: worker.running(),
             })
             .collect();
         let reservation_ttl = Duration::from_secs(config.udp.token_validity_secs);
@@ -712,6 +715,7 @@ async fn apply_events(app: Arc<App>, mut events: mpsc::UnboundedReceiver<SeatCha
             SeatChange::Seated { player, room } => matchmaker.joined(player, room),
             SeatChange::Unseated { player, .. } => matchmaker.left(player),
             SeatChange::RoomDisposed { room } => matchmaker.room_closed(room),
+            SeatChange::Listed { room, listing } => matchmaker.listed(room, *listing),
         }
     }
 }

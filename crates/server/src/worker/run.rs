@@ -165,14 +165,28 @@ impl Worker {
                 message = control.recv() => {
                     let now = Instant::now();
                     match message {
-                        Some(Control::CreateRoom { id, kind, room, capacity, created }) => {
-                            let result = self.sessions.shard_mut().create_room(now, id, kind, room, capacity);
+                        Some(Control::CreateRoom { id, kind, room, capacity, options, created }) => {
+                            let result = self
+                                .sessions
+                                .shard_mut()
+                                .create_room_with(now, id, kind, room, capacity, &options);
                             if let Err(error) = &result {
-                                tracing::warn!(?id, %error, "room not created");
+                                tracing::info!(?id, %error, "room not created");
                             }
+                            self.route_outputs(now);
                             if let Some(created) = created {
-                                let _ = created.send(result.is_ok());
+                                let _ = created.send(result);
                             }
+                        }
+                        Some(Control::Lock { room, locked, done }) => {
+                            let found = self.sessions.shard_mut().set_locked(now, room, locked);
+                            self.route_outputs(now);
+                            let _ = done.send(found);
+                        }
+                        Some(Control::Dispose { room, done }) => {
+                            let found = self.sessions.shard_mut().dispose_room(now, room);
+                            self.route_outputs(now);
+                            let _ = done.send(found);
                         }
                         Some(Control::Attach(Arrival::WebSocket(socket))) => self.attach_ws(now, socket),
                         Some(Control::Attach(Arrival::WebTransport(session))) => {
@@ -436,6 +450,14 @@ impl Worker {
                 ),
                 SessionOutput::Seat(change) => report(&self.links, change),
             }
+        }
+        for crash in self.sessions.shard_mut().drain_crashes() {
+            tracing::error!(
+                room = %crash.room,
+                kind = %crash.kind,
+                panic = %crash.panic,
+                "a room panicked: disposed of it alone, its players told \"room crashed\""
+            );
         }
     }
 
