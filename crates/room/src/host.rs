@@ -182,7 +182,10 @@ impl RoomHost {
 
     /// Seats a player in the lowest free seat, if the room has one and accepts them.
     pub fn join(&mut self, now: Instant, id: PlayerId, name: String) -> Result<Seat, JoinRefused> {
-        if self.is_closing() {
+        if self.crashed.is_some() {
+            return Err(JoinRefused::Crashed);
+        }
+        if self.state.dispose_requested {
             return Err(JoinRefused::Closed);
         }
         if self.connected.contains_key(&id) {
@@ -207,7 +210,7 @@ impl RoomHost {
         let mut verdict = Ok(());
         self.call(now, |room, ctx| verdict = room.join(ctx, &member));
         if self.crashed.is_some() {
-            verdict = Err(JoinRefused::Closed);
+            verdict = Err(JoinRefused::Crashed);
         }
         if let Err(refused) = verdict {
             if let Some(index) = self.position(id) {

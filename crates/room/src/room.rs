@@ -60,9 +60,12 @@ pub enum JoinRefused {
     /// The player is already in the room.
     #[error("player is already in the room")]
     AlreadyMember,
-    /// The room is closing: it crashed or asked to be disposed of.
+    /// The room asked to be disposed of and takes no one.
     #[error("room closed")]
     Closed,
+    /// The room's code panicked (perhaps in this very join) and it is being disposed of.
+    #[error("room crashed")]
+    Crashed,
     /// The game refused, for its own reason: the text reaches the client verbatim (the
     /// WebSocket and WebTransport close reason, cut to 123 bytes).
     #[error("{0}")]

@@ -430,7 +430,7 @@ fn a_panic_in_any_hook_disposes_of_that_room_alone() {
             "message" => shard.message(now, PlayerId(2), 0, Bytes::from_static(b"x")),
             "join" => assert_eq!(
                 shard.join(now, RoomId(2), PlayerId(3), "trigger".into()),
-                Err(JoinError::Refused(JoinRefused::Closed))
+                Err(JoinError::Refused(JoinRefused::Crashed))
             ),
             _ => {}
         }

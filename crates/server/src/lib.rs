@@ -23,4 +23,6 @@ pub mod worker;
 // The room logic lives in `tickwire-room`, which a game builds on without compiling the
 // server; these keep `tickwire_server::room::Room` and the server's own `crate::shard::…`
 // paths working.
-pub use tickwire_room::{host, limits, matchmaker, room, rooms, sessions, shard, timestep};
+pub use tickwire_room::{
+    host, limits, listing, matchmaker, room, rooms, sessions, shard, timers, timestep,
+};
