@@ -19,7 +19,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
 use crate::config::ServeConfig;
 use crate::room::Room;
-use crate::runtime::{Addresses, RoomKinds, Runtime, ShutdownReport, StartError};
+use crate::runtime::{Addresses, Extras, RoomKinds, Runtime, ShutdownReport, StartError};
 
 /// The entry point of an embedded server: see [`Server::builder`].
 #[derive(Debug)]
@@ -31,6 +31,7 @@ impl Server {
         ServerBuilder {
             config: development_config(),
             kinds: RoomKinds::new(),
+            extras: Extras::default(),
             logs: true,
         }
     }
@@ -51,6 +52,7 @@ pub enum RunError {
 pub struct ServerBuilder {
     config: ServeConfig,
     kinds: RoomKinds,
+    extras: Extras,
     logs: bool,
 }
 
@@ -96,6 +98,13 @@ impl ServerBuilder {
         self
     }
 
+    /// Also serves `extras`: the game's own routes (its web page), `/metrics` lines,
+    /// readiness notes.
+    pub fn extras(mut self, extras: Extras) -> Self {
+        self.extras = extras;
+        self
+    }
+
     /// Installs no log subscriber: the embedding program has its own.
     pub fn without_logs(mut self) -> Self {
         self.logs = false;
@@ -107,7 +116,7 @@ impl ServerBuilder {
         if self.logs {
             init_logging();
         }
-        let runtime = Runtime::start(self.config, self.kinds).await?;
+        let runtime = Runtime::start_with(self.config, self.kinds, self.extras).await?;
         tracing::info!("{}", listening_line(runtime.addresses()));
         Ok(runtime)
     }
