@@ -251,6 +251,14 @@ impl WsLink {
     }
 }
 
+/// How a close frame from the server (or its absence: 1005) reads as an ending.
+fn ended_by(frame: Option<tokio_tungstenite::tungstenite::protocol::CloseFrame>) -> Ended {
+    match frame {
+        Some(frame) => Ended::from_close(u16::from(frame.code), &frame.reason),
+        None => Ended::from_close(1005, ""),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -272,13 +280,5 @@ mod tests {
         assert_eq!(authority("ws://[::1]/ws").unwrap().1, 80);
         assert!(authority("http://x/ws").is_err());
         assert!(authority("ws:///ws").is_err());
-    }
-}
-
-/// How a close frame from the server (or its absence: 1005) reads as an ending.
-fn ended_by(frame: Option<tokio_tungstenite::tungstenite::protocol::CloseFrame>) -> Ended {
-    match frame {
-        Some(frame) => Ended::from_close(u16::from(frame.code), &frame.reason),
-        None => Ended::from_close(1005, ""),
     }
 }
