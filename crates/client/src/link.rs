@@ -83,8 +83,8 @@ pub enum Ended {
     Reason(DisconnectReason),
     /// The server removed the player (UDP reason 4, close code 4004): the room refused
     /// their join or kicked them, an operator kicked them, the room closed or crashed. The
-    /// server's reason verbatim ("cheaters may not play", "room crashed") over WebSocket
-    /// and WebTransport; empty over UDP, whose disconnect carries a code alone.
+    /// server's reason verbatim ("cheaters may not play", "room crashed"), up to 123 bytes,
+    /// over every transport.
     Kicked(String),
     /// The server refused the connect token (WebSocket 4010 bad, 4011 expired, 4012 used).
     TokenRefused(u16),
@@ -359,7 +359,8 @@ impl Link {
                         break LinkEvent::Message { channel, message };
                     }
                     Ok(ClientEvent::Disconnected { reason }) => {
-                        break LinkEvent::Ended(Ended::from_reason(reason, ""));
+                        let text = driver.endpoint().disconnect_text();
+                        break LinkEvent::Ended(Ended::from_reason(reason, text));
                     }
                     Ok(ClientEvent::Connected { .. }) => continue,
                     Err(error) => break LinkEvent::Ended(Ended::Lost(error.to_string())),
@@ -441,7 +442,8 @@ async fn connect_udp(answer: &MatchAnswer) -> Result<(Inner, ConnectionParams), 
         match driver.next_event().await? {
             ClientEvent::Connected { params } => return Ok((Inner::Udp(Box::new(driver)), params)),
             ClientEvent::Disconnected { reason } => {
-                return Err(ConnectError::Refused(Ended::from_reason(reason, "")));
+                let text = driver.endpoint().disconnect_text();
+                return Err(ConnectError::Refused(Ended::from_reason(reason, text)));
             }
             // Nothing arrives before the connection is made.
             ClientEvent::Message { .. } => continue,

@@ -352,7 +352,7 @@ async fn wss_connects_when_the_client_trusts_the_servers_certificate() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rooms_refusal_reaches_the_client_in_its_own_words() {
     let (runtime, url) = relay_server().await;
-    for transport in [Transport::Ws, Transport::Wt] {
+    for transport in [Transport::Udp, Transport::Ws, Transport::Wt] {
         let answer = matchmake(
             &url,
             &MatchmakeRequest::kind("picky").named("cheater"),
@@ -360,8 +360,9 @@ async fn a_rooms_refusal_reaches_the_client_in_its_own_words() {
         )
         .await
         .unwrap();
-        // Over WebSocket the refusal takes the accepted message's place; WebTransport's
-        // session is up before the room is asked, so it ends the link instead.
+        // Over WebSocket the refusal takes the accepted message's place; UDP's handshake and
+        // WebTransport's session are up before the room is asked, so it may end the link
+        // instead.
         let ended = match Link::connect(&answer, transport, &options()).await {
             Err(ConnectError::Refused(ended)) => ended,
             Ok(mut link) => match timeout(WAIT, link.next_event()).await.expect("in time") {

@@ -246,11 +246,14 @@ impl Worker {
                     let admission =
                         self.sessions
                             .admit(now, player, Some(address.ip()), &user_data);
-                    if self.admitted(now, admission).is_ok() {
-                        self.sessions.bind(player, Link::Udp(connection));
-                    } else {
-                        self.server
-                            .disconnect(now, connection, DisconnectReason::Kicked);
+                    match self.admitted(now, admission) {
+                        Ok(()) => self.sessions.bind(player, Link::Udp(connection)),
+                        Err(refused) => self.server.disconnect_saying(
+                            now,
+                            connection,
+                            DisconnectReason::Kicked,
+                            &refused.to_string(),
+                        ),
                     }
                 }
                 ServerEvent::Message {
@@ -577,7 +580,7 @@ fn end_link(
 ) {
     let code = CloseCode::from_disconnect_reason(reason);
     match link {
-        Link::Udp(connection) => server.disconnect(now, connection, reason),
+        Link::Udp(connection) => server.disconnect_saying(now, connection, reason, text),
         Link::Ws(link) => ws.close(link, code, text),
         Link::Wt(attach) => {
             if let Some(sender) = wt_senders.remove(&attach) {
