@@ -257,6 +257,32 @@ impl<'a> RoomContext<'a> {
     /// the whole message and nothing else. `None` for bytes that do not decode: they are
     /// counted ([`RoomStats::messages_malformed`](crate::host::RoomStats)) and dropped, so a
     /// room matches on its own type and never on bytes.
+    ///
+    /// ```
+    /// use bytes::Bytes;
+    /// use tickwire_room::room::{PlayerId, Room, RoomContext};
+    /// use tickwire_wire::{Decode, Encode};
+    ///
+    /// #[derive(Encode, Decode)]
+    /// enum Input {
+    ///     Move { #[wire(min = 0, max = 6)] column: u8 },
+    ///     Say { #[wire(max_len = 64)] text: String },
+    /// }
+    ///
+    /// struct Game;
+    ///
+    /// impl Room for Game {
+    ///     fn message(&mut self, ctx: &mut RoomContext<'_>, from: PlayerId, _: u8, bytes: Bytes) {
+    ///         let Some(input) = ctx.decode::<Input>(&bytes) else { return };
+    ///         match input {
+    ///             Input::Move { column } => { /* the rules, for `from` and `column` */ }
+    ///             Input::Say { text } => {
+    ///                 let _ = ctx.broadcast_message(0, &Input::Say { text });
+    ///             }
+    ///         }
+    ///     }
+    /// }
+    /// ```
     pub fn decode<M: Decode>(&mut self, message: &[u8]) -> Option<M> {
         match tickwire_wire::decode_exact::<M>(message) {
             Ok(decoded) => Some(decoded),
