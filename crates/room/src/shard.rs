@@ -341,7 +341,11 @@ impl Shard {
         if self.rooms.contains_key(&id) {
             return Err(CreateError::Exists(id));
         }
-        let start = self.aligned_start(now, room.tick_rate_hz());
+        // The first call into the game's code: a panic here refuses the room, as one in
+        // `create` does, rather than taking the shard down.
+        let rate = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| room.tick_rate_hz()))
+            .map_err(|_| CreateRefused("room crashed: tick_rate_hz panicked".into()))?;
+        let start = self.aligned_start(now, rate);
         let mut host = RoomHost::new(id, room, start, capacity)?;
         host.create(now, options)?;
         self.rooms.insert(

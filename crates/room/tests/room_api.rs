@@ -379,6 +379,20 @@ impl Room for AutoDispose {
 struct Panics(&'static str);
 
 impl Room for Panics {
+    fn tick_rate_hz(&self) -> u32 {
+        if self.0 == "tick_rate_hz" {
+            panic!("tick_rate_hz blew up");
+        }
+        60
+    }
+
+    fn create(&mut self, _: &mut RoomContext<'_>, _: &RoomOptions) -> Result<(), CreateRefused> {
+        if self.0 == "create" {
+            panic!("create blew up");
+        }
+        Ok(())
+    }
+
     fn join(&mut self, _ctx: &mut RoomContext<'_>, member: &Member) -> Result<(), JoinRefused> {
         if self.0 == "join" && member.name == "trigger" {
             panic!("join blew up");
@@ -454,4 +468,21 @@ fn a_panic_in_any_hook_disposes_of_that_room_alone() {
         assert_eq!(shard.room_of(PlayerId(1)), Some(RoomId(1)));
         assert_eq!(shard.room_of(PlayerId(2)), None);
     }
+}
+
+#[test]
+fn a_panic_while_a_room_is_created_refuses_it_and_the_shard_goes_on() {
+    let (mut shard, now) = shard(Duration::from_secs(30));
+    for hook in ["tick_rate_hz", "create"] {
+        let refused = shard.create_room(now, RoomId(1), "panics", Box::new(Panics(hook)), 4);
+        assert!(
+            matches!(&refused, Err(tickwire_room::shard::CreateError::Refused(why)) if why.0.starts_with("room crashed")),
+            "{hook}: {refused:?}"
+        );
+    }
+    assert_eq!(shard.rooms().count(), 0);
+    shard
+        .create_room(now, RoomId(1), "panics", Box::new(Panics("none")), 4)
+        .unwrap();
+    assert_eq!(shard.rooms().count(), 1);
 }
