@@ -175,7 +175,8 @@ impl RoomHost {
         let mut verdict = Ok(());
         self.call(now, |room, ctx| verdict = room.create(ctx, options));
         match &self.crashed {
-            Some(panic) => Err(CreateRefused(format!("room crashed: {panic}"))),
+            // The panic itself is in `crashed()` for the shard to report.
+            Some(_) => Err(CreateRefused("room crashed".into())),
             None => verdict,
         }
     }

@@ -128,9 +128,12 @@ pub enum CreateError {
     /// The room's tick rate is out of bounds.
     #[error(transparent)]
     TickRate(#[from] TickRateError),
-    /// The room refused its options (or crashed reading them).
+    /// The room refused its options.
     #[error(transparent)]
     Refused(#[from] CreateRefused),
+    /// The room's code panicked while it was created (logged and counted as a crash).
+    #[error("room crashed: {0}")]
+    Crashed(String),
     /// A room with that id is hosted already.
     #[error("room {0} exists already")]
     Exists(RoomId),
@@ -341,17 +344,26 @@ impl Shard {
         if self.rooms.contains_key(&id) {
             return Err(CreateError::Exists(id));
         }
-        // The first call into the game's code: a panic here refuses the room, as one in
-        // `create` does, rather than taking the shard down.
-        let rate = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| room.tick_rate_hz()))
-            .map_err(|_| CreateRefused("room crashed: tick_rate_hz panicked".into()))?;
+        let kind = kind.into();
+        // The first call into the game's code: a panic here, as in `create`, is a crash of
+        // a room that never was, rather than of the shard.
+        let rate =
+            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| room.tick_rate_hz())) {
+                Ok(rate) => rate,
+                Err(_) => return Err(self.crashed_creating(id, kind, "tick_rate_hz panicked")),
+            };
         let start = self.aligned_start(now, rate);
         let mut host = RoomHost::new(id, room, start, capacity)?;
-        host.create(now, options)?;
+        if let Err(refused) = host.create(now, options) {
+            return Err(match host.crashed() {
+                Some(panic) => self.crashed_creating(id, kind, panic),
+                None => refused.into(),
+            });
+        }
         self.rooms.insert(
             id,
             HostedRoom {
-                kind: kind.into(),
+                kind,
                 host,
                 empty_since: Some(now),
                 ever_joined: false,
@@ -362,6 +374,17 @@ impl Shard {
         // matchmaker, and a room that disposed of itself at once goes.
         self.route(id, now);
         Ok(())
+    }
+
+    /// Records a room that panicked before it was hosted, for the worker to log.
+    fn crashed_creating(&mut self, room: RoomId, kind: String, panic: &str) -> CreateError {
+        self.stats.rooms_crashed += 1;
+        self.crashes.push(RoomCrash {
+            room,
+            kind,
+            panic: panic.to_string(),
+        });
+        CreateError::Crashed(panic.to_string())
     }
 
     /// When an empty room is to be disposed of: `None` while it has members or if it

@@ -476,11 +476,18 @@ fn a_panic_while_a_room_is_created_refuses_it_and_the_shard_goes_on() {
     for hook in ["tick_rate_hz", "create"] {
         let refused = shard.create_room(now, RoomId(1), "panics", Box::new(Panics(hook)), 4);
         assert!(
-            matches!(&refused, Err(tickwire_room::shard::CreateError::Refused(why)) if why.0.starts_with("room crashed")),
+            matches!(&refused, Err(tickwire_room::shard::CreateError::Crashed(_))),
             "{hook}: {refused:?}"
         );
     }
     assert_eq!(shard.rooms().count(), 0);
+    let crashes: Vec<_> = shard.drain_crashes().map(|crash| crash.panic).collect();
+    assert_eq!(
+        crashes,
+        ["tick_rate_hz panicked", "create blew up"],
+        "logged"
+    );
+    assert_eq!(shard.stats().rooms_crashed, 2, "and counted");
     shard
         .create_room(now, RoomId(1), "panics", Box::new(Panics("none")), 4)
         .unwrap();
