@@ -3,7 +3,7 @@
 
 CARGO ?= cargo
 
-.PHONY: run web test test-ts test-e2e test-csharp lint fmt bench-wire bench-udp bench-relay bench-arena bench fuzz-smoke
+.PHONY: run web test test-ts test-e2e test-example test-csharp lint fmt bench-wire bench-udp bench-relay bench-arena bench fuzz-smoke
 
 ## Build the browser client and start the server: open http://localhost:8080 and play.
 ## HTTP, matchmaking and ws on :8080, UDP on :7777, WebTransport on UDP :4433, the admin
@@ -18,8 +18,9 @@ web:
 	cd clients/ts/web && npm ci --no-audit --no-fund --loglevel=error && npm run build --silent
 
 ## Every test: unit, integration, property, golden vectors and doc tests, the TypeScript
-## SDK's, the browser end-to-end test and the C# SDK's.
-test: test-ts test-e2e test-csharp
+## SDK's, the browser end-to-end tests (the arena's and the four-in-a-row example's) and the
+## C# SDK's.
+test: test-ts test-e2e test-example test-csharp
 	$(CARGO) test --workspace --locked --all-targets
 	$(CARGO) test --workspace --locked --doc
 
@@ -36,6 +37,13 @@ test-ts:
 test-e2e: web
 	$(CARGO) build --locked -p tickwire
 	cd clients/ts/web && npm run test:e2e --silent
+
+## The guide's example (examples/four-in-a-row) played in Debian's chromium by
+## playwright-core: two browser contexts play to a win, an illegal move is refused with its
+## reason shown, a tab reloads mid-game and keeps its seat. A screenshot in target/e2e/.
+test-example:
+	$(CARGO) build --locked -p four-in-a-row
+	cd examples/four-in-a-row/e2e && npm ci --no-audit --no-fund --loglevel=error && npm test --silent
 
 ## The C# SDK (clients/csharp), built with Debian's Mono (mcs; .ci/run installs mono-mcs and
 ## mono-devel) and run by its own console test runner: the golden wire, arena and RFC 8439

@@ -154,6 +154,13 @@ describe("WsConnection", () => {
     expect(connection.state).toBe("closed");
   });
 
+  it("gives a room's refusal of the join, before the accepted message, in the room's words", () => {
+    const { socket, disconnects } = connect();
+    socket.open();
+    socket.serverClose(4004, "cheaters may not play");
+    expect(disconnects).toEqual([{ reason: "kicked", code: 4004, message: "cheaters may not play", wasConnected: false }]);
+  });
+
   it("leaves with a close frame of 1000 when asked", () => {
     const { connection, socket, disconnects } = connected();
     connection.close();

@@ -279,12 +279,5 @@ fn bench_load(name: &str, args: &LoadBenchArgs) -> anyhow::Result<()> {
 
 /// Logs to stderr; `RUST_LOG` picks what (default: info for tickwire, warnings otherwise).
 fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
-        tracing_subscriber::EnvFilter::new("warn,tickwire=info,tickwire_server=info")
-    });
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_writer(std::io::stderr)
-        .init();
+    tickwire_server::embed::init_logging();
 }

@@ -392,37 +392,8 @@ pub fn run(config: Config) -> anyhow::Result<()> {
     })
 }
 
-/// `listening http=… https=… udp=…,… console=… admin=…` (absent parts left out).
-pub fn listening_line(addresses: &tickwire_server::runtime::Addresses) -> String {
-    let mut line = format!("listening http={}", addresses.http);
-    if let Some(https) = addresses.https {
-        line.push_str(&format!(" https={https}"));
-    }
-    let udp: Vec<String> = addresses.udp.iter().map(ToString::to_string).collect();
-    line.push_str(&format!(" udp={}", udp.join(",")));
-    if let Some(console) = addresses.console {
-        line.push_str(&format!(" console={console}"));
-    }
-    if let Some(admin) = addresses.admin {
-        line.push_str(&format!(" admin={admin}"));
-    }
-    line
-}
-
-/// The next SIGTERM or SIGINT, by name.
-async fn next_signal() -> &'static str {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut terminate), Ok(mut interrupt)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) else {
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        _ = terminate.recv() => "SIGTERM",
-        _ = interrupt.recv() => "SIGINT",
-    }
-}
+pub use tickwire_server::embed::listening_line;
+use tickwire_server::embed::next_signal;
 
 #[cfg(test)]
 mod tests {

@@ -79,8 +79,13 @@ impl Default for ConnectOptions {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Ended {
     /// A reason both transports share (a UDP disconnect code, or WebSocket close `4000 +`
-    /// that code).
+    /// that code), other than a kick.
     Reason(DisconnectReason),
+    /// The server removed the player (UDP reason 4, close code 4004): the room refused
+    /// their join or kicked them, an operator kicked them, the room closed or crashed. The
+    /// server's reason verbatim ("cheaters may not play", "room crashed"), up to 123 bytes,
+    /// over every transport.
+    Kicked(String),
     /// The server refused the connect token (WebSocket 4010 bad, 4011 expired, 4012 used).
     TokenRefused(u16),
     /// A WebSocket close with any other code (1000 when the server just closed).
@@ -101,17 +106,27 @@ impl Ended {
                     | DisconnectReason::HandshakeTimedOut
             ),
             Self::TokenRefused(_) => true,
-            Self::Closed(_) => false,
+            Self::Kicked(_) | Self::Closed(_) => false,
             Self::Lost(_) => true,
         }
     }
 
-    /// The ending a WebSocket close code means.
-    pub fn from_close_code(code: u16) -> Self {
+    /// The ending a WebSocket or WebTransport close code and reason mean.
+    pub fn from_close(code: u16, reason: &str) -> Self {
         match code {
-            4001..=4009 => Self::Reason(DisconnectReason::from_code((code - 4000) as u8)),
+            4001..=4009 => {
+                Self::from_reason(DisconnectReason::from_code((code - 4000) as u8), reason)
+            }
             4010..=4012 => Self::TokenRefused(code),
             other => Self::Closed(other),
+        }
+    }
+
+    /// The ending a shared reason means, with the server's text for a kick.
+    pub fn from_reason(reason: DisconnectReason, text: &str) -> Self {
+        match reason {
+            DisconnectReason::Kicked => Self::Kicked(text.to_string()),
+            other => Self::Reason(other),
         }
     }
 }
@@ -120,12 +135,16 @@ impl std::fmt::Display for Ended {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Self::Reason(reason) => write!(f, "{reason:?}"),
+            Self::Kicked(reason) if reason.is_empty() => write!(f, "kicked"),
+            Self::Kicked(reason) => write!(f, "kicked: {reason}"),
             Self::TokenRefused(code) => write!(f, "token refused ({code})"),
             Self::Closed(code) => write!(f, "closed ({code})"),
             Self::Lost(why) => write!(f, "connection lost: {why}"),
         }
     }
 }
+
+impl std::error::Error for Ended {}
 
 /// What a connection delivers.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -340,7 +359,8 @@ impl Link {
                         break LinkEvent::Message { channel, message };
                     }
                     Ok(ClientEvent::Disconnected { reason }) => {
-                        break LinkEvent::Ended(Ended::Reason(reason));
+                        let text = driver.endpoint().disconnect_text();
+                        break LinkEvent::Ended(Ended::from_reason(reason, text));
                     }
                     Ok(ClientEvent::Connected { .. }) => continue,
                     Err(error) => break LinkEvent::Ended(Ended::Lost(error.to_string())),
@@ -422,7 +442,8 @@ async fn connect_udp(answer: &MatchAnswer) -> Result<(Inner, ConnectionParams), 
         match driver.next_event().await? {
             ClientEvent::Connected { params } => return Ok((Inner::Udp(Box::new(driver)), params)),
             ClientEvent::Disconnected { reason } => {
-                return Err(ConnectError::Refused(Ended::Reason(reason)));
+                let text = driver.endpoint().disconnect_text();
+                return Err(ConnectError::Refused(Ended::from_reason(reason, text)));
             }
             // Nothing arrives before the connection is made.
             ClientEvent::Message { .. } => continue,
@@ -437,15 +458,21 @@ mod tests {
     #[test]
     fn websocket_close_codes_map_onto_the_shared_reasons() {
         assert_eq!(
-            Ended::from_close_code(4003),
+            Ended::from_close(4003, "server shutting down"),
             Ended::Reason(DisconnectReason::ServerShutdown)
         );
         assert_eq!(
-            Ended::from_close_code(4008),
+            Ended::from_close(4008, ""),
             Ended::Reason(DisconnectReason::AlreadyConnected)
         );
-        assert_eq!(Ended::from_close_code(4011), Ended::TokenRefused(4011));
-        assert_eq!(Ended::from_close_code(1000), Ended::Closed(1000));
+        assert_eq!(
+            Ended::from_close(4004, "room crashed"),
+            Ended::Kicked("room crashed".into())
+        );
+        assert_eq!(Ended::from_close(4011, ""), Ended::TokenRefused(4011));
+        assert_eq!(Ended::from_close(1000, ""), Ended::Closed(1000));
+        let error: Box<dyn std::error::Error> = Box::new(Ended::Kicked("full".into()));
+        assert_eq!(error.to_string(), "kicked: full");
     }
 
     #[test]
@@ -458,7 +485,7 @@ mod tests {
             assert!(retryable.is_retryable(), "{retryable:?}");
         }
         for last in [
-            Ended::Reason(DisconnectReason::Kicked),
+            Ended::Kicked("no cheating".into()),
             Ended::Reason(DisconnectReason::ServerShutdown),
             Ended::Reason(DisconnectReason::AlreadyConnected),
             Ended::Reason(DisconnectReason::Requested),

@@ -132,8 +132,7 @@ impl WsLink {
                     })?;
                 }
                 Some(Ok(Message::Close(frame))) => {
-                    let code = frame.map_or(1005, |frame| u16::from(frame.code));
-                    return Err(ConnectError::Refused(Ended::from_close_code(code)));
+                    return Err(ConnectError::Refused(ended_by(frame)));
                 }
                 Some(Ok(_)) => continue,
                 Some(Err(error)) => {
@@ -198,10 +197,7 @@ impl WsLink {
                         }
                     },
                     Some(Ok(Message::Pong(payload))) => self.pong(&payload),
-                    Some(Ok(Message::Close(frame))) => {
-                        let code = frame.map_or(1005, |frame| u16::from(frame.code));
-                        return LinkEvent::Ended(Ended::from_close_code(code));
-                    }
+                    Some(Ok(Message::Close(frame))) => return LinkEvent::Ended(ended_by(frame)),
                     Some(Ok(_)) => {}
                     Some(Err(error)) => return LinkEvent::Ended(Ended::Lost(error.to_string())),
                     None => return LinkEvent::Ended(Ended::Lost("the server closed the stream".into())),
@@ -252,6 +248,14 @@ impl WsLink {
                 reason: "".into(),
             }))
             .await;
+    }
+}
+
+/// How a close frame from the server (or its absence: 1005) reads as an ending.
+fn ended_by(frame: Option<tokio_tungstenite::tungstenite::protocol::CloseFrame>) -> Ended {
+    match frame {
+        Some(frame) => Ended::from_close(u16::from(frame.code), &frame.reason),
+        None => Ended::from_close(1005, ""),
     }
 }
 

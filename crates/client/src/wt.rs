@@ -19,7 +19,7 @@ pub(crate) struct WtLink {
 /// How a session's end reads as a link's.
 fn ended(error: WtClientError) -> Ended {
     match error {
-        WtClientError::Closed { code, .. } => Ended::from_close_code(code),
+        WtClientError::Closed { code, reason } => Ended::from_close(code, &reason),
         other => Ended::Lost(other.to_string()),
     }
 }
@@ -36,8 +36,8 @@ impl WtLink {
         let client = WtClient::connect(&endpoint.url, endpoint.cert_sha256.as_deref(), &token[..])
             .await
             .map_err(|error| match error {
-                WtClientError::Closed { code, .. } => {
-                    ConnectError::Refused(Ended::from_close_code(code))
+                WtClientError::Closed { code, reason } => {
+                    ConnectError::Refused(Ended::from_close(code, &reason))
                 }
                 WtClientError::Connect(why) => ConnectError::Io(std::io::Error::other(why)),
                 other => ConnectError::Protocol(other.to_string()),

@@ -10,6 +10,7 @@ use tickwire_client::{
     MatchmakeRequest, Session, SessionEvent, Transport, matchmake,
 };
 use tickwire_server::config::ServeConfig;
+use tickwire_server::room::{JoinRefused, Member, Room, RoomContext};
 use tickwire_server::rooms::relay::RelayRoom;
 use tickwire_server::runtime::{RoomKinds, Runtime};
 use tokio::time::{Instant, timeout};
@@ -29,9 +30,22 @@ async fn relay_server() -> (Runtime, String) {
     config.connection.timeout_ms = 500;
     let mut kinds = RoomKinds::new();
     kinds.register("relay", 16, || Box::new(RelayRoom::default()));
+    kinds.register("picky", 4, || Box::new(Picky));
     let runtime = Runtime::start(config, kinds).await.unwrap();
     let url = format!("http://{}", runtime.addresses().http);
     (runtime, url)
+}
+
+/// Refuses players named "cheater", with a reason of its own.
+struct Picky;
+
+impl Room for Picky {
+    fn join(&mut self, _ctx: &mut RoomContext<'_>, member: &Member) -> Result<(), JoinRefused> {
+        if member.name == "cheater" {
+            return Err(JoinRefused::game("cheaters may not play"));
+        }
+        Ok(())
+    }
 }
 
 fn options() -> ConnectOptions {
@@ -286,6 +300,7 @@ async fn wss_connects_when_the_client_trusts_the_servers_certificate() {
     config.admin.token = "client-sdk-test-token".into();
     let mut kinds = RoomKinds::new();
     kinds.register("relay", 16, || Box::new(RelayRoom::default()));
+    kinds.register("picky", 4, || Box::new(Picky));
     let runtime = Runtime::start(config, kinds).await.unwrap();
     let url = format!("http://{}", runtime.addresses().http);
 
@@ -332,4 +347,38 @@ async fn wss_connects_when_the_client_trusts_the_servers_certificate() {
     ));
     runtime.shut_down().await.unwrap();
     let _ = std::fs::remove_dir_all(dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rooms_refusal_reaches_the_client_in_its_own_words() {
+    let (runtime, url) = relay_server().await;
+    for transport in [Transport::Udp, Transport::Ws, Transport::Wt] {
+        let answer = matchmake(
+            &url,
+            &MatchmakeRequest::kind("picky").named("cheater"),
+            WAIT,
+        )
+        .await
+        .unwrap();
+        // Over WebSocket the refusal takes the accepted message's place; UDP's handshake and
+        // WebTransport's session are up before the room is asked, so it may end the link
+        // instead.
+        let ended = match Link::connect(&answer, transport, &options()).await {
+            Err(ConnectError::Refused(ended)) => ended,
+            Ok(mut link) => match timeout(WAIT, link.next_event()).await.expect("in time") {
+                LinkEvent::Ended(ended) => ended,
+                other => panic!("{transport:?}: a message before the refusal: {other:?}"),
+            },
+            Err(other) => panic!("{transport:?}: expected the room's refusal, got {other:?}"),
+        };
+        assert_eq!(
+            ended,
+            Ended::Kicked("cheaters may not play".into()),
+            "{transport:?}"
+        );
+        assert!(!ended.is_retryable(), "a refusal is not tried again");
+        let error: Box<dyn std::error::Error> = Box::new(ended);
+        assert_eq!(error.to_string(), "kicked: cheaters may not play");
+    }
+    runtime.shut_down().await.unwrap();
 }

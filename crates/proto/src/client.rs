@@ -6,7 +6,9 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
-use crate::connection::{Connection, ConnectionStats, DISCONNECT_REDUNDANCY, Received, Refused};
+use crate::connection::{
+    Connection, ConnectionStats, DISCONNECT_REDUNDANCY, Received, Refused, read_disconnect,
+};
 use crate::crypto::Cipher;
 use crate::packet::{CHALLENGE_TOKEN_BYTES, EncryptedHeader, PacketType, Request, Response};
 use crate::params::{ConnectionParams, DisconnectReason};
@@ -94,6 +96,8 @@ pub struct Client {
     /// Disconnect packets still to send.
     farewells: VecDeque<(SocketAddr, Vec<u8>)>,
     scratch: Box<[u8; MAX_DATAGRAM_BYTES]>,
+    /// What the server's disconnect said after its reason code.
+    disconnect_text: String,
 }
 
 impl Client {
@@ -116,7 +120,14 @@ impl Client {
             events: VecDeque::new(),
             farewells: VecDeque::new(),
             scratch: Box::new([0; MAX_DATAGRAM_BYTES]),
+            disconnect_text: String::new(),
         }
+    }
+
+    /// The server's words with its disconnect, once disconnected by the server: a room's
+    /// refusal or a kick's reason ("room crashed"), empty when it gave only a reason code.
+    pub fn disconnect_text(&self) -> &str {
+        &self.disconnect_text
     }
 
     /// Where the client is.
@@ -165,7 +176,10 @@ impl Client {
                                 .push_back(ClientEvent::Message { channel, message });
                         }
                     }
-                    Ok(Received::Disconnect(reason)) => self.end(reason),
+                    Ok(Received::Disconnect(reason, text)) => {
+                        self.disconnect_text = text;
+                        self.end(reason);
+                    }
                     Ok(Received::Other)
                     | Err(Refused::Replay | Refused::Unauthenticated | Refused::Malformed) => {}
                     Err(Refused::Fatal(reason)) => self.close(now, reason),
@@ -198,8 +212,9 @@ impl Client {
             // the network delivered the close first. It is authentic (it opened with the
             // server's key), so it ends the handshake with its reason rather than a timeout.
             (PacketType::Disconnect, Phase::SendingResponse { .. }) => {
-                if let &[code] = body {
-                    self.end(DisconnectReason::from_code(code));
+                if let Some((reason, text)) = read_disconnect(body) {
+                    self.disconnect_text = text.to_string();
+                    self.end(reason);
                 }
             }
             (PacketType::Challenge, Phase::SendingRequest { .. }) => {

@@ -11,6 +11,7 @@ use crate::packet::{ENCRYPTED_OVERHEAD_MAX, EncryptedHeader, PacketType, write_e
 use crate::params::{ConnectionParams, DisconnectReason};
 use crate::reliable::{Reliability, ReliabilityConfig, ReliabilityStats, SendError};
 use crate::replay::ReplayWindow;
+use crate::websocket::{MAX_CLOSE_REASON_BYTES, clamp_close_reason};
 
 /// Disconnect packets sent when a side closes, so one lost datagram does not leave the
 /// other waiting for its timeout.
@@ -33,12 +34,41 @@ pub struct ConnectionStats {
     pub payloads_malformed: u64,
 }
 
+/// Longest disconnect body: the reason code, then at most a close frame's worth of text
+/// ([`MAX_CLOSE_REASON_BYTES`]), so a UDP client reads the same words a WebSocket one does.
+pub(crate) const MAX_DISCONNECT_BODY: usize = 1 + MAX_CLOSE_REASON_BYTES;
+
+/// A disconnect's body: the reason code, then `text` cut to [`MAX_CLOSE_REASON_BYTES`] on a
+/// character boundary (nothing when empty). Returns the length written into `buf`.
+pub(crate) fn write_disconnect(
+    reason: DisconnectReason,
+    text: &str,
+    buf: &mut [u8; MAX_DISCONNECT_BODY],
+) -> usize {
+    let text = clamp_close_reason(text).as_bytes();
+    buf[0] = reason.code();
+    buf[1..=text.len()].copy_from_slice(text);
+    1 + text.len()
+}
+
+/// Reads a disconnect's body: a reason code, then optional UTF-8 text of at most
+/// [`MAX_CLOSE_REASON_BYTES`]. `None` for anything else.
+pub(crate) fn read_disconnect(body: &[u8]) -> Option<(DisconnectReason, &str)> {
+    let (code, text) = body.split_first()?;
+    if text.len() > MAX_CLOSE_REASON_BYTES {
+        return None;
+    }
+    let text = std::str::from_utf8(text).ok()?;
+    Some((DisconnectReason::from_code(*code), text))
+}
+
 /// What an authenticated packet meant.
 pub(crate) enum Received {
     /// Acks and messages were taken in; read them with [`Connection::receive`].
     Payload,
-    /// The peer closed the connection.
-    Disconnect(DisconnectReason),
+    /// The peer closed the connection, saying why, perhaps in words (see
+    /// [`read_disconnect`]).
+    Disconnect(DisconnectReason, String),
     /// A packet type this side ignores once connected (a repeated handshake reply).
     Other,
 }
@@ -147,9 +177,9 @@ impl Connection {
                     Err(Refused::Malformed)
                 }
             },
-            PacketType::Disconnect => match body {
-                [code] => Ok(Received::Disconnect(DisconnectReason::from_code(*code))),
-                _ => Err(Refused::Malformed),
+            PacketType::Disconnect => match read_disconnect(body) {
+                Some((reason, text)) => Ok(Received::Disconnect(reason, text.to_string())),
+                None => Err(Refused::Malformed),
             },
             _ => Ok(Received::Other),
         }
@@ -253,5 +283,31 @@ impl Connection {
             reliability: self.reliability.stats(),
             ..self.stats.clone()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_disconnect_carries_a_code_and_bounded_words() {
+        let mut buf = [0u8; MAX_DISCONNECT_BODY];
+        let len = write_disconnect(DisconnectReason::Kicked, "room crashed", &mut buf);
+        assert_eq!(&buf[..len], b"\x04room crashed");
+        assert_eq!(
+            read_disconnect(&buf[..len]),
+            Some((DisconnectReason::Kicked, "room crashed"))
+        );
+        let len = write_disconnect(DisconnectReason::TimedOut, "", &mut buf);
+        assert_eq!(&buf[..len], [2], "no words: the code alone, as before");
+        // "é" is two bytes: 100 of them are cut to 61 (122 bytes), never half a character.
+        let len = write_disconnect(DisconnectReason::Kicked, &"é".repeat(100), &mut buf);
+        assert_eq!(len, 1 + 122);
+        assert_eq!(read_disconnect(&[]), None);
+        assert_eq!(read_disconnect(&[4, 0xff]), None, "not UTF-8");
+        let mut long = vec![4];
+        long.extend([b'a'; 124]);
+        assert_eq!(read_disconnect(&long), None, "past 123 bytes");
     }
 }

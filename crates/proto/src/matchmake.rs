@@ -3,6 +3,7 @@
 //! answers, and the identity a game's backend signs. The fields and their meaning are
 //! specified in `docs/PROTOCOL.md`, "Matchmaking".
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
 use serde::{Deserialize, Serialize};
@@ -44,6 +45,15 @@ pub struct MatchmakeRequest {
     /// A backend-signed identity instead of a guest one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub identity: Option<SignedIdentity>,
+    /// Options for a room this request creates (string keys and values, bounded: 16
+    /// entries, keys of `a-z0-9_-` up to 32 bytes, values up to 128); the room's `create`
+    /// checks their meaning. Ignored when the request joins a room that exists.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub options: BTreeMap<String, String>,
+    /// With `kind` (join-or-create): only rooms whose label matches, e.g.
+    /// `label.mode = "ranked"` (clauses joined by `and`, `=` or `!=`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filter: Option<String>,
 }
 
 impl MatchmakeRequest {

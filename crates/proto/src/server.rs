@@ -8,7 +8,10 @@ use std::time::Instant;
 use bytes::Bytes;
 
 use crate::admission::{Admission, Binding, Refusal, SealedToken, UsedTokens};
-use crate::connection::{Connection, ConnectionStats, DISCONNECT_REDUNDANCY, Received, Refused};
+use crate::connection::{
+    Connection, ConnectionStats, DISCONNECT_REDUNDANCY, MAX_DISCONNECT_BODY, Received, Refused,
+    write_disconnect,
+};
 use crate::crypto::{Cipher, Key, TAG_BYTES};
 use crate::deadlines::Deadlines;
 use crate::packet::{
@@ -445,12 +448,12 @@ impl Server {
                 // may want an ack of its own.
                 self.touch(slot, now);
             }
-            Ok(Received::Disconnect(reason)) => self.remove(slot, reason, false, now),
+            Ok(Received::Disconnect(reason, _)) => self.remove(slot, reason, None, now),
             Ok(Received::Other) => self.touch(slot, now),
             Err(Refused::Replay) => self.drop_datagram(DropReason::PacketReplayed),
             Err(Refused::Unauthenticated) => self.drop_datagram(DropReason::Unauthenticated),
             Err(Refused::Malformed) => self.drop_datagram(DropReason::Malformed),
-            Err(Refused::Fatal(reason)) => self.remove(slot, reason, true, now),
+            Err(Refused::Fatal(reason)) => self.remove(slot, reason, Some(""), now),
         }
     }
 
@@ -555,7 +558,7 @@ impl Server {
         // this, since it alone issues tokens for the id.
         if let Some(&older) = self.by_client_id.get(&challenge.client_id) {
             self.stats.connections_replaced += 1;
-            self.remove(older, DisconnectReason::AlreadyConnected, true, now);
+            self.remove(older, DisconnectReason::AlreadyConnected, Some(""), now);
         }
         if self.by_address.len() >= self.config.max_clients {
             let cipher = Cipher::new(&challenge.server_to_client_key);
@@ -659,7 +662,7 @@ impl Server {
                 Ok(())
             }
             Err(error @ SendError::QueueFull { .. }) => {
-                self.remove(id.slot, DisconnectReason::ReliableQueueFull, true, now);
+                self.remove(id.slot, DisconnectReason::ReliableQueueFull, Some(""), now);
                 Err(ServerSendError::Send(error))
             }
             Err(error @ SendError::TooLarge { .. }) => {
@@ -673,12 +676,26 @@ impl Server {
     /// Ends a connection, telling the client why (redundantly, so one lost packet does not
     /// matter). A [`ServerEvent::Disconnected`] follows.
     pub fn disconnect(&mut self, now: Instant, id: ConnectionId, reason: DisconnectReason) {
+        self.disconnect_saying(now, id, reason, "");
+    }
+
+    /// [`disconnect`](Self::disconnect), with words for the player after the reason code
+    /// (a room's refusal, a kick's reason), cut to 123 bytes as a WebSocket close reason is.
+    pub fn disconnect_saying(
+        &mut self,
+        now: Instant,
+        id: ConnectionId,
+        reason: DisconnectReason,
+        text: &str,
+    ) {
         if self.connection(id).is_some() {
-            self.remove(id.slot, reason, true, now);
+            self.remove(id.slot, reason, Some(text), now);
         }
     }
 
-    fn remove(&mut self, slot: u32, reason: DisconnectReason, notify: bool, now: Instant) {
+    /// Drops a connection; `notify` is the text to send the client with the reason, or
+    /// `None` to send nothing (it left, or timed out).
+    fn remove(&mut self, slot: u32, reason: DisconnectReason, notify: Option<&str>, now: Instant) {
         let id = self.id_of(slot);
         let entry = &mut self.slots[slot as usize];
         let Some(mut connection) = entry.connection.take() else {
@@ -689,11 +706,13 @@ impl Server {
         self.deadlines.remove(slot);
         self.by_address.remove(&connection.address);
         self.by_client_id.remove(&connection.client_id);
-        if notify {
+        if let Some(text) = notify {
+            let mut body = [0u8; MAX_DISCONNECT_BODY];
+            let len = write_disconnect(reason, text, &mut body);
             for _ in 0..DISCONNECT_REDUNDANCY {
                 let to = connection.address;
                 queue_reply(&mut self.replies, &mut self.stats, to, false, |buf| {
-                    connection.write_control(now, PacketType::Disconnect, &[reason.code()], buf)
+                    connection.write_control(now, PacketType::Disconnect, &body[..len], buf)
                 });
             }
         }
@@ -718,7 +737,7 @@ impl Server {
                 None => continue,
             };
             if timed_out {
-                self.remove(slot, DisconnectReason::TimedOut, false, now);
+                self.remove(slot, DisconnectReason::TimedOut, None, now);
             } else {
                 self.enqueue(slot);
             }

@@ -442,9 +442,11 @@ fn disconnect_reasons_reach_the_other_side() {
         .connection_at(client_address(0))
         .expect("client 0 is connected");
     let now = harness.now;
+    // With the server's words after the code, cut to a close frame's 123 bytes.
+    let long = format!("cheaters may not play{}", "!".repeat(200));
     harness
         .server
-        .disconnect(now, kicked, DisconnectReason::Kicked);
+        .disconnect_saying(now, kicked, DisconnectReason::Kicked, &long);
     harness.clients[1].client.disconnect(now);
     harness.run_for(Duration::from_millis(200));
 
@@ -452,6 +454,12 @@ fn disconnect_reasons_reach_the_other_side() {
         harness.clients[0].client.state(),
         ClientState::Disconnected(DisconnectReason::Kicked)
     );
+    assert_eq!(
+        harness.clients[0].client.disconnect_text(),
+        &long[..123],
+        "the words arrive, cut to 123 bytes"
+    );
+    assert_eq!(harness.clients[1].client.disconnect_text(), "");
     assert!(harness.server_events.iter().any(|event| matches!(
         event,
         ServerEvent::Disconnected {

@@ -1,13 +1,24 @@
-//! `RoomHost` runs one [`Room`]: seats, membership, ticks on schedule, and the commands the
-//! room issues, without any I/O. A shard owns many hosts; tests drive one directly.
+//! `RoomHost` runs one [`Room`]: seats, membership, ticks and timers on schedule, the
+//! room's lock, label and metadata, and the commands the room issues, without any I/O. A
+//! shard owns many hosts; a game's tests drive one directly, with a clock of their own.
+//!
+//! Every call into the room is made under [`catch_unwind`](std::panic::catch_unwind): a
+//! panic in the game's code marks the room [`crashed`](RoomHost::crashed) and no further
+//! call reaches it; the shard then disposes of it alone.
 
 use std::collections::HashMap;
-use std::time::Instant;
+use std::panic::AssertUnwindSafe;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
-use crate::room::{Command, JoinRefused, LeaveReason, Member, PlayerId, Room, RoomContext, Seat};
+use crate::listing::{Listing, RoomOptions};
+use crate::room::{
+    Command, CreateRefused, JoinRefused, LeaveReason, Member, PlayerId, Room, RoomContext,
+    RoomState, Seat,
+};
 use crate::shard::RoomId;
+use crate::timers::TimerId;
 use crate::timestep::{Due, FixedTimestep, TickRateError};
 
 /// Counters of one room's life.
@@ -21,6 +32,11 @@ pub struct RoomStats {
     pub messages: u64,
     /// Messages ignored because their sender is not a connected member.
     pub messages_from_strangers: u64,
+    /// Messages the room could not decode as its message type
+    /// ([`RoomContext::decode`]), dropped.
+    pub messages_malformed: u64,
+    /// Timers fired.
+    pub timers_fired: u64,
 }
 
 /// One room and everything the runtime keeps about it.
@@ -37,7 +53,21 @@ pub struct RoomHost {
     capacity: u16,
     timestep: FixedTimestep,
     commands: Vec<Command>,
+    state: RoomState,
+    /// Set when a call into the room panicked: what the panic said.
+    crashed: Option<String>,
     stats: RoomStats,
+}
+
+/// The text of a panic's payload.
+fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(text) = payload.downcast_ref::<&str>() {
+        (*text).to_string()
+    } else if let Some(text) = payload.downcast_ref::<String>() {
+        text.clone()
+    } else {
+        "a panic without a message".to_string()
+    }
 }
 
 impl RoomHost {
@@ -58,23 +88,48 @@ impl RoomHost {
             capacity,
             timestep,
             commands: Vec::new(),
+            state: RoomState::default(),
+            crashed: None,
             stats: RoomStats::default(),
         })
     }
 
-    /// Calls into the room with a context, then applies any kicks it issued.
-    fn call(&mut self, now: Instant, f: impl FnOnce(&mut dyn Room, &mut RoomContext<'_>)) {
-        let issued_from = self.commands.len();
+    /// Calls into the room with a context for `now` and `tick`, under `catch_unwind`; false
+    /// if the room has crashed (now or before), in which case `f` may not have run.
+    fn invoke(
+        &mut self,
+        now: Instant,
+        tick: u64,
+        f: impl FnOnce(&mut dyn Room, &mut RoomContext<'_>),
+    ) -> bool {
+        if self.crashed.is_some() {
+            return false;
+        }
         let mut ctx = RoomContext::new(
             self.id,
             now,
-            self.timestep.next_tick(),
-            self.timestep.step(),
+            (tick, self.timestep.step()),
             &self.members,
             &mut self.commands,
+            &mut self.state,
         );
-        f(self.room.as_mut(), &mut ctx);
-        self.apply_kicks(now, issued_from);
+        let room = self.room.as_mut();
+        // The room is never called again after a panic, so state it left half-changed is
+        // never observed: asserting unwind safety is sound.
+        let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| f(room, &mut ctx)));
+        if let Err(payload) = outcome {
+            self.crashed = Some(panic_text(payload.as_ref()));
+            return false;
+        }
+        true
+    }
+
+    /// Calls into the room, then applies any kicks it issued.
+    fn call(&mut self, now: Instant, f: impl FnOnce(&mut dyn Room, &mut RoomContext<'_>)) {
+        let issued_from = self.commands.len();
+        if self.invoke(now, self.timestep.next_tick(), f) {
+            self.apply_kicks(now, issued_from);
+        }
     }
 
     /// Removes the players kicked by commands from `index` on. A kicked player's `leave`
@@ -91,15 +146,10 @@ impl RoomHost {
             let Some(seat) = self.members.iter().position(|member| member.id == player) else {
                 continue;
             };
-            let mut ctx = RoomContext::new(
-                self.id,
-                now,
-                self.timestep.next_tick(),
-                self.timestep.step(),
-                &self.members,
-                &mut self.commands,
-            );
-            self.room.leave(&mut ctx, player, LeaveReason::Kicked);
+            let tick = self.timestep.next_tick();
+            self.invoke(now, tick, |room, ctx| {
+                room.leave(ctx, player, LeaveReason::Kicked);
+            });
             self.unseat(seat);
         }
     }
@@ -120,8 +170,25 @@ impl RoomHost {
         self.members.iter().position(|member| member.id == id)
     }
 
+    /// Starts the room with the options it was created with (its [`Room::create`]).
+    pub fn create(&mut self, now: Instant, options: &RoomOptions) -> Result<(), CreateRefused> {
+        let mut verdict = Ok(());
+        self.call(now, |room, ctx| verdict = room.create(ctx, options));
+        match &self.crashed {
+            // The panic itself is in `crashed()` for the shard to report.
+            Some(_) => Err(CreateRefused("room crashed".into())),
+            None => verdict,
+        }
+    }
+
     /// Seats a player in the lowest free seat, if the room has one and accepts them.
     pub fn join(&mut self, now: Instant, id: PlayerId, name: String) -> Result<Seat, JoinRefused> {
+        if self.crashed.is_some() {
+            return Err(JoinRefused::Crashed);
+        }
+        if self.state.dispose_requested {
+            return Err(JoinRefused::Closed);
+        }
         if self.connected.contains_key(&id) {
             return Err(JoinRefused::AlreadyMember);
         }
@@ -143,6 +210,9 @@ impl RoomHost {
         self.connected.insert(id, true);
         let mut verdict = Ok(());
         self.call(now, |room, ctx| verdict = room.join(ctx, &member));
+        if self.crashed.is_some() {
+            verdict = Err(JoinRefused::Crashed);
+        }
         if let Err(refused) = verdict {
             if let Some(index) = self.position(id) {
                 self.unseat(index);
@@ -204,24 +274,40 @@ impl RoomHost {
         self.call(now, |room, ctx| room.announce(ctx, text));
     }
 
-    /// Runs the ticks due by `now`, each seeing the time it was due.
+    /// Fires the timers due by `until`, each seeing the time it was due and `tick`, the
+    /// index of the tick that follows them.
+    fn fire_timers(&mut self, until: Instant, tick: u64) {
+        while let Some((due, timer)) = self.state.timers.pop_due(until) {
+            self.stats.timers_fired += 1;
+            let issued_from = self.commands.len();
+            if self.invoke(due, tick, |room, ctx| room.timer(ctx, timer)) {
+                self.apply_kicks(due, issued_from);
+            }
+            if self.is_closing() {
+                return;
+            }
+        }
+    }
+
+    /// Runs the timers and ticks due by `now` in the order they fall due, each seeing the
+    /// time it was due. A room that crashes or asks to be disposed of runs nothing more.
     pub fn advance(&mut self, now: Instant) -> Due {
         let first = self.timestep.next_tick();
         let due = self.timestep.advance(now);
         let last = self.timestep.next_tick();
         for tick in (last - u64::from(due.ticks))..last {
             let due_at = self.timestep.due_at(tick);
+            self.fire_timers(due_at, tick);
+            if self.is_closing() {
+                break;
+            }
             let issued_from = self.commands.len();
-            let mut ctx = RoomContext::new(
-                self.id,
-                due_at,
-                tick,
-                self.timestep.step(),
-                &self.members,
-                &mut self.commands,
-            );
-            self.room.tick(&mut ctx);
-            self.apply_kicks(due_at, issued_from);
+            if self.invoke(due_at, tick, |room, ctx| room.tick(ctx)) {
+                self.apply_kicks(due_at, issued_from);
+            }
+        }
+        if !self.is_closing() {
+            self.fire_timers(now, last);
         }
         debug_assert!(last - first == u64::from(due.ticks) + due.skipped);
         self.stats.ticks += u64::from(due.ticks);
@@ -234,9 +320,67 @@ impl RoomHost {
         self.call(now, |room, ctx| room.publish(ctx));
     }
 
-    /// When the next tick is due.
+    /// Every member leaves with [`LeaveReason::Disposed`] (their `leave` runs; the runtime
+    /// disconnects them), then the room's [`dispose`](Room::dispose) runs: its last call.
+    /// A crashed room is called no more: its members are only unseated. The players who
+    /// were seated, for the runtime to disconnect.
+    pub fn dispose(&mut self, now: Instant) -> Vec<PlayerId> {
+        let seated: Vec<PlayerId> = self.members.iter().map(|member| member.id).collect();
+        for player in &seated {
+            self.leave(now, *player, LeaveReason::Disposed);
+        }
+        self.call(now, |room, ctx| room.dispose(ctx));
+        seated
+    }
+
+    /// Sets the lock from outside the room (an operator); the room sees it in
+    /// [`RoomContext::is_locked`].
+    pub fn set_locked(&mut self, locked: bool) {
+        if self.state.listing.locked != locked {
+            self.state.listing.locked = locked;
+            self.state.listing_changed = true;
+        }
+    }
+
+    /// The room's listing if it changed since the last call, to copy to the matchmaker.
+    pub fn take_listing_change(&mut self) -> Option<&Listing> {
+        std::mem::take(&mut self.state.listing_changed).then_some(&self.state.listing)
+    }
+
+    /// The room's lock, label and metadata.
+    pub fn listing(&self) -> &Listing {
+        &self.state.listing
+    }
+
+    /// What a panic in the room's code said, once it crashed.
+    pub fn crashed(&self) -> Option<&str> {
+        self.crashed.as_deref()
+    }
+
+    /// Whether the room crashed or asked to be disposed of: it takes no one and runs
+    /// nothing more, and its shard disposes of it.
+    pub fn is_closing(&self) -> bool {
+        self.crashed.is_some() || self.state.dispose_requested
+    }
+
+    /// How long the room lives once its last player left, if the room chose
+    /// ([`RoomContext::set_auto_dispose`]): `Some(None)` for never.
+    pub fn auto_dispose(&self) -> Option<Option<Duration>> {
+        self.state.auto_dispose
+    }
+
+    /// When the next tick or timer is due.
     pub fn next_deadline(&self) -> Instant {
-        self.timestep.next_deadline()
+        let tick = self.timestep.next_deadline();
+        self.state
+            .timers
+            .next_due()
+            .map_or(tick, |timer| timer.min(tick))
+    }
+
+    /// Whether a timer is pending.
+    pub fn is_timer_pending(&self, timer: TimerId) -> bool {
+        self.state.timers.is_pending(timer)
     }
 
     /// The commands issued since the last call, for the runtime to carry out.
@@ -261,7 +405,10 @@ impl RoomHost {
 
     /// Counters of the room's life.
     pub fn stats(&self) -> RoomStats {
-        self.stats
+        RoomStats {
+            messages_malformed: self.state.messages_malformed,
+            ..self.stats
+        }
     }
 }
 
@@ -290,7 +437,7 @@ mod tests {
                 .unwrap()
                 .push(format!("join {} seat {}", member.id.0, member.seat.0));
             if self.refuse == Some(member.id) {
-                return Err(JoinRefused::Game("banned".into()));
+                return Err(JoinRefused::game("banned"));
             }
             ctx.broadcast_except(member.id, 0, Bytes::from_static(b"welcome"));
             Ok(())

@@ -32,10 +32,12 @@
 //! | type | role |
 //! |---|---|
 //! | [`room::Room`] | game logic: join, leave, messages, ticks, publish |
-//! | [`room::RoomContext`] | what a room sees and how it answers (send, broadcast, kick) |
-//! | [`host::RoomHost`] | runs one room: seats, reconnection, ticks on schedule |
+//! | [`room::RoomContext`] | what a room sees and how it answers: send, broadcast, kick, typed messages (`decode`, `send_message`), lock, label, metadata, timers, dispose |
+//! | [`host::RoomHost`] | runs one room: seats, reconnection, ticks and timers on schedule, a panic contained; how a game is tested (docs/GUIDE.md) |
+//! | [`listing`] | a room's create options, label and metadata, and the label filters matchmaking and listings use, all bounded |
+//! | [`timers::TimerId`] | a room's delayed and repeated calls, on its clock |
 //! | [`timestep::FixedTimestep`] | drift-free fixed-rate ticks |
-//! | [`shard::Shard`] | one worker's rooms and players, reconnection grace, room disposal |
+//! | [`shard::Shard`] | one worker's rooms and players, reconnection grace, room disposal (empty, asked for, crashed) |
 //! | [`sessions::Sessions`] | the one owner of player ↔ link: admission, replacement, leave or hold on close, kicks and shutdown as link closes |
 //! | [`matchmaker::Matchmaker`] | join-or-create placement, seat reservations, shard balancing |
 //! | [`limits`] | connection rate and count per IP, message rate per player |
@@ -44,10 +46,12 @@
 
 pub mod host;
 pub mod limits;
+pub mod listing;
 pub mod matchmaker;
 pub mod room;
 pub mod rooms;
 pub mod sessions;
 pub mod shard;
 pub mod ticket;
+pub mod timers;
 pub mod timestep;

@@ -1,21 +1,27 @@
 //! Matchmaking: where a player who asks to play goes. Sans-IO placement logic, kept by the
 //! HTTP side: it knows every room's kind, shard and occupancy, reserves a seat before a
 //! connect token is issued (so concurrent requests cannot overfill a room), and places new
-//! rooms on the least loaded shard.
+//! rooms on the least loaded shard. A room's lock, label and metadata are the room's (its
+//! shard reports them, [`Matchmaker::listed`]); a locked room is never offered, and
+//! join-or-create offers only rooms whose label matches the request's filter.
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
+use crate::listing::{LabelFilter, Listing};
 use crate::room::PlayerId;
 use crate::shard::RoomId;
 
 /// What a player asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MatchRequest {
-    /// Any open room of this kind with a free seat, or a new one.
+    /// Any open room of this kind with a free seat whose label matches `filter`, or a new
+    /// one.
     JoinOrCreate {
         /// Room kind (`relay`, `chat`, `arena`, …).
         kind: String,
+        /// Which rooms qualify (`label.mode = "ranked"`); empty for any.
+        filter: LabelFilter,
     },
     /// A particular room.
     Join {
@@ -55,6 +61,9 @@ pub enum MatchError {
     /// The room has no free seat.
     #[error("room {0} is full")]
     RoomFull(RoomId),
+    /// The room is locked: it takes no new players.
+    #[error("room {0} is locked")]
+    RoomLocked(RoomId),
     /// The room kind is not one this server hosts.
     #[error("unknown room kind {0:?}")]
     UnknownKind(String),
@@ -70,6 +79,23 @@ struct RoomEntry {
     capacity: u16,
     /// Players seated, as the shards last reported.
     seated: u16,
+    /// Lock, label and metadata, as the room's shard last reported.
+    listing: Listing,
+}
+
+/// A room as matchmaking and listings see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListedRoom {
+    /// Its id.
+    pub id: RoomId,
+    /// Its kind.
+    pub kind: String,
+    /// Seats taken or promised (reservations that have not expired).
+    pub occupied: u16,
+    /// Seats.
+    pub capacity: u16,
+    /// Lock, label and metadata.
+    pub listing: Listing,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -131,6 +157,13 @@ impl Matchmaker {
         })
     }
 
+    /// Whether `room` is locked (never offered); false for a room not listed here.
+    pub fn is_locked(&self, room: RoomId) -> bool {
+        self.rooms
+            .get(&room)
+            .is_some_and(|entry| entry.listing.locked)
+    }
+
     /// Every seated player and their room.
     pub fn seated_players(&self) -> impl Iterator<Item = (PlayerId, RoomId)> + '_ {
         self.seated.iter().map(|(player, room)| (*player, *room))
@@ -187,6 +220,9 @@ impl Matchmaker {
         let placement = match request {
             MatchRequest::Join { room } => {
                 let entry = self.rooms.get(room).ok_or(MatchError::NoSuchRoom(*room))?;
+                if entry.listing.locked {
+                    return Err(MatchError::RoomLocked(*room));
+                }
                 if self.free_seats(*room, entry, now) == 0 {
                     return Err(MatchError::RoomFull(*room));
                 }
@@ -197,7 +233,7 @@ impl Matchmaker {
                     create: false,
                 }
             }
-            MatchRequest::JoinOrCreate { kind } => {
+            MatchRequest::JoinOrCreate { kind, filter } => {
                 let capacity = *self
                     .kinds
                     .get(kind)
@@ -206,7 +242,11 @@ impl Matchmaker {
                 let best = self
                     .rooms
                     .iter()
-                    .filter(|(_, entry)| entry.kind == *kind)
+                    .filter(|(_, entry)| {
+                        entry.kind == *kind
+                            && !entry.listing.locked
+                            && filter.matches(&entry.listing.label)
+                    })
                     .map(|(id, entry)| (*id, entry, self.free_seats(*id, entry, now)))
                     .filter(|(_, _, free)| *free > 0)
                     .min_by_key(|(id, _, free)| (*free, *id));
@@ -255,6 +295,7 @@ impl Matchmaker {
                 shard,
                 capacity,
                 seated: 0,
+                listing: Listing::default(),
             },
         );
         Placement {
@@ -280,6 +321,13 @@ impl Matchmaker {
             && let Some(entry) = self.rooms.get_mut(&room)
         {
             entry.seated = entry.seated.saturating_sub(1);
+        }
+    }
+
+    /// A room's shard reported its lock, label or metadata.
+    pub fn listed(&mut self, room: RoomId, listing: Listing) {
+        if let Some(entry) = self.rooms.get_mut(&room) {
+            entry.listing = listing;
         }
     }
 
@@ -336,13 +384,17 @@ impl Matchmaker {
             .retain(|_, reservation| reservation.expires > now);
     }
 
-    /// Rooms as the matchmaker sees them: id, kind, seated plus reserved, capacity.
-    pub fn rooms(&self, now: Instant) -> Vec<(RoomId, String, u16, u16)> {
+    /// Rooms as the matchmaker sees them, those whose label matches `filter`, by id.
+    pub fn rooms(&self, now: Instant, filter: &LabelFilter) -> Vec<ListedRoom> {
         self.rooms
             .iter()
-            .map(|(id, entry)| {
-                let occupied = entry.seated.saturating_add(self.reserved_in(*id, now));
-                (*id, entry.kind.clone(), occupied, entry.capacity)
+            .filter(|(_, entry)| filter.matches(&entry.listing.label))
+            .map(|(id, entry)| ListedRoom {
+                id: *id,
+                kind: entry.kind.clone(),
+                occupied: entry.seated.saturating_add(self.reserved_in(*id, now)),
+                capacity: entry.capacity,
+                listing: entry.listing.clone(),
             })
             .collect()
     }
@@ -363,6 +415,7 @@ mod tests {
     fn relay() -> MatchRequest {
         MatchRequest::JoinOrCreate {
             kind: "relay".into(),
+            filter: LabelFilter::default(),
         }
     }
 
@@ -438,7 +491,12 @@ mod tests {
             placement.room, room,
             "three reservations expired; one seat is taken"
         );
-        assert_eq!(mm.rooms(later), [(room, "relay".to_string(), 2, 4)]);
+        let listed: Vec<_> = mm
+            .rooms(later, &LabelFilter::default())
+            .into_iter()
+            .map(|room| (room.id, room.kind, room.occupied, room.capacity))
+            .collect();
+        assert_eq!(listed, [(room, "relay".to_string(), 2, 4)]);
     }
 
     #[test]
@@ -479,7 +537,8 @@ mod tests {
                 now,
                 PlayerId(1),
                 &MatchRequest::JoinOrCreate {
-                    kind: "poker".into()
+                    kind: "poker".into(),
+                    filter: LabelFilter::default(),
                 }
             ),
             Err(MatchError::UnknownKind("poker".into()))
@@ -528,10 +587,62 @@ mod tests {
         let (mut mm, now) = matchmaker(1);
         let room = mm.place(now, PlayerId(1), &relay()).unwrap().room;
         mm.room_closed(room);
-        assert!(mm.rooms(now).is_empty());
+        assert!(mm.rooms(now, &LabelFilter::default()).is_empty());
         assert!(
             mm.place(now, PlayerId(1), &relay()).unwrap().create,
             "the reservation went with it"
+        );
+    }
+
+    #[test]
+    fn a_locked_room_is_never_offered_and_labels_are_filtered() {
+        let (mut mm, now) = matchmaker(1);
+        let first = mm.place(now, PlayerId(1), &relay()).unwrap().room;
+        mm.listed(
+            first,
+            Listing {
+                locked: true,
+                ..Listing::default()
+            },
+        );
+        assert_eq!(
+            mm.place(now, PlayerId(2), &MatchRequest::Join { room: first }),
+            Err(MatchError::RoomLocked(first))
+        );
+        let second = mm.place(now, PlayerId(2), &relay()).unwrap();
+        assert!(
+            second.create,
+            "the locked room has seats but is not offered"
+        );
+        let ranked =
+            crate::listing::Label::new([("mode".to_string(), "ranked".to_string())]).unwrap();
+        mm.listed(
+            second.room,
+            Listing {
+                label: ranked,
+                ..Listing::default()
+            },
+        );
+        let wants = |filter: &str| MatchRequest::JoinOrCreate {
+            kind: "relay".into(),
+            filter: filter.parse().unwrap(),
+        };
+        let casual = mm
+            .place(now, PlayerId(3), &wants("label.mode = \"casual\""))
+            .unwrap();
+        assert!(casual.create, "no casual room yet");
+        let joined = mm
+            .place(now, PlayerId(4), &wants("label.mode = \"ranked\""))
+            .unwrap();
+        assert_eq!((joined.room, joined.create), (second.room, false));
+        let listed = mm.rooms(now, &"label.mode = ranked".parse().unwrap());
+        assert_eq!(listed.len(), 1);
+        assert_eq!(listed[0].id, second.room);
+        mm.listed(first, Listing::default());
+        assert!(
+            mm.place(now, PlayerId(5), &MatchRequest::Join { room: first })
+                .is_ok(),
+            "unlocked, it is offered again"
         );
     }
 }

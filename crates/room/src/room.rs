@@ -5,8 +5,11 @@
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use tickwire_wire::{Decode, Encode, EncodeError};
 
+use crate::listing::{Listing, ListingError, RoomOptions, check_metadata};
 use crate::shard::RoomId;
+use crate::timers::{TimerId, Timers};
 
 /// A player's identity on this server (from the connect token's client id).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -40,6 +43,9 @@ pub enum LeaveReason {
     Kicked,
     /// The server is shutting down.
     Shutdown,
+    /// The room was disposed of with the player in it: it asked to be
+    /// ([`RoomContext::dispose`]), an operator disposed of it, or it crashed.
+    Disposed,
 }
 
 /// Why a room refused a player.
@@ -54,10 +60,30 @@ pub enum JoinRefused {
     /// The player is already in the room.
     #[error("player is already in the room")]
     AlreadyMember,
-    /// The game refused, for its own reason.
-    #[error("refused: {0}")]
+    /// The room asked to be disposed of and takes no one.
+    #[error("room closed")]
+    Closed,
+    /// The room's code panicked (perhaps in this very join) and it is being disposed of.
+    #[error("room crashed")]
+    Crashed,
+    /// The game refused, for its own reason: the text reaches the client verbatim (the
+    /// WebSocket and WebTransport close reason, cut to 123 bytes).
+    #[error("{0}")]
     Game(String),
 }
+
+impl JoinRefused {
+    /// The game's refusal, with the reason the player is shown.
+    pub fn game(reason: impl Into<String>) -> Self {
+        Self::Game(reason.into())
+    }
+}
+
+/// Why a room refused the options it was created with; the text reaches the matchmaking
+/// caller (HTTP 400).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct CreateRefused(pub String);
 
 /// What a room asks the runtime to do; collected during a call and carried out after it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -89,6 +115,23 @@ pub enum Command {
     },
 }
 
+/// What a room controls about itself beyond its players, kept by its host and changed
+/// through its [`RoomContext`].
+#[derive(Debug, Default)]
+pub(crate) struct RoomState {
+    pub(crate) listing: Listing,
+    /// The listing changed since the runtime last copied it to the matchmaker.
+    pub(crate) listing_changed: bool,
+    pub(crate) timers: Timers,
+    /// The room asked to be disposed of.
+    pub(crate) dispose_requested: bool,
+    /// How long the room lives once empty: `None` for the shard's default, `Some(None)`
+    /// for never.
+    pub(crate) auto_dispose: Option<Option<Duration>>,
+    /// Messages that did not decode as the type the room asked for.
+    pub(crate) messages_malformed: u64,
+}
+
 /// A room's view of the world during one call: the time, its members, and the commands it
 /// issues.
 pub struct RoomContext<'a> {
@@ -98,16 +141,17 @@ pub struct RoomContext<'a> {
     step: Duration,
     members: &'a [Member],
     commands: &'a mut Vec<Command>,
+    state: &'a mut RoomState,
 }
 
 impl<'a> RoomContext<'a> {
     pub(crate) fn new(
         room: RoomId,
         now: Instant,
-        tick: u64,
-        step: Duration,
+        (tick, step): (u64, Duration),
         members: &'a [Member],
         commands: &'a mut Vec<Command>,
+        state: &'a mut RoomState,
     ) -> Self {
         Self {
             room,
@@ -116,6 +160,7 @@ impl<'a> RoomContext<'a> {
             step,
             members,
             commands,
+            state,
         }
     }
 
@@ -183,6 +228,164 @@ impl<'a> RoomContext<'a> {
             reason: reason.into(),
         });
     }
+
+    /// Encodes `message` with its [`Encode`] and sends it to one player. An error is the
+    /// game's own bug (a value outside the bounds its type declares); nothing is sent.
+    pub fn send_message<M: Encode>(
+        &mut self,
+        to: PlayerId,
+        channel: u8,
+        message: &M,
+    ) -> Result<(), EncodeError> {
+        let bytes = tickwire_wire::encode_to_vec(message)?;
+        self.send(to, channel, Bytes::from(bytes));
+        Ok(())
+    }
+
+    /// Encodes `message` once and sends it to every connected member.
+    pub fn broadcast_message<M: Encode>(
+        &mut self,
+        channel: u8,
+        message: &M,
+    ) -> Result<(), EncodeError> {
+        let bytes = tickwire_wire::encode_to_vec(message)?;
+        self.broadcast(channel, Bytes::from(bytes));
+        Ok(())
+    }
+
+    /// Decodes a player's message as `M` (the game's message enum, `#[derive(Decode)]`),
+    /// the whole message and nothing else. `None` for bytes that do not decode: they are
+    /// counted ([`RoomStats::messages_malformed`](crate::host::RoomStats)) and dropped, so a
+    /// room matches on its own type and never on bytes.
+    ///
+    /// ```
+    /// use bytes::Bytes;
+    /// use tickwire_room::room::{PlayerId, Room, RoomContext};
+    /// use tickwire_wire::{Decode, Encode};
+    ///
+    /// #[derive(Encode, Decode)]
+    /// enum Input {
+    ///     Move { #[wire(min = 0, max = 6)] column: u8 },
+    ///     Say { #[wire(max_len = 64)] text: String },
+    /// }
+    ///
+    /// struct Game;
+    ///
+    /// impl Room for Game {
+    ///     fn message(&mut self, ctx: &mut RoomContext<'_>, from: PlayerId, _: u8, bytes: Bytes) {
+    ///         let Some(input) = ctx.decode::<Input>(&bytes) else { return };
+    ///         match input {
+    ///             Input::Move { column } => { /* the rules, for `from` and `column` */ }
+    ///             Input::Say { text } => {
+    ///                 let _ = ctx.broadcast_message(0, &Input::Say { text });
+    ///             }
+    ///         }
+    ///     }
+    /// }
+    /// ```
+    pub fn decode<M: Decode>(&mut self, message: &[u8]) -> Option<M> {
+        match tickwire_wire::decode_exact::<M>(message) {
+            Ok(decoded) => Some(decoded),
+            Err(_) => {
+                self.state.messages_malformed += 1;
+                None
+            }
+        }
+    }
+
+    /// Stops matchmaking from offering this room (a game that has started); its players
+    /// stay, and a player holding a seat may still reconnect.
+    pub fn lock(&mut self) {
+        self.set_locked(true);
+    }
+
+    /// Lets matchmaking offer this room again.
+    pub fn unlock(&mut self) {
+        self.set_locked(false);
+    }
+
+    fn set_locked(&mut self, locked: bool) {
+        if self.state.listing.locked != locked {
+            self.state.listing.locked = locked;
+            self.state.listing_changed = true;
+        }
+    }
+
+    /// Whether the room is locked.
+    pub fn is_locked(&self) -> bool {
+        self.state.listing.locked
+    }
+
+    /// Sets one entry of the room's label, which matchmaking filters
+    /// (`label.mode = "ranked"`) and listings show.
+    pub fn set_label(&mut self, key: &str, value: &str) -> Result<(), ListingError> {
+        if self.state.listing.label.get(key) != Some(value) {
+            self.state.listing.label.set(key, value)?;
+            self.state.listing_changed = true;
+        }
+        Ok(())
+    }
+
+    /// Removes one entry of the room's label.
+    pub fn remove_label(&mut self, key: &str) {
+        if self.state.listing.label.remove(key) {
+            self.state.listing_changed = true;
+        }
+    }
+
+    /// Sets the room's metadata: free text (JSON, say) listings show, at most
+    /// [`MAX_METADATA_BYTES`](crate::listing::MAX_METADATA_BYTES).
+    pub fn set_metadata(&mut self, metadata: impl Into<String>) -> Result<(), ListingError> {
+        let metadata = metadata.into();
+        check_metadata(&metadata)?;
+        if self.state.listing.metadata != metadata {
+            self.state.listing.metadata = metadata;
+            self.state.listing_changed = true;
+        }
+        Ok(())
+    }
+
+    /// The room's lock, label and metadata.
+    pub fn listing(&self) -> &Listing {
+        &self.state.listing
+    }
+
+    /// Calls [`Room::timer`] with `timer` once, `after` from now on the room's clock.
+    /// Setting a timer that is pending reschedules it.
+    pub fn delay(&mut self, timer: TimerId, after: Duration) {
+        self.state.timers.set(self.now, timer, after, None);
+    }
+
+    /// Calls [`Room::timer`] with `timer` every `period` (at least 1 ms) from now until
+    /// [`cancel`](Self::cancel)led; a period missed while the server was busy is skipped,
+    /// not repeated.
+    pub fn every(&mut self, timer: TimerId, period: Duration) {
+        self.state.timers.set(self.now, timer, period, Some(period));
+    }
+
+    /// Cancels a pending timer; false if none was pending.
+    pub fn cancel(&mut self, timer: TimerId) -> bool {
+        self.state.timers.cancel(timer)
+    }
+
+    /// Whether a timer is pending.
+    pub fn is_pending(&self, timer: TimerId) -> bool {
+        self.state.timers.is_pending(timer)
+    }
+
+    /// Disposes of the room once this call returns: [`Room::dispose`] runs, then every
+    /// member leaves with [`LeaveReason::Disposed`] and is disconnected ("room closed").
+    pub fn dispose(&mut self) {
+        self.state.dispose_requested = true;
+    }
+
+    /// How long the room lives once its last player has left: `Some(Duration::ZERO)` to
+    /// go at once, `None` never (a persistent lobby). Until set, the server's
+    /// `rooms.empty_room_ttl_secs`. A room nobody joined yet waits that long regardless,
+    /// so the player who asked for it has time to arrive.
+    pub fn set_auto_dispose(&mut self, after: Option<Duration>) {
+        self.state.auto_dispose = Some(after);
+    }
 }
 
 /// Game logic for one room. Every method has a default that does nothing, so a room
@@ -211,7 +414,21 @@ pub trait Room: Send + 'static {
         60
     }
 
-    /// A player takes a seat; refusing keeps them out.
+    /// The room starts, before anyone joins, with the options of the matchmaking request
+    /// that created it (bounded already; their meaning is the room's to check). Refusing
+    /// means the room is never hosted and the request is answered 400 with the reason.
+    /// The place to set a label, lock, timers.
+    fn create(
+        &mut self,
+        ctx: &mut RoomContext<'_>,
+        options: &RoomOptions,
+    ) -> Result<(), CreateRefused> {
+        let _ = (ctx, options);
+        Ok(())
+    }
+
+    /// A player takes a seat; refusing keeps them out, and the refusal's text reaches their
+    /// client. The joiner is already in `ctx.members()` during this call.
     fn join(&mut self, ctx: &mut RoomContext<'_>, member: &Member) -> Result<(), JoinRefused> {
         let _ = (ctx, member);
         Ok(())
@@ -248,6 +465,19 @@ pub trait Room: Send + 'static {
     /// for it, such as encoding snapshots, so that a tick's events (a hit, a confirmed
     /// teleport) do not wait behind every player's snapshot. Counted in the room's tick time.
     fn publish(&mut self, ctx: &mut RoomContext<'_>) {
+        let _ = ctx;
+    }
+
+    /// A timer set with [`RoomContext::delay`] or [`RoomContext::every`] is due; `ctx.now()`
+    /// is when it was due.
+    fn timer(&mut self, ctx: &mut RoomContext<'_>, timer: TimerId) {
+        let _ = (ctx, timer);
+    }
+
+    /// The room is going: empty past its time, disposed of by itself or an operator, or the
+    /// server is stopping. Every player has left already (with `Disposed` or `Shutdown`).
+    /// The last call, and the last chance to persist the game's results.
+    fn dispose(&mut self, ctx: &mut RoomContext<'_>) {
         let _ = ctx;
     }
 

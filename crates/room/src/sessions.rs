@@ -28,7 +28,7 @@ use tickwire_proto::DisconnectReason;
 use tickwire_proto::token::USER_DATA_BYTES;
 
 use crate::room::{LeaveReason, PlayerId};
-use crate::shard::{SeatChange, Shard, ShardOutput};
+use crate::shard::{JoinError, SeatChange, Shard, ShardOutput};
 use crate::ticket::SeatTicket;
 
 /// Hashes ids with one multiply per word instead of SipHash: every relayed message looks its
@@ -107,14 +107,18 @@ pub fn close_code_leaves(code: Option<u16>) -> bool {
 }
 
 /// Why a connection got no seat; its `Display` is the text to tell the client.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Refused {
     /// The per-address limit refused the connection.
     #[error("too many connections from this address")]
     TooManyFromAddress,
-    /// An unreadable ticket, a room that is gone or refused the player.
+    /// An unreadable ticket or a room that is gone.
     #[error("no seat for this player")]
     NoSeat,
+    /// The room refused the player ([`JoinRefused`](crate::room::JoinRefused)): its
+    /// reason, verbatim (a game's own text, "room is full (4 seats)", "room closed").
+    #[error("{0}")]
+    Room(String),
 }
 
 /// The table's answer to a link opening.
@@ -252,22 +256,27 @@ impl<L: Copy + Eq + Hash> Sessions<L> {
         }
         let seated = match SeatTicket::decode(user_data) {
             Some(ticket) => match self.shard.room_of(player) {
-                Some(_) => self.shard.reconnect(now, player).is_some(),
-                None => self
-                    .shard
-                    .join(now, ticket.room, player, ticket.name)
-                    .is_ok(),
+                Some(_) => match self.shard.reconnect(now, player) {
+                    Some(_) => Ok(()),
+                    None => Err(Refused::NoSeat),
+                },
+                None => match self.shard.join(now, ticket.room, player, ticket.name) {
+                    Ok(_) => Ok(()),
+                    // The transports cut it to a close frame's 123 bytes.
+                    Err(JoinError::Refused(refused)) => Err(Refused::Room(refused.to_string())),
+                    Err(_) => Err(Refused::NoSeat),
+                },
             },
-            None => false,
+            None => Err(Refused::NoSeat),
         };
-        if !seated {
+        if let Err(refused) = seated {
             self.stats.joins_refused += 1;
             if let (Some(limit), Some(ip)) = (&self.address_limit, ip) {
                 limit.closed(ip);
             }
             return Admission {
                 replaced,
-                seat: Err(Refused::NoSeat),
+                seat: Err(refused),
             };
         }
         self.players.insert(player, Session { link: None, ip });
@@ -695,6 +704,7 @@ mod tests {
         let mut matchmaker =
             Matchmaker::new(1, [("recorder".to_string(), 2)], Duration::from_secs(10));
         let join = MatchRequest::JoinOrCreate {
+            filter: crate::listing::LabelFilter::default(),
             kind: "recorder".into(),
         };
         let room = matchmaker.place(start, PlayerId(1), &join).unwrap().room;

@@ -10,8 +10,14 @@ use hdrhistogram::Histogram;
 
 use crate::host::RoomHost;
 use crate::limits::{MessageLimitConfig, MessageLimiter, MessageVerdict};
-use crate::room::{Command, JoinRefused, LeaveReason, PlayerId, Room, Seat};
+use crate::listing::{Listing, RoomOptions};
+use crate::room::{Command, CreateRefused, JoinRefused, LeaveReason, PlayerId, Room, Seat};
 use crate::timestep::TickRateError;
+
+/// What a player of a crashed room is told.
+pub const ROOM_CRASHED: &str = "room crashed";
+/// What a player of a disposed room is told.
+pub const ROOM_CLOSED: &str = "room closed";
 
 /// Identifies a room on this server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -28,7 +34,9 @@ impl std::fmt::Display for RoomId {
 pub struct ShardConfig {
     /// How long a player whose connection dropped keeps their seat.
     pub reconnect_grace: Duration,
-    /// How long an empty room lives before it is disposed of.
+    /// How long an empty room lives before it is disposed of (0: at once), unless the room
+    /// chose otherwise ([`RoomContext::set_auto_dispose`](crate::room::RoomContext::set_auto_dispose)).
+    /// A room nobody has joined yet always waits this long for its first player.
     pub empty_room_ttl: Duration,
     /// How many messages a player may send.
     pub message_limit: MessageLimitConfig,
@@ -69,9 +77,10 @@ pub enum ShardOutput {
     Seat(SeatChange),
 }
 
-/// A change of seats the matchmaker must hear about, in the order it happened on the shard.
-/// The shard says it, the session table passes it on, the worker sends it to the runtime.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A change of seats or rooms the matchmaker must hear about, in the order it happened on
+/// the shard. The shard says it, the session table passes it on, the worker sends it to the
+/// runtime.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SeatChange {
     /// A player took a new seat (not a reconnection): the matchmaker's reservation is now a
     /// seat.
@@ -88,11 +97,46 @@ pub enum SeatChange {
         /// The room they left.
         room: RoomId,
     },
-    /// A room stayed empty past its time to live and is gone.
+    /// A room is gone: it stayed empty past its time to live, was disposed of, or crashed.
     RoomDisposed {
         /// Which.
         room: RoomId,
     },
+    /// A room's lock, label or metadata changed.
+    Listed {
+        /// Which.
+        room: RoomId,
+        /// Its listing now.
+        listing: Box<Listing>,
+    },
+}
+
+/// A room whose code panicked, disposed of alone; the runtime logs and counts it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RoomCrash {
+    /// Which room.
+    pub room: RoomId,
+    /// Its kind.
+    pub kind: String,
+    /// What the panic said.
+    pub panic: String,
+}
+
+/// Why a room could not be created.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CreateError {
+    /// The room's tick rate is out of bounds.
+    #[error(transparent)]
+    TickRate(#[from] TickRateError),
+    /// The room refused its options.
+    #[error(transparent)]
+    Refused(#[from] CreateRefused),
+    /// The room's code panicked while it was created (logged and counted as a crash).
+    #[error("room crashed: {0}")]
+    Crashed(String),
+    /// A room with that id is hosted already.
+    #[error("room {0} exists already")]
+    Exists(RoomId),
 }
 
 /// Called with a room kind, the duration of each of its ticks in one turn, and how many
@@ -124,6 +168,8 @@ pub struct RoomInfo {
     pub players: usize,
     /// Seats.
     pub capacity: u16,
+    /// Its lock, label and metadata.
+    pub listing: Listing,
 }
 
 struct HostedRoom {
@@ -131,6 +177,8 @@ struct HostedRoom {
     host: RoomHost,
     /// Set while the room has no members: when it became empty.
     empty_since: Option<Instant>,
+    /// Someone has sat in it: from then on the room's own auto-dispose delay applies.
+    ever_joined: bool,
     /// Ticks ran and await the publish phase: their count and the time they took.
     unpublished: Option<(u32, Duration)>,
 }
@@ -159,6 +207,8 @@ pub struct ShardStats {
     pub messages_rate_limited: u64,
     /// Players disconnected for flooding.
     pub players_flooding: u64,
+    /// Rooms whose code panicked, disposed of alone.
+    pub rooms_crashed: u64,
 }
 
 /// How long one room kind's ticks take on this shard.
@@ -239,6 +289,7 @@ pub struct Shard {
     scratch_commands: Vec<Command>,
     scratch_rooms: Vec<RoomId>,
     tick_observer: Option<TickObserver>,
+    crashes: Vec<RoomCrash>,
 }
 
 impl Shard {
@@ -258,6 +309,7 @@ impl Shard {
             scratch_commands: Vec::new(),
             scratch_rooms: Vec::new(),
             tick_observer: None,
+            crashes: Vec::new(),
         }
     }
 
@@ -266,7 +318,7 @@ impl Shard {
         self.tick_observer = Some(observer);
     }
 
-    /// Starts hosting a room.
+    /// Starts hosting a room, with no options.
     pub fn create_room(
         &mut self,
         now: Instant,
@@ -274,20 +326,76 @@ impl Shard {
         kind: impl Into<String>,
         room: Box<dyn Room>,
         capacity: u16,
-    ) -> Result<(), TickRateError> {
-        let start = self.aligned_start(now, room.tick_rate_hz());
-        let host = RoomHost::new(id, room, start, capacity)?;
-        self.lower_rooms_due(start.min(now + self.config.empty_room_ttl));
+    ) -> Result<(), CreateError> {
+        self.create_room_with(now, id, kind, room, capacity, &RoomOptions::default())
+    }
+
+    /// Starts hosting a room with the options of the request that created it: the room's
+    /// [`create`](Room::create) runs now, and a refusal (or a panic) means no room.
+    pub fn create_room_with(
+        &mut self,
+        now: Instant,
+        id: RoomId,
+        kind: impl Into<String>,
+        room: Box<dyn Room>,
+        capacity: u16,
+        options: &RoomOptions,
+    ) -> Result<(), CreateError> {
+        if self.rooms.contains_key(&id) {
+            return Err(CreateError::Exists(id));
+        }
+        let kind = kind.into();
+        // The first call into the game's code: a panic here, as in `create`, is a crash of
+        // a room that never was, rather than of the shard.
+        let rate =
+            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| room.tick_rate_hz())) {
+                Ok(rate) => rate,
+                Err(_) => return Err(self.crashed_creating(id, kind, "tick_rate_hz panicked")),
+            };
+        let start = self.aligned_start(now, rate);
+        let mut host = RoomHost::new(id, room, start, capacity)?;
+        if let Err(refused) = host.create(now, options) {
+            return Err(match host.crashed() {
+                Some(panic) => self.crashed_creating(id, kind, panic),
+                None => refused.into(),
+            });
+        }
         self.rooms.insert(
             id,
             HostedRoom {
-                kind: kind.into(),
+                kind,
                 host,
                 empty_since: Some(now),
+                ever_joined: false,
                 unpublished: None,
             },
         );
+        // What `create` sent goes nowhere (no one is seated); its label and lock go to the
+        // matchmaker, and a room that disposed of itself at once goes.
+        self.route(id, now);
         Ok(())
+    }
+
+    /// Records a room that panicked before it was hosted, for the worker to log.
+    fn crashed_creating(&mut self, room: RoomId, kind: String, panic: &str) -> CreateError {
+        self.stats.rooms_crashed += 1;
+        self.crashes.push(RoomCrash {
+            room,
+            kind,
+            panic: panic.to_string(),
+        });
+        CreateError::Crashed(panic.to_string())
+    }
+
+    /// When an empty room is to be disposed of: `None` while it has members or if it
+    /// chose to live on empty.
+    fn disposal_at(config: &ShardConfig, hosted: &HostedRoom) -> Option<Instant> {
+        let since = hosted.empty_since?;
+        let ttl = match (hosted.ever_joined, hosted.host.auto_dispose()) {
+            (true, Some(chosen)) => chosen?,
+            _ => config.empty_room_ttl,
+        };
+        Some(since + ttl)
     }
 
     /// Something in a room may be due as early as `at`.
@@ -326,8 +434,16 @@ impl Shard {
             .rooms
             .get_mut(&room)
             .ok_or(JoinError::NoSuchRoom(room))?;
-        let seat = hosted.host.join(now, player, name)?;
+        let seat = match hosted.host.join(now, player, name) {
+            Ok(seat) => seat,
+            Err(refused) => {
+                // What the room sent while refusing goes out; a crash in `join` closes it.
+                self.route(room, now);
+                return Err(refused.into());
+            }
+        };
         hosted.empty_since = None;
+        hosted.ever_joined = true;
         self.players.insert(
             player,
             Seated {
@@ -408,12 +524,14 @@ impl Shard {
         }));
         if let Some(hosted) = self.rooms.get_mut(&seated.room) {
             hosted.host.leave(now, player, reason);
-            if hosted.host.members().is_empty() {
+            if hosted.host.members().is_empty() && hosted.empty_since.is_none() {
                 hosted.empty_since = Some(now);
+                if let Some(at) = Self::disposal_at(&self.config, hosted) {
+                    self.lower_rooms_due(at);
+                }
             }
             self.route(seated.room, now);
         }
-        self.lower_rooms_due(now + self.config.empty_room_ttl);
     }
 
     /// Runs every room's due ticks, then the publish phase of the rooms that ticked, gives
@@ -475,14 +593,9 @@ impl Shard {
             let Some(hosted) = self.rooms.get_mut(&id) else {
                 continue;
             };
-            let disposal = hosted
-                .empty_since
-                .map(|since| since + self.config.empty_room_ttl);
+            let disposal = Self::disposal_at(&self.config, hosted);
             if disposal.is_some_and(|at| at <= now) {
-                self.rooms.remove(&id);
-                self.stats.rooms_disposed += 1;
-                self.outputs
-                    .push(ShardOutput::Seat(SeatChange::RoomDisposed { room: id }));
+                self.close_room(now, id, ROOM_CLOSED);
                 continue;
             }
             if hosted.host.next_deadline() <= now {
@@ -511,8 +624,8 @@ impl Shard {
             // The room may have emptied while routing; its disposal is then `now` + ttl.
             if let Some(hosted) = self.rooms.get(&id) {
                 let next = hosted.host.next_deadline();
-                let next = match hosted.empty_since {
-                    Some(since) => next.min(since + self.config.empty_room_ttl),
+                let next = match Self::disposal_at(&self.config, hosted) {
+                    Some(at) => next.min(at),
                     None => next,
                 };
                 due_next = Some(due_next.map_or(next, |due| due.min(next)));
@@ -559,8 +672,88 @@ impl Shard {
         self.unpublished = ids;
     }
 
-    /// Turns a room's commands into sends and disconnects.
+    /// Turns a room's commands into sends and disconnects, passes a changed listing on to
+    /// the matchmaker, and disposes of a room that crashed or asked to go.
     fn route(&mut self, id: RoomId, now: Instant) {
+        self.route_commands(id, now);
+        let Some(hosted) = self.rooms.get_mut(&id) else {
+            return;
+        };
+        if let Some(listing) = hosted.host.take_listing_change() {
+            let listing = Box::new(listing.clone());
+            self.outputs
+                .push(ShardOutput::Seat(SeatChange::Listed { room: id, listing }));
+        }
+        if let Some(panic) = hosted.host.crashed() {
+            self.stats.rooms_crashed += 1;
+            self.crashes.push(RoomCrash {
+                room: id,
+                kind: hosted.kind.clone(),
+                panic: panic.to_string(),
+            });
+            self.close_room(now, id, ROOM_CRASHED);
+        } else if hosted.host.is_closing() {
+            self.close_room(now, id, ROOM_CLOSED);
+        } else {
+            // A timer set in this call may be due before anything else on the shard.
+            let next = hosted.host.next_deadline();
+            self.lower_rooms_due(next);
+        }
+    }
+
+    /// Disposes of a room now: its members leave with [`LeaveReason::Disposed`] and are
+    /// disconnected with `reason`, its [`dispose`](Room::dispose) runs (unless it
+    /// crashed), and the matchmaker hears it is gone.
+    fn close_room(&mut self, now: Instant, id: RoomId, reason: &str) {
+        let Some(hosted) = self.rooms.get_mut(&id) else {
+            return;
+        };
+        let seated = hosted.host.dispose(now);
+        // The last words of its `leave` and `dispose`, to the players still listed.
+        self.route_commands(id, now);
+        for player in seated {
+            if self.players.remove(&player).is_some() {
+                self.outputs
+                    .push(ShardOutput::Seat(SeatChange::Unseated { player, room: id }));
+                self.outputs.push(ShardOutput::Disconnect {
+                    player,
+                    reason: reason.to_string(),
+                });
+            }
+        }
+        self.rooms.remove(&id);
+        self.stats.rooms_disposed += 1;
+        self.outputs
+            .push(ShardOutput::Seat(SeatChange::RoomDisposed { room: id }));
+    }
+
+    /// Disposes of a room at an operator's request (see [`close_room`](Self::close_room));
+    /// false if there is no such room.
+    pub fn dispose_room(&mut self, now: Instant, id: RoomId) -> bool {
+        if !self.rooms.contains_key(&id) {
+            return false;
+        }
+        self.close_room(now, id, ROOM_CLOSED);
+        true
+    }
+
+    /// Locks or unlocks a room at an operator's request; false if there is no such room.
+    pub fn set_locked(&mut self, now: Instant, id: RoomId, locked: bool) -> bool {
+        let Some(hosted) = self.rooms.get_mut(&id) else {
+            return false;
+        };
+        hosted.host.set_locked(locked);
+        self.route(id, now);
+        true
+    }
+
+    /// The rooms that crashed since the last call, to log.
+    pub fn drain_crashes(&mut self) -> std::vec::Drain<'_, RoomCrash> {
+        self.crashes.drain(..)
+    }
+
+    /// The sends and disconnects of a room's commands.
+    fn route_commands(&mut self, id: RoomId, now: Instant) {
         let Some(hosted) = self.rooms.get_mut(&id) else {
             return;
         };
@@ -619,6 +812,7 @@ impl Shard {
         if emptied {
             hosted.empty_since = Some(now);
         }
+        let disposal = Self::disposal_at(&self.config, hosted);
         for player in kicked {
             // The host already removed them from the room.
             if self.players.remove(&player).is_some() {
@@ -626,8 +820,8 @@ impl Shard {
                     .push(ShardOutput::Seat(SeatChange::Unseated { player, room: id }));
             }
         }
-        if emptied {
-            self.lower_rooms_due(now + self.config.empty_room_ttl);
+        if let Some(at) = disposal.filter(|_| emptied) {
+            self.lower_rooms_due(at);
         }
     }
 
@@ -653,6 +847,7 @@ impl Shard {
             kind: hosted.kind.clone(),
             players: hosted.host.members().len(),
             capacity: hosted.host.capacity(),
+            listing: hosted.host.listing().clone(),
         })
     }
 
@@ -694,6 +889,10 @@ impl Shard {
         let players: Vec<PlayerId> = self.players.keys().copied().collect();
         for player in players {
             self.leave(now, player, LeaveReason::Shutdown);
+        }
+        let rooms: Vec<RoomId> = self.rooms.keys().copied().collect();
+        for room in rooms {
+            self.close_room(now, room, ROOM_CLOSED);
         }
     }
 

@@ -4,8 +4,20 @@
 //! hosts, shards, the matchmaker, limits and the built-in rooms — is `tickwire-room`,
 //! re-exported here under its old paths.
 //!
+//! ```no_run
+//! use tickwire_server::Server;
+//! use tickwire_server::rooms::chat::ChatRoom;
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! // Loopback ports, logs on stderr, until Ctrl-C.
+//! Server::builder().room::<ChatRoom>("chat", 100).run().await?;
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! | type | role |
 //! |---|---|
+//! | [`Server::builder`] | a game's own server: its room kinds, loopback defaults, logs, run until a signal |
 //! | [`worker::ShardWorker`] | a shard on its own thread and UDP port, players connected over the protocol |
 //! | [`runtime::Runtime`] | the whole server: workers, matchmaking and the HTTP API, console, metrics, drain |
 //! | [`runtime::RoomKinds`] | the room kinds matchmaking may create, by name |
@@ -18,10 +30,14 @@ pub mod cluster;
 pub mod config;
 pub mod console;
 pub mod credentials;
+pub mod embed;
 pub mod runtime;
 pub mod worker;
 
 // The room logic lives in `tickwire-room`, which a game builds on without compiling the
 // server; these keep `tickwire_server::room::Room` and the server's own `crate::shard::…`
 // paths working.
-pub use tickwire_room::{host, limits, matchmaker, room, rooms, sessions, shard, timestep};
+pub use embed::{Server, ServerBuilder};
+pub use tickwire_room::{
+    host, limits, listing, matchmaker, room, rooms, sessions, shard, timers, timestep,
+};

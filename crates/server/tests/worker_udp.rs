@@ -1,6 +1,7 @@
 //! A shard worker on a real UDP port: players connect with tokens naming a relay room, each
-//! receives every other member's messages on the channel they came on, and a stop reaches
-//! them as "server shutting down".
+//! receives every other member's messages on the channel they came on, a refusal comes with
+//! its words, and a stop reaches them as "server shutting down" and drops the worker's
+//! running flag.
 
 mod common;
 
@@ -59,8 +60,17 @@ async fn udp_players_in_a_relay_room_hear_each_other_and_hear_the_shutdown() {
         udp_disconnect_reason(&mut lost).await,
         DisconnectReason::Kicked
     );
+    assert_eq!(
+        lost.endpoint().disconnect_text(),
+        "no seat for this player",
+        "the words come with the code"
+    );
 
+    // Readiness watches this flag: it drops when the worker's thread ends.
+    let running = worker.running();
+    assert!(running.get());
     let report = worker.stop().await.unwrap();
+    assert!(!running.get(), "a stopped worker says so");
     assert_eq!(report.joins_refused, 1);
     for listener in [&mut alice, &mut bob, &mut carol] {
         assert_eq!(

@@ -74,7 +74,12 @@ export interface Disconnect {
   reason: DisconnectReason;
   /** The close code seen (1006 when the socket or session just dropped). */
   code: number;
-  /** The server's close reason text or the client's own explanation: for logs, not for logic. */
+  /**
+   * The server's close reason text or the client's own explanation. For `kicked` it is the
+   * server's words verbatim, fit to show the player: a room's refusal of the join ("cheaters
+   * may not play"), a kick's reason, "room closed", "room crashed". Not for logic: branch on
+   * `reason`.
+   */
   message: string;
   /** Whether the connection had completed its handshake. */
   wasConnected: boolean;

@@ -20,8 +20,9 @@ use super::api::{ApiError, RoomListing, parse_player};
 use crate::console::{AdminOps, PlayerSummary, StatsSnapshot};
 use crate::credentials::{Refused, Via};
 use crate::room::PlayerId;
-use crate::shard::RoomInfo;
+use crate::shard::{RoomId, RoomInfo};
 use crate::worker::Control;
+use tokio::sync::oneshot;
 
 /// Totals of packets in, packets out, bytes in, bytes out, over UDP and WebSocket.
 pub(super) fn traffic_totals(app: &App) -> [u64; 4] {
@@ -204,6 +205,9 @@ pub(super) fn router(app: Arc<App>) -> Router<Arc<App>> {
         .route("/api/admin/stats", get(admin_stats))
         .route("/api/admin/rooms", get(admin_rooms))
         .route("/api/admin/rooms/{id}", get(admin_room))
+        .route("/api/admin/rooms/{id}/lock", post(admin_lock))
+        .route("/api/admin/rooms/{id}/unlock", post(admin_unlock))
+        .route("/api/admin/rooms/{id}/dispose", post(admin_dispose))
         .route("/api/admin/players", get(admin_players))
         .route("/api/admin/kick/{player}", post(admin_kick))
         .route("/api/admin/say", post(admin_say))
@@ -300,12 +304,9 @@ async fn admin_stats(State(app): State<Arc<App>>) -> Response {
 async fn admin_rooms(State(app): State<Arc<App>>) -> Response {
     let listing: Vec<RoomListing> = rooms(&app)
         .into_iter()
-        .map(|room| RoomListing {
-            id: room.id.0,
-            kind: room.kind,
-            players: u16::try_from(room.players).unwrap_or(u16::MAX),
-            capacity: room.capacity,
-            node: None,
+        .map(|room| {
+            let players = u16::try_from(room.players).unwrap_or(u16::MAX);
+            RoomListing::new(room.id, room.kind, players, room.capacity, &room.listing)
         })
         .collect();
     axum::Json(listing).into_response()
@@ -322,6 +323,58 @@ async fn admin_room(State(app): State<Arc<App>>, Path(id): Path<String>) -> Resp
         }
         None => ApiError::new(StatusCode::NOT_FOUND, format!("no room {id}")).into_response(),
     }
+}
+
+/// What an operator asks of one room.
+enum RoomOp {
+    Lock(bool),
+    Dispose,
+}
+
+/// Carries out `op` on the room's shard (the matchmaker knows which) and waits for the
+/// shard's answer: 200 with the room's id, 404 if no shard hosts it.
+async fn room_op(app: &App, id: &str, op: RoomOp) -> Response {
+    let Ok(id) = id.parse::<u64>() else {
+        return ApiError::new(StatusCode::BAD_REQUEST, format!("bad room id {id:?}"))
+            .into_response();
+    };
+    let room = RoomId(id);
+    let not_found = || ApiError::new(StatusCode::NOT_FOUND, format!("no room {id}"));
+    let shard = app.matchmaker().shard_of(room);
+    let Some(link) = shard.and_then(|shard| app.shards.get(shard)) else {
+        return not_found().into_response();
+    };
+    let (done, answer) = oneshot::channel();
+    let (control, reply) = match op {
+        RoomOp::Lock(locked) => (
+            Control::Lock { room, locked, done },
+            json!({ "id": id, "locked": locked }),
+        ),
+        RoomOp::Dispose => (
+            Control::Dispose { room, done },
+            json!({ "id": id, "disposed": true }),
+        ),
+    };
+    if link.control.try_send(control).is_err() {
+        return busy().into_response();
+    }
+    match answer.await {
+        Ok(true) => axum::Json(reply).into_response(),
+        Ok(false) => not_found().into_response(),
+        Err(_) => busy().into_response(),
+    }
+}
+
+async fn admin_lock(State(app): State<Arc<App>>, Path(id): Path<String>) -> Response {
+    room_op(&app, &id, RoomOp::Lock(true)).await
+}
+
+async fn admin_unlock(State(app): State<Arc<App>>, Path(id): Path<String>) -> Response {
+    room_op(&app, &id, RoomOp::Lock(false)).await
+}
+
+async fn admin_dispose(State(app): State<Arc<App>>, Path(id): Path<String>) -> Response {
+    room_op(&app, &id, RoomOp::Dispose).await
 }
 
 async fn admin_players(State(app): State<Arc<App>>) -> Response {

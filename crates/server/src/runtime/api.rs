@@ -4,6 +4,7 @@
 //! malformed request, 401 for an identity that does not verify, 404 for a room that does
 //! not exist, 409 for a full room, 429 for too many requests, 503 while draining.
 
+use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;
@@ -11,7 +12,7 @@ use std::time::Instant;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{ConnectInfo, DefaultBodyLimit, State};
+use axum::extract::{ConnectInfo, DefaultBodyLimit, Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -25,10 +26,12 @@ use tokio::sync::oneshot;
 
 use super::identity::{Identity, IdentityError};
 use super::{App, Phase};
-use crate::matchmaker::{MatchError, MatchRequest};
+use crate::matchmaker::{MatchError, MatchRequest, Placement};
 use crate::room::PlayerId;
+use crate::shard::CreateError;
 use crate::shard::RoomId;
 use crate::worker::{Control, SeatTicket, unix_now};
+use tickwire_room::listing::{LabelFilter, Listing, ListingError, RoomOptions};
 
 /// Largest request body accepted: a matchmaking request is well under a kilobyte.
 const MAX_BODY_BYTES: usize = 16 * 1024;
@@ -106,7 +109,9 @@ impl From<MatchError> for ApiError {
         let status = match error {
             MatchError::Draining => StatusCode::SERVICE_UNAVAILABLE,
             MatchError::NoSuchRoom(_) | MatchError::UnknownKind(_) => StatusCode::NOT_FOUND,
-            MatchError::RoomFull(_) | MatchError::AlreadyPlaced(_) => StatusCode::CONFLICT,
+            MatchError::RoomFull(_) | MatchError::RoomLocked(_) | MatchError::AlreadyPlaced(_) => {
+                StatusCode::CONFLICT
+            }
         };
         Self(status, error.to_string())
     }
@@ -137,6 +142,20 @@ async fn matchmake(
     let body = body?;
     let request: MatchmakeRequest = serde_json::from_slice(&body)
         .map_err(|error| ApiError::new(StatusCode::BAD_REQUEST, format!("bad request: {error}")))?;
+    let options = RoomOptions::new(request.options)
+        .map_err(|error| ApiError::new(StatusCode::BAD_REQUEST, format!("options: {error}")))?;
+    let filter: LabelFilter = request
+        .filter
+        .as_deref()
+        .unwrap_or_default()
+        .parse()
+        .map_err(|error: ListingError| ApiError::new(StatusCode::BAD_REQUEST, error.to_string()))?;
+    if !filter.is_empty() && (request.create || request.kind.is_none()) {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "\"filter\" goes with a room kind to join or create",
+        ));
+    }
     let wanted = match (request.kind, request.room) {
         (Some(_), Some(_)) => {
             return Err(ApiError::new(
@@ -151,10 +170,11 @@ async fn matchmake(
             ));
         }
         (Some(kind), None) if request.create => MatchRequest::Create { kind },
-        (Some(kind), None) => MatchRequest::JoinOrCreate { kind },
+        (Some(kind), None) => MatchRequest::JoinOrCreate { kind, filter },
         (None, Some(room)) => MatchRequest::Join { room: RoomId(room) },
         (None, None) if request.session.is_some() => MatchRequest::JoinOrCreate {
             kind: String::new(),
+            filter,
         },
         (None, None) => {
             return Err(ApiError::new(
@@ -171,8 +191,8 @@ async fn matchmake(
         now,
     )?;
     let seat = match &app.cluster {
-        Some(node) => super::cluster::place(&app, node, &identity, &wanted).await?,
-        None => place(&app, &identity, &wanted).await?,
+        Some(node) => super::cluster::place(&app, node, &identity, &wanted, &options).await?,
+        None => place(&app, &identity, &wanted, &options).await?,
     };
     app.metrics.matchmade();
 
@@ -273,6 +293,7 @@ async fn place(
     app: &App,
     identity: &Identity,
     wanted: &MatchRequest,
+    options: &RoomOptions,
 ) -> Result<SeatChoice, ApiError> {
     let placement = {
         let mut matchmaker = app.matchmaker();
@@ -294,7 +315,7 @@ async fn place(
                 at: SeatAt::Shard(shard),
             });
         }
-        if matches!(wanted, MatchRequest::JoinOrCreate { kind } if kind.is_empty()) {
+        if matches!(wanted, MatchRequest::JoinOrCreate { kind, .. } if kind.is_empty()) {
             return Err(ApiError::new(
                 StatusCode::NOT_FOUND,
                 "no seat is held for this session; give a room kind or room id",
@@ -303,13 +324,10 @@ async fn place(
         matchmaker.place(Instant::now(), identity.player, wanted)?
     };
     if placement.create {
-        let created = create_room(app, placement.shard, placement.room, &placement.kind).await;
-        if !created {
+        let created = create_room(app, &placement, options).await;
+        if let Err(error) = created {
             app.matchmaker().room_closed(placement.room);
-            return Err(ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "the room could not be created",
-            ));
+            return Err(error);
         }
     }
     Ok(SeatChoice {
@@ -320,25 +338,44 @@ async fn place(
     })
 }
 
-/// Asks a shard to host a new room and waits until it does, so a player who connects at
-/// once finds it.
-pub(super) async fn create_room(app: &App, shard: usize, room: RoomId, kind: &str) -> bool {
-    let (Some(link), Some(game)) = (app.shards.get(shard), app.kinds.create(kind)) else {
-        return false;
+/// Asks a shard to host a new room with the request's options and waits until it does,
+/// so a player who connects at once finds it. A room that refuses its options is a 400
+/// with the room's reason.
+pub(super) async fn create_room(
+    app: &App,
+    placement: &Placement,
+    options: &RoomOptions,
+) -> Result<(), ApiError> {
+    let unavailable = || {
+        ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the room could not be created",
+        )
+    };
+    let kind = placement.kind.as_str();
+    let (Some(link), Some(game)) = (app.shards.get(placement.shard), app.kinds.create(kind)) else {
+        return Err(unavailable());
     };
     let capacity = app.kinds.capacity(kind).unwrap_or(1);
     let (created, confirmed) = oneshot::channel();
-    let sent = link
-        .control
+    link.control
         .send(Control::CreateRoom {
-            id: room,
+            id: placement.room,
             kind: kind.to_string(),
             room: game,
             capacity,
+            options: options.clone(),
             created: Some(created),
         })
-        .await;
-    sent.is_ok() && confirmed.await.unwrap_or(false)
+        .await
+        .map_err(|_| unavailable())?;
+    match confirmed.await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(CreateError::Refused(refused))) => {
+            Err(ApiError::new(StatusCode::BAD_REQUEST, refused.to_string()))
+        }
+        Ok(Err(_)) | Err(_) => Err(unavailable()),
+    }
 }
 
 /// The `Host` header if it looks like a host (letters, digits, `.-:[]`), for building the
@@ -360,69 +397,130 @@ fn host_without_port(host: &str) -> &str {
     host.rsplit_once(':').map_or(host, |(name, _)| name)
 }
 
+/// A room in `/api/rooms` and `/api/admin/rooms`.
 #[derive(Debug, Serialize)]
 pub(super) struct RoomListing {
     pub(super) id: u64,
     pub(super) kind: String,
     pub(super) players: u16,
     pub(super) capacity: u16,
+    /// Matchmaking does not offer it.
+    pub(super) locked: bool,
+    /// What filters match, by key.
+    pub(super) label: BTreeMap<String, String>,
+    /// The room's free text.
+    pub(super) metadata: String,
     /// The node hosting it, in a cluster.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) node: Option<String>,
 }
 
-/// `GET /api/rooms`: every room with seats taken or promised; in a cluster, every room of
-/// every live node (while the directory is unreachable: 503 with the reason).
-async fn rooms(State(app): State<Arc<App>>) -> Result<axum::Json<Vec<RoomListing>>, ApiError> {
-    if let Some(node) = &app.cluster {
-        let rooms = node
-            .directory()
-            .rooms()
-            .await
-            .map_err(|error| {
-                ApiError::new(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    format!("cluster directory unavailable: {error}"),
-                )
-            })?
-            .into_iter()
-            .map(|room| RoomListing {
-                id: room.id,
-                kind: room.kind,
-                players: room.players,
-                capacity: room.capacity,
-                node: Some(room.node),
-            })
-            .collect();
-        return Ok(axum::Json(rooms));
-    }
-    let rooms = app
-        .matchmaker()
-        .rooms(Instant::now())
-        .into_iter()
-        .map(|(id, kind, players, capacity)| RoomListing {
+impl RoomListing {
+    pub(super) fn new(
+        id: RoomId,
+        kind: String,
+        players: u16,
+        capacity: u16,
+        listing: &Listing,
+    ) -> Self {
+        Self {
             id: id.0,
             kind,
             players,
             capacity,
+            locked: listing.locked,
+            label: listing
+                .label
+                .iter()
+                .map(|(key, value)| (key.to_string(), value.to_string()))
+                .collect(),
+            metadata: listing.metadata.clone(),
             node: None,
+        }
+    }
+}
+
+/// `GET /api/rooms[?filter=label.mode = "ranked"]`: every room with seats taken or
+/// promised, those whose label matches the filter if one is given; in a cluster, every room
+/// of every live node (while the directory is unreachable: 503 with the reason).
+async fn rooms(
+    State(app): State<Arc<App>>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Result<axum::Json<Vec<RoomListing>>, ApiError> {
+    let filter: LabelFilter = query
+        .get("filter")
+        .map_or("", String::as_str)
+        .parse()
+        .map_err(|error: ListingError| ApiError::new(StatusCode::BAD_REQUEST, error.to_string()))?;
+    if let Some(node) = &app.cluster {
+        return cluster_rooms(node, &filter).await.map(axum::Json);
+    }
+    let rooms = app
+        .matchmaker()
+        .rooms(Instant::now(), &filter)
+        .into_iter()
+        .map(|room| {
+            RoomListing::new(
+                room.id,
+                room.kind,
+                room.occupied,
+                room.capacity,
+                &room.listing,
+            )
         })
         .collect();
     Ok(axum::Json(rooms))
+}
+
+/// The cluster directory's rooms. Its listings carry no label or metadata yet, so a label
+/// filter cannot be answered across the cluster: refused rather than ignored.
+async fn cluster_rooms(
+    node: &super::cluster::ClusterNode,
+    filter: &LabelFilter,
+) -> Result<Vec<RoomListing>, ApiError> {
+    if !filter.is_empty() {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "label filters are not yet answered across a cluster",
+        ));
+    }
+    let rooms = node.directory().rooms().await.map_err(|error| {
+        ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("cluster directory unavailable: {error}"),
+        )
+    })?;
+    Ok(rooms
+        .into_iter()
+        .map(|room| RoomListing {
+            id: room.id,
+            kind: room.kind,
+            players: room.players,
+            capacity: room.capacity,
+            locked: !room.joinable,
+            label: BTreeMap::new(),
+            metadata: String::new(),
+            node: Some(room.node),
+        })
+        .collect())
 }
 
 async fn healthz() -> &'static str {
     "ok\n"
 }
 
-/// The phase decides the status; the embedder's degraded parts add a line each.
+/// The phase decides the status, and a shard whose thread stopped makes a running server
+/// not ready (its rooms are gone, matchmaking would send players to it); the embedder's
+/// degraded parts add a line each.
 async fn readyz(State(app): State<Arc<App>>) -> (StatusCode, String) {
-    let (status, phase) = match app.phase() {
-        Phase::Running => (StatusCode::OK, "ready"),
-        Phase::Draining => (StatusCode::SERVICE_UNAVAILABLE, "draining"),
-        Phase::ShuttingDown => (StatusCode::SERVICE_UNAVAILABLE, "shutting down"),
-    };
-    let mut body = format!("{phase}\n");
+    let stopped: Vec<usize> = app
+        .shards
+        .iter()
+        .enumerate()
+        .filter(|(_, shard)| !shard.running.get())
+        .map(|(index, _)| index)
+        .collect();
+    let (status, mut body) = readiness(app.phase(), &stopped);
     if let Some(note) = app.cluster.as_ref().and_then(|node| node.degraded()) {
         body.push_str(&note);
         body.push('\n');
@@ -431,6 +529,26 @@ async fn readyz(State(app): State<Arc<App>>) -> (StatusCode, String) {
         body.push_str(&note);
         body.push('\n');
     }
+    (status, body)
+}
+
+/// The status and first lines of `/readyz` for a server in `phase` whose shards
+/// `stopped` have ended.
+fn readiness(phase: Phase, stopped: &[usize]) -> (StatusCode, String) {
+    let (mut status, phase) = match phase {
+        Phase::Running => (StatusCode::OK, "ready"),
+        Phase::Draining => (StatusCode::SERVICE_UNAVAILABLE, "draining"),
+        Phase::ShuttingDown => (StatusCode::SERVICE_UNAVAILABLE, "shutting down"),
+    };
+    let mut body = String::new();
+    if stopped.is_empty() {
+        body.push_str(phase);
+    } else {
+        status = StatusCode::SERVICE_UNAVAILABLE;
+        let shards: Vec<String> = stopped.iter().map(usize::to_string).collect();
+        body.push_str(&format!("degraded: shard {} stopped", shards.join(", ")));
+    }
+    body.push('\n');
     (status, body)
 }
 
@@ -454,6 +572,25 @@ pub(super) fn parse_player(text: &str) -> Result<PlayerId, ApiError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stopped_shard_makes_a_running_server_not_ready() {
+        assert_eq!(
+            readiness(Phase::Running, &[]),
+            (StatusCode::OK, "ready\n".to_string())
+        );
+        assert_eq!(
+            readiness(Phase::Running, &[1]),
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "degraded: shard 1 stopped\n".to_string()
+            )
+        );
+        assert_eq!(
+            readiness(Phase::Draining, &[]).0,
+            StatusCode::SERVICE_UNAVAILABLE
+        );
+    }
 
     #[test]
     fn hosts_lose_their_port_and_odd_hosts_are_ignored() {

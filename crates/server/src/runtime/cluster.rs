@@ -11,7 +11,7 @@
 //! `Admission`, and its `Sessions` seat the player. A token for one node names none of
 //! another's addresses, so the other refuses it.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -31,6 +31,7 @@ use crate::cluster::{
     RoomState, Want,
 };
 use crate::config::ClusterConfig;
+use crate::listing::RoomOptions;
 use crate::matchmaker::{MatchError, MatchRequest};
 use crate::room::PlayerId;
 use crate::shard::{RoomId, SeatChange};
@@ -80,6 +81,9 @@ enum Message {
         from: String,
         kind: String,
         player: String,
+        /// The matchmake request's room options, validated again by the node that creates.
+        #[serde(default)]
+        options: BTreeMap<String, String>,
     },
     /// The room asked for exists; its seat is reserved.
     Created { req: String, room: String },
@@ -279,7 +283,7 @@ fn node_state(
             kind: kind.to_string(),
             capacity,
             seated,
-            joinable: !draining,
+            joinable: !draining && !matchmaker.is_locked(id),
             udp: app
                 .shards
                 .get(shard)
@@ -439,6 +443,12 @@ async fn seat_change(
             Some(kind) => node.directory.room_closed(room.0, &kind).await,
             None => Ok(()),
         },
+        // A lock or unlock changes whether the room is joinable: the directory learns it
+        // with the node's whole state, renewed now rather than at the next lease third.
+        SeatChange::Listed { .. } => {
+            node.renew();
+            Ok(())
+        }
     };
     if let Err(error) = result {
         // The next renewal writes the whole state again.
@@ -457,11 +467,14 @@ fn handle_message(app: &Arc<App>, node: &Arc<ClusterNode>, message: &str) {
             from,
             kind,
             player,
+            options,
         } => {
             let app = app.clone();
             let node = node.clone();
             tokio::spawn(async move {
-                let reply = match create_requested(&app, &node, &req, &kind, &player).await {
+                let reply = match create_requested(&app, &node, &req, &kind, &player, options)
+                    .await
+                {
                     Ok(Some(room)) => Message::Created {
                         req,
                         room: room.0.to_string(),
@@ -494,8 +507,10 @@ async fn create_requested(
     request: &str,
     kind: &str,
     player: &str,
+    options: BTreeMap<String, String>,
 ) -> Result<Option<RoomId>, String> {
     let player: u64 = player.parse().map_err(|_| "bad player id".to_string())?;
+    let options = RoomOptions::new(options).map_err(|error| error.to_string())?;
     if app.phase() != Phase::Running {
         return Err(format!("node {} is draining", node.id()));
     }
@@ -504,7 +519,7 @@ async fn create_requested(
         Ok(false) => return Ok(None),
         Err(error) => return Err(error.to_string()),
     }
-    create_here(app, node, kind, PlayerId(player), Some(request.to_string()))
+    create_here(app, node, kind, PlayerId(player), Some(request.to_string()), &options)
         .await
         .map(Some)
         .map_err(|error| error.message().to_string())
@@ -517,6 +532,7 @@ async fn create_here(
     kind: &str,
     player: PlayerId,
     request: Option<String>,
+    options: &RoomOptions,
 ) -> Result<RoomId, ApiError> {
     let placement = app.matchmaker().place(
         Instant::now(),
@@ -525,12 +541,9 @@ async fn create_here(
             kind: kind.to_string(),
         },
     )?;
-    if !super::api::create_room(app, placement.shard, placement.room, &placement.kind).await {
+    if let Err(error) = super::api::create_room(app, &placement, options).await {
         app.matchmaker().room_closed(placement.room);
-        return Err(ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "the room could not be created",
-        ));
+        return Err(error);
     }
     let capacity = app.kinds.capacity(kind).unwrap_or(1);
     let room = RoomState {
@@ -567,6 +580,7 @@ async fn create_there(
     target: &str,
     kind: &str,
     player: PlayerId,
+    options: &RoomOptions,
 ) -> Result<(), ApiError> {
     let mut id = [0u8; 12];
     rand::rng().fill(&mut id);
@@ -578,6 +592,10 @@ async fn create_there(
         from: node.id().to_string(),
         kind: kind.to_string(),
         player: player.0.to_string(),
+        options: options
+            .iter()
+            .map(|(key, value)| (key.to_string(), value.to_string()))
+            .collect(),
     };
     let text = serde_json::to_string(&message).unwrap_or_default();
     let timeout = Duration::from_millis(node.config.create_timeout_ms);
@@ -631,6 +649,7 @@ pub(super) async fn place(
     node: &ClusterNode,
     identity: &Identity,
     wanted: &MatchRequest,
+    options: &RoomOptions,
 ) -> Result<SeatChoice, ApiError> {
     if app.phase() != Phase::Running {
         return Err(MatchError::Draining.into());
@@ -645,8 +664,15 @@ pub(super) async fn place(
         ));
     }
     let want = match wanted {
-        MatchRequest::JoinOrCreate { kind } if kind.is_empty() => Want::Lookup,
-        MatchRequest::JoinOrCreate { kind } | MatchRequest::Create { kind } => {
+        // The directory's listings carry no labels yet: a filter cannot be honoured here.
+        MatchRequest::JoinOrCreate { filter, .. } if !filter.is_empty() => {
+            return Err(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "label filters are not yet answered across a cluster",
+            ));
+        }
+        MatchRequest::JoinOrCreate { kind, .. } if kind.is_empty() => Want::Lookup,
+        MatchRequest::JoinOrCreate { kind, .. } | MatchRequest::Create { kind } => {
             if app.kinds.capacity(kind).is_none() {
                 return Err(MatchError::UnknownKind(kind.clone()).into());
             }
@@ -688,9 +714,9 @@ pub(super) async fn place(
                 _ => unreachable!("only a kind asks for a new room"),
             };
             if target == node.id() {
-                create_here(app, node, kind, player, None).await?;
+                create_here(app, node, kind, player, None, options).await?;
             } else {
-                create_there(node, &target, kind, player).await?;
+                create_there(node, &target, kind, player, options).await?;
             }
             match node
                 .directory

@@ -324,6 +324,7 @@ impl Metrics {
             self.counter("tickwire_tick_overruns_total", &[("kind", kind)], *count);
         }
         self.counter("tickwire_rooms_disposed_total", &[], shard.rooms_disposed);
+        self.counter("tickwire_rooms_crashed_total", &[], shard.rooms_crashed);
         self.counter("tickwire_seats_expired_total", &[], shard.seats_expired);
         self.handle.render()
     }
@@ -489,6 +490,7 @@ fn add_shard(total: &mut crate::shard::ShardStats, one: &crate::shard::ShardStat
     total.ticks += one.ticks;
     total.ticks_skipped += one.ticks_skipped;
     total.rooms_disposed += one.rooms_disposed;
+    total.rooms_crashed += one.rooms_crashed;
     total.seats_expired += one.seats_expired;
     total.messages_unrouted += one.messages_unrouted;
     total.messages_rate_limited += one.messages_rate_limited;

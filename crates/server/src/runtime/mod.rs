@@ -140,6 +140,8 @@ struct ShardLink {
     control: mpsc::Sender<Control>,
     udp_public: SocketAddr,
     view: SharedView,
+    /// False once the worker's thread has ended: readiness reports the shard degraded.
+    running: crate::worker::Running,
 }
 
 /// Traffic rates, sampled once a second from the workers' and the endpoint's counters.
@@ -487,6 +489,7 @@ impl Runtime {
                 control: worker.control(),
                 udp_public: SocketAddr::new(public_ip, worker.udp_address().port()),
                 view: worker.shared_view(),
+                running: worker.running(),
             })
             .collect();
         let reservation_ttl = Duration::from_secs(config.udp.token_validity_secs);
@@ -769,10 +772,13 @@ async fn apply_events(app: Arc<App>, mut events: mpsc::UnboundedReceiver<SeatCha
     while let Some(event) = events.recv().await {
         {
             let mut matchmaker = app.matchmaker();
-            match event {
-                SeatChange::Seated { player, room } => matchmaker.joined(player, room),
-                SeatChange::Unseated { player, .. } => matchmaker.left(player),
-                SeatChange::RoomDisposed { room } => matchmaker.room_closed(room),
+            match &event {
+                SeatChange::Seated { player, room } => matchmaker.joined(*player, *room),
+                SeatChange::Unseated { player, .. } => matchmaker.left(*player),
+                SeatChange::RoomDisposed { room } => matchmaker.room_closed(*room),
+                SeatChange::Listed { room, listing } => {
+                    matchmaker.listed(*room, listing.as_ref().clone());
+                }
             }
         }
         if let Some(node) = &app.cluster {

@@ -20,6 +20,8 @@ mod view;
 
 use std::io;
 use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
@@ -33,7 +35,8 @@ pub use tickwire_room::ticket::{MAX_TICKET_NAME_BYTES, SeatTicket};
 pub use view::{PUBLISH_INTERVAL, SharedIpLimiter, SharedView, WorkerLinks, WorkerView};
 
 use crate::room::{PlayerId, Room};
-use crate::shard::{RoomId, Shard, ShardConfig};
+use crate::shard::{CreateError, RoomId, Shard, ShardConfig};
+use tickwire_room::listing::RoomOptions;
 
 /// Control messages a worker buffers; senders wait when it is full.
 const CONTROL_QUEUE: usize = 1024;
@@ -50,8 +53,26 @@ pub enum Control {
         room: Box<dyn Room>,
         /// Seats.
         capacity: u16,
-        /// Told whether the room now exists, when someone waits for it.
-        created: Option<oneshot::Sender<bool>>,
+        /// The options of the request that created it.
+        options: RoomOptions,
+        /// Told whether the room now exists (or why not), when someone waits for it.
+        created: Option<oneshot::Sender<Result<(), CreateError>>>,
+    },
+    /// Lock or unlock a room (an operator's request).
+    Lock {
+        /// Which.
+        room: RoomId,
+        /// Locked or not.
+        locked: bool,
+        /// Told whether the room exists.
+        done: oneshot::Sender<bool>,
+    },
+    /// Dispose of a room now: its players are disconnected with "room closed".
+    Dispose {
+        /// Which.
+        room: RoomId,
+        /// Told whether the room existed.
+        done: oneshot::Sender<bool>,
     },
     /// A WebSocket or WebTransport player, admitted by the HTTP side, to seat in a room.
     Attach(Arrival),
@@ -67,6 +88,27 @@ pub enum Control {
     /// Rooms run their last tick, everyone is disconnected with "server shutting down", and
     /// the worker stops.
     Stop,
+}
+
+/// Whether a worker's thread runs: true until the thread ends, however it ends.
+#[derive(Debug, Clone)]
+pub struct Running(Arc<AtomicBool>);
+
+impl Running {
+    /// Whether the thread still runs.
+    pub fn get(&self) -> bool {
+        self.0.load(Ordering::Acquire)
+    }
+}
+
+/// Held by a worker's thread: dropping it (a return, an error, a panic's unwinding) marks
+/// the worker stopped.
+struct MarksStopped(Arc<AtomicBool>);
+
+impl Drop for MarksStopped {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
+    }
 }
 
 /// What a worker did, returned when it stops.
@@ -88,6 +130,7 @@ pub struct ShardWorker {
     udp_address: SocketAddr,
     control: mpsc::Sender<Control>,
     view: SharedView,
+    running: Running,
     thread: Option<JoinHandle<io::Result<WorkerReport>>>,
 }
 
@@ -118,9 +161,14 @@ impl ShardWorker {
         let server_config = configure(udp_address);
         let (control, inbox) = mpsc::channel(CONTROL_QUEUE);
         let view = links.view.clone();
+        let flag = Arc::new(AtomicBool::new(true));
+        let running = Running(flag.clone());
+        let stopping = MarksStopped(flag);
         let thread = std::thread::Builder::new()
             .name(format!("tickwire-shard-{}", udp_address.port()))
             .spawn(move || {
+                // Says the thread stopped however it ends: a return, an error, a panic.
+                let _stopping = stopping;
                 let runtime = tokio::runtime::Builder::new_current_thread()
                     .enable_all()
                     .build()?;
@@ -145,8 +193,14 @@ impl ShardWorker {
             udp_address,
             control,
             view,
+            running,
             thread: Some(thread),
         })
+    }
+
+    /// Whether the worker's thread still runs, for readiness.
+    pub fn running(&self) -> Running {
+        self.running.clone()
     }
 
     /// The UDP address players connect to.

@@ -165,14 +165,28 @@ impl Worker {
                 message = control.recv() => {
                     let now = Instant::now();
                     match message {
-                        Some(Control::CreateRoom { id, kind, room, capacity, created }) => {
-                            let result = self.sessions.shard_mut().create_room(now, id, kind, room, capacity);
+                        Some(Control::CreateRoom { id, kind, room, capacity, options, created }) => {
+                            let result = self
+                                .sessions
+                                .shard_mut()
+                                .create_room_with(now, id, kind, room, capacity, &options);
                             if let Err(error) = &result {
-                                tracing::warn!(?id, %error, "room not created");
+                                tracing::info!(?id, %error, "room not created");
                             }
+                            self.route_outputs(now);
                             if let Some(created) = created {
-                                let _ = created.send(result.is_ok());
+                                let _ = created.send(result);
                             }
+                        }
+                        Some(Control::Lock { room, locked, done }) => {
+                            let found = self.sessions.shard_mut().set_locked(now, room, locked);
+                            self.route_outputs(now);
+                            let _ = done.send(found);
+                        }
+                        Some(Control::Dispose { room, done }) => {
+                            let found = self.sessions.shard_mut().dispose_room(now, room);
+                            self.route_outputs(now);
+                            let _ = done.send(found);
                         }
                         Some(Control::Attach(Arrival::WebSocket(socket))) => self.attach_ws(now, socket),
                         Some(Control::Attach(Arrival::WebTransport(session))) => {
@@ -232,11 +246,14 @@ impl Worker {
                     let admission =
                         self.sessions
                             .admit(now, player, Some(address.ip()), &user_data);
-                    if self.admitted(now, admission).is_ok() {
-                        self.sessions.bind(player, Link::Udp(connection));
-                    } else {
-                        self.server
-                            .disconnect(now, connection, DisconnectReason::Kicked);
+                    match self.admitted(now, admission) {
+                        Ok(()) => self.sessions.bind(player, Link::Udp(connection)),
+                        Err(refused) => self.server.disconnect_saying(
+                            now,
+                            connection,
+                            DisconnectReason::Kicked,
+                            &refused.to_string(),
+                        ),
                     }
                 }
                 ServerEvent::Message {
@@ -437,6 +454,14 @@ impl Worker {
                 SessionOutput::Seat(change) => report(&self.links, change),
             }
         }
+        for crash in self.sessions.shard_mut().drain_crashes() {
+            tracing::error!(
+                room = %crash.room,
+                kind = %crash.kind,
+                panic = %crash.panic,
+                "a room panicked: disposed of it alone, its players told \"room crashed\""
+            );
+        }
     }
 
     async fn flush(&mut self) -> io::Result<()> {
@@ -555,7 +580,7 @@ fn end_link(
 ) {
     let code = CloseCode::from_disconnect_reason(reason);
     match link {
-        Link::Udp(connection) => server.disconnect(now, connection, reason),
+        Link::Udp(connection) => server.disconnect_saying(now, connection, reason, text),
         Link::Ws(link) => ws.close(link, code, text),
         Link::Wt(attach) => {
             if let Some(sender) = wt_senders.remove(&attach) {

@@ -43,6 +43,7 @@ pub async fn relay_worker(key: &Key) -> ShardWorker {
             kind: "relay".into(),
             room: Box::new(RelayRoom::default()),
             capacity: 8,
+            options: Default::default(),
             created: None,
         })
         .await

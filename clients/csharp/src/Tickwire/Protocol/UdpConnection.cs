@@ -48,6 +48,7 @@ namespace Tickwire.Protocol
         readonly ulong _unixStart;
         int _phase = PhaseRequest;
         DisconnectReason _reason;
+        string _reasonText = "";
         int _serverIndex;
         long _serverStarted;
         bool _hasLastSent;
@@ -95,6 +96,20 @@ namespace Tickwire.Protocol
 
         /// <summary>Why it ended (meaningful once Disconnected).</summary>
         public DisconnectReason Reason { get { return _reason; } }
+
+        /// <summary>
+        /// The server's words with its disconnect, after the reason code: a room's refusal or
+        /// a kick's reason ("room crashed"), at most 123 bytes; empty when it sent the code alone.
+        /// </summary>
+        public string ReasonText { get { return _reasonText; } }
+
+        /// <summary>A disconnect body in the scratch buffer: its code, and its words kept.</summary>
+        DisconnectReason ReadDisconnect(int body)
+        {
+            int words = Math.Min(body - 1, 123);
+            _reasonText = words > 0 ? System.Text.Encoding.UTF8.GetString(_scratch, 1, words) : "";
+            return DisconnectReasons.FromCode(_scratch[0]);
+        }
 
         /// <summary>The address handshaking with (the token's addresses in turn).</summary>
         public IPEndPoint ServerAddress { get { return _token.ServerAddresses[_serverIndex]; } }
@@ -146,9 +161,9 @@ namespace Tickwire.Protocol
                     if (result == ReadResult.Fatal) Close(now, DisconnectReason.ProtocolViolation);
                     else if (result == ReadResult.Malformed) PayloadsMalformed++;
                 }
-                else if (type == 6 && body == 1)
+                else if (type == 6 && body >= 1)
                 {
-                    End(DisconnectReasons.FromCode(_scratch[0]));
+                    End(ReadDisconnect(body));
                 }
                 return;
             }
@@ -162,7 +177,7 @@ namespace Tickwire.Protocol
             else if (type == 6 && _phase == PhaseResponse)
             {
                 // Accepted and at once closed, the two reordered: the close is authentic.
-                if (opened == 1) End(DisconnectReasons.FromCode(_scratch[0]));
+                if (opened >= 1) End(ReadDisconnect(opened));
             }
             else if (type == 2 && _phase == PhaseRequest)
             {
