@@ -13,7 +13,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
-import { type ArenaMapInfo, fetchArenaMap } from "@tickwire/client";
+import { type ArenaMapInfo, fetchArenaMap } from "@tickwire/arena";
 import { type BrowserContext, type Page, chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 

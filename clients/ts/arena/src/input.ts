@@ -4,7 +4,7 @@
  * comparison the server and the client share.
  */
 
-import { type Codec, Quantize, decode, encode, quantized, struct, uint } from "../wire/index.js";
+import { type Codec, Quantize, decode, encode, quantized, struct, uint } from "@tickwire/client";
 
 /** Resolution of the movement components on the wire: 1/64, 8 bits for `-1..=1`. */
 export const MOVE_RESOLUTION = 1 / 64;

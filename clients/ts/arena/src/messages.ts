@@ -24,7 +24,7 @@ import {
   uint,
   varint,
   vec,
-} from "../wire/index.js";
+} from "@tickwire/client";
 import { type InputCommand, InputCommandCodec } from "./input.js";
 
 /** Channel of {@link ClientMessage} and {@link ServerMessage} (reliable). */
