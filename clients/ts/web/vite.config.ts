@@ -15,6 +15,14 @@ export default defineConfig({
   build: {
     outDir: "dist",
     emptyOutDir: true,
+    // Two pages: the arena at / and the admin page at /admin/ (served by `tickwire serve`
+    // from the same directory).
+    rollupOptions: {
+      input: {
+        arena: fileURLToPath(new URL("./index.html", import.meta.url)),
+        admin: fileURLToPath(new URL("./admin/index.html", import.meta.url)),
+      },
+    },
     // pixi.js is most of the bundle; one chunk is fine for a demo served from localhost.
     chunkSizeWarningLimit: 2048,
   },

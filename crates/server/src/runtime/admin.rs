@@ -264,6 +264,10 @@ struct PlayerJson {
     name: String,
     transport: String,
     room: Option<u64>,
+    /// Smoothed round-trip time, ms; `null` where the transport does not measure it.
+    rtt_ms: Option<f64>,
+    /// Fraction of recent packets lost (0..=1); `null` likewise.
+    loss: Option<f32>,
 }
 
 fn player_json(players: Vec<PlayerSummary>) -> Vec<PlayerJson> {
@@ -274,6 +278,8 @@ fn player_json(players: Vec<PlayerSummary>) -> Vec<PlayerJson> {
             name: player.name,
             transport: player.transport,
             room: player.room,
+            rtt_ms: player.link.map(|link| link.rtt.as_secs_f64() * 1000.0),
+            loss: player.link.map(|link| link.loss),
         })
         .collect()
 }
@@ -296,16 +302,44 @@ async fn admin_stats(State(app): State<Arc<App>>) -> Response {
     .into_response()
 }
 
+/// A room as the admin API lists it: the public listing, plus how long ticks take.
+#[derive(Serialize)]
+struct AdminRoomJson {
+    #[serde(flatten)]
+    listing: RoomListing,
+    /// The shard that hosts it.
+    shard: usize,
+    /// Tick durations of its kind on its shard, ms (the shard measures them per kind, over
+    /// every room of that kind it hosts); `null` before the first tick.
+    tick_p50_ms: Option<f64>,
+    tick_p99_ms: Option<f64>,
+}
+
 async fn admin_rooms(State(app): State<Arc<App>>) -> Response {
-    let listing: Vec<RoomListing> = rooms(&app)
-        .into_iter()
-        .map(|room| RoomListing {
-            id: room.id.0,
-            kind: room.kind,
-            players: u16::try_from(room.players).unwrap_or(u16::MAX),
-            capacity: room.capacity,
-        })
-        .collect();
+    let mut listing = Vec::new();
+    for (index, shard) in app.shards.iter().enumerate() {
+        let view = shard.view.read();
+        for room in view.rooms {
+            let times = view
+                .tick_times
+                .get(&room.kind)
+                .filter(|times| times.count() > 0);
+            let ms =
+                |quantile: f64| times.map(|times| times.quantile(quantile).as_secs_f64() * 1000.0);
+            listing.push(AdminRoomJson {
+                shard: index,
+                tick_p50_ms: ms(0.5),
+                tick_p99_ms: ms(0.99),
+                listing: RoomListing {
+                    id: room.id.0,
+                    kind: room.kind,
+                    players: u16::try_from(room.players).unwrap_or(u16::MAX),
+                    capacity: room.capacity,
+                },
+            });
+        }
+    }
+    listing.sort_by_key(|room| room.listing.id);
     axum::Json(listing).into_response()
 }
 
