@@ -9,9 +9,11 @@
 //! | [`bench::udp`] | `tickwire bench udp` |
 //! | [`serve`] | `tickwire serve` |
 //! | [`web`] | `tickwire serve`'s browser client at `/` and the map it draws |
+//! | [`codegen`] | `tickwire codegen ts` |
 
 pub mod arena;
 pub mod bench;
 pub mod bots;
+pub mod codegen;
 pub mod serve;
 pub mod web;

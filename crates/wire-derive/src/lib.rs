@@ -44,6 +44,91 @@ pub fn derive_decode(input: TokenStream) -> TokenStream {
         .into()
 }
 
+/// Derives `tickwire_wire::Describe`: the type's wire layout as data, from the same
+/// `#[wire(...)]` attributes, for generating other languages' codecs
+/// (`tickwire_wire::schema::typescript`).
+#[proc_macro_derive(Describe, attributes(wire))]
+pub fn derive_describe(input: TokenStream) -> TokenStream {
+    let input = parse_macro_input!(input as DeriveInput);
+    describe(&input)
+        .unwrap_or_else(syn::Error::into_compile_error)
+        .into()
+}
+
+fn describe(input: &DeriveInput) -> syn::Result<Tokens> {
+    if !input.generics.params.is_empty() {
+        return Err(syn::Error::new_spanned(
+            &input.generics,
+            "wire messages cannot be generic: declare a concrete type per message",
+        ));
+    }
+    let name = &input.ident;
+    let type_name = LitStr::new(&name.to_string(), name.span());
+    let layout = match &input.data {
+        Data::Struct(data) => {
+            let fields = describe_fields(&fields(&data.fields)?);
+            quote!(::tickwire_wire::schema::Layout::Struct { name: #type_name, fields: #fields })
+        }
+        Data::Enum(data) => {
+            if data.variants.is_empty() {
+                return Err(syn::Error::new_spanned(
+                    name,
+                    "an enum without variants has no value to encode",
+                ));
+            }
+            let variants = data
+                .variants
+                .iter()
+                .map(|variant| {
+                    let variant_name =
+                        LitStr::new(&variant.ident.to_string(), variant.ident.span());
+                    let fields = describe_fields(&fields(&variant.fields)?);
+                    Ok(quote!((#variant_name, #fields)))
+                })
+                .collect::<syn::Result<Vec<_>>>()?;
+            quote!(::tickwire_wire::schema::Layout::Enum {
+                name: #type_name,
+                variants: ::std::vec![#(#variants),*],
+            })
+        }
+        Data::Union(data) => {
+            return Err(syn::Error::new_spanned(
+                data.union_token,
+                "unions cannot be encoded: use an enum",
+            ));
+        }
+    };
+    Ok(quote! {
+        #[automatically_derived]
+        impl ::tickwire_wire::schema::Describe for #name {
+            fn layout() -> ::tickwire_wire::schema::Layout {
+                #layout
+            }
+        }
+    })
+}
+
+/// `vec![("name", layout), …]` of the fields, each described by its codec as it is encoded.
+fn describe_fields(fields: &[Field]) -> Tokens {
+    let entries = fields.iter().map(|field| {
+        let name = &field.name;
+        let ty = &field.ty;
+        let layout = match &field.codec {
+            None => quote!(<#ty as ::tickwire_wire::schema::Describe>::layout()),
+            Some(codec) => {
+                let (codec_ty, codec_expr) = codec.tokens();
+                quote! {{
+                    #[allow(clippy::unnecessary_cast, unused_parens)]
+                    const CODEC: #codec_ty = #codec_expr;
+                    <#codec_ty as ::tickwire_wire::schema::DescribeCodec<#ty>>::layout(&CODEC)
+                }}
+            }
+        };
+        quote!((#name, #layout))
+    });
+    quote!(::std::vec![#(#entries),*])
+}
+
 #[derive(Clone, Copy)]
 enum Direction {
     Encode,
