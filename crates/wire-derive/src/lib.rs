@@ -56,46 +56,23 @@ pub fn derive_describe(input: TokenStream) -> TokenStream {
 }
 
 fn describe(input: &DeriveInput) -> syn::Result<Tokens> {
-    if !input.generics.params.is_empty() {
-        return Err(syn::Error::new_spanned(
-            &input.generics,
-            "wire messages cannot be generic: declare a concrete type per message",
-        ));
-    }
     let name = &input.ident;
     let type_name = LitStr::new(&name.to_string(), name.span());
-    let layout = match &input.data {
-        Data::Struct(data) => {
-            let fields = describe_fields(&fields(&data.fields)?);
+    let layout = match shape(input)? {
+        Shape::Struct(_, fields) => {
+            let fields = describe_fields(&fields);
             quote!(::tickwire_wire::schema::Layout::Struct { name: #type_name, fields: #fields })
         }
-        Data::Enum(data) => {
-            if data.variants.is_empty() {
-                return Err(syn::Error::new_spanned(
-                    name,
-                    "an enum without variants has no value to encode",
-                ));
-            }
-            let variants = data
-                .variants
-                .iter()
-                .map(|variant| {
-                    let variant_name =
-                        LitStr::new(&variant.ident.to_string(), variant.ident.span());
-                    let fields = describe_fields(&fields(&variant.fields)?);
-                    Ok(quote!((#variant_name, #fields)))
-                })
-                .collect::<syn::Result<Vec<_>>>()?;
+        Shape::Enum(variants) => {
+            let variants = variants.iter().map(|(variant, fields)| {
+                let variant_name = LitStr::new(&variant.ident.to_string(), variant.ident.span());
+                let fields = describe_fields(fields);
+                quote!((#variant_name, #fields))
+            });
             quote!(::tickwire_wire::schema::Layout::Enum {
                 name: #type_name,
                 variants: ::std::vec![#(#variants),*],
             })
-        }
-        Data::Union(data) => {
-            return Err(syn::Error::new_spanned(
-                data.union_token,
-                "unions cannot be encoded: use an enum",
-            ));
         }
     };
     Ok(quote! {
@@ -106,6 +83,43 @@ fn describe(input: &DeriveInput) -> syn::Result<Tokens> {
             }
         }
     })
+}
+
+/// What every derive accepts: a concrete struct (its shape and fields) or an enum with
+/// variants (each with its fields).
+enum Shape<'a> {
+    Struct(&'a Fields, Vec<Field>),
+    Enum(Vec<(&'a syn::Variant, Vec<Field>)>),
+}
+
+fn shape(input: &DeriveInput) -> syn::Result<Shape<'_>> {
+    if !input.generics.params.is_empty() {
+        return Err(syn::Error::new_spanned(
+            &input.generics,
+            "wire messages cannot be generic: declare a concrete type per message",
+        ));
+    }
+    match &input.data {
+        Data::Struct(data) => Ok(Shape::Struct(&data.fields, fields(&data.fields)?)),
+        Data::Enum(data) => {
+            if data.variants.is_empty() {
+                return Err(syn::Error::new_spanned(
+                    &input.ident,
+                    "an enum without variants has no value to encode",
+                ));
+            }
+            let variants = data
+                .variants
+                .iter()
+                .map(|variant| Ok((variant, fields(&variant.fields)?)))
+                .collect::<syn::Result<Vec<_>>>()?;
+            Ok(Shape::Enum(variants))
+        }
+        Data::Union(data) => Err(syn::Error::new_spanned(
+            data.union_token,
+            "unions cannot be encoded: use an enum",
+        )),
+    }
 }
 
 /// `vec![("name", layout), …]` of the fields, each described by its codec as it is encoded.
@@ -146,43 +160,13 @@ struct Field {
 }
 
 fn expand(input: &DeriveInput, direction: Direction) -> syn::Result<Tokens> {
-    if !input.generics.params.is_empty() {
-        return Err(syn::Error::new_spanned(
-            &input.generics,
-            "wire messages cannot be generic: declare a concrete type per message",
-        ));
-    }
-    let name = &input.ident;
-    let body = match (&input.data, direction) {
-        (Data::Struct(data), Direction::Encode) => encode_struct(&fields(&data.fields)?),
-        (Data::Struct(data), Direction::Decode) => {
-            decode_struct(&data.fields, &fields(&data.fields)?)
-        }
-        (Data::Enum(data), direction) => {
-            if data.variants.is_empty() {
-                return Err(syn::Error::new_spanned(
-                    name,
-                    "an enum without variants has no value to encode",
-                ));
-            }
-            let variants = data
-                .variants
-                .iter()
-                .map(|variant| Ok((variant, fields(&variant.fields)?)))
-                .collect::<syn::Result<Vec<_>>>()?;
-            match direction {
-                Direction::Encode => encode_enum(&variants),
-                Direction::Decode => decode_enum(&variants),
-            }
-        }
-        (Data::Union(data), _) => {
-            return Err(syn::Error::new_spanned(
-                data.union_token,
-                "unions cannot be encoded: use an enum",
-            ));
-        }
+    let body = match (shape(input)?, direction) {
+        (Shape::Struct(_, fields), Direction::Encode) => encode_struct(&fields),
+        (Shape::Struct(shape, fields), Direction::Decode) => decode_struct(shape, &fields),
+        (Shape::Enum(variants), Direction::Encode) => encode_enum(&variants),
+        (Shape::Enum(variants), Direction::Decode) => decode_enum(&variants),
     };
-    Ok(body_impl(name, direction, body))
+    Ok(body_impl(&input.ident, direction, body))
 }
 
 fn body_impl(name: &Ident, direction: Direction, body: Tokens) -> Tokens {

@@ -9,11 +9,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 
 import { fetchArenaMap } from "@tickwire/arena";
-import { type BrowserContext, type Page, chromium } from "playwright-core";
+import type { BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { type Bot, startBot } from "./bots.js";
-import { ADMIN_TOKEN, CHROMIUM_ARGS, type Server, artifacts, binary, chromiumPath, dist, startServer, stop, waitFor } from "./harness.js";
+import { ADMIN_TOKEN, type Server, artifacts, binary, chromiumPath, dist, openChromium, startServer, stop, waitFor } from "./harness.js";
 
 const UDP_BOTS = 2;
 
@@ -31,7 +31,7 @@ describe("the admin page in chromium", () => {
   const bots: Bot[] = [];
   let context: BrowserContext | undefined;
   let page: Page;
-  const consoleErrors: string[] = [];
+  let consoleErrors: string[] = [];
 
   beforeAll(async () => {
     mkdirSync(artifacts, { recursive: true });
@@ -53,17 +53,7 @@ describe("the admin page in chromium", () => {
     );
     udpBots.stdout!.pipe(log);
     udpBots.stderr!.pipe(log);
-    context = await chromium.launchPersistentContext(join(scratch, "chromium-profile"), {
-      executablePath: chromiumPath,
-      headless: true,
-      viewport: { width: 1280, height: 900 },
-      args: CHROMIUM_ARGS,
-    });
-    page = context.pages()[0] ?? (await context.newPage());
-    page.on("console", (message) => {
-      if (message.type() === "error") consoleErrors.push(message.text());
-    });
-    page.on("pageerror", (error) => consoleErrors.push(String(error)));
+    ({ context, page, consoleErrors } = await openChromium(scratch, { width: 1280, height: 900 }));
   });
 
   afterAll(async () => {
