@@ -38,7 +38,8 @@ describe("the admin page in chromium", () => {
     expect(existsSync(join(dist, "admin", "index.html")), "the admin page is built (npm run build in clients/ts/web)").toBe(true);
     expect(existsSync(chromiumPath), `${chromiumPath} exists (apt-get install chromium)`).toBe(true);
     scratch = mkdtempSync(join(tmpdir(), "tickwire-admin-e2e-"));
-    server = await startServer(scratch, [], "admin-server.log");
+    // WebTransport on a free port, not the default 4433 another server may hold.
+    server = await startServer(scratch, ["--wt", "127.0.0.1:0"], "admin-server.log");
     const map = await fetchArenaMap({ baseUrl: server.baseUrl });
     for (let i = 1; i <= 2; i++) {
       bots.push(startBot({ baseUrl: server.baseUrl, map, name: `admin-bot-${i}`, seed: i }));

@@ -63,16 +63,20 @@ setTimeout(() => { arena.close(); process.exit(0); }, 60_000);
 describe("the SDK packed and installed outside the repository", () => {
   let server: Server | undefined;
   let project: string;
+  let serverDir: string;
 
   beforeAll(async () => {
     mkdirSync(artifacts, { recursive: true });
     project = mkdtempSync(join(tmpdir(), "tickwire-sdk-user-"));
-    server = await startServer(mkdtempSync(join(tmpdir(), "tickwire-sdk-server-")), [], "package-server.log");
+    // WebTransport on a free port, not the default 4433 another server may hold.
+    serverDir = mkdtempSync(join(tmpdir(), "tickwire-sdk-server-"));
+    server = await startServer(serverDir, ["--wt", "127.0.0.1:0"], "package-server.log");
   });
 
   afterAll(async () => {
     await stop(server?.process);
     rmSync(project, { recursive: true, force: true });
+    rmSync(serverDir, { recursive: true, force: true });
   });
 
   it("packs, installs, compiles against its types and joins a real server", async () => {
