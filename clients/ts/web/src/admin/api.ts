@@ -16,7 +16,10 @@ export interface Stats {
   queue_drops: number;
 }
 
-/** One room of `GET /api/admin/rooms`; `label` and `locked` only from servers that have them. */
+/**
+ * One room of `GET /api/admin/rooms`; `locked`, `label` (what matchmaking filters match, by
+ * key) and `metadata` only from servers with room control.
+ */
 export interface Room {
   id: number;
   kind: string;
@@ -25,8 +28,9 @@ export interface Room {
   shard: number;
   tick_p50_ms: number | null;
   tick_p99_ms: number | null;
-  label?: string | null;
   locked?: boolean;
+  label?: Record<string, string>;
+  metadata?: string;
 }
 
 /** One player of `GET /api/admin/players`; RTT and loss where the transport measures them (UDP). */

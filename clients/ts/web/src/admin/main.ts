@@ -34,6 +34,14 @@ function button(label: string, action: string, className?: string): HTMLButtonEl
 
 const ms = (value: number | null): string => (value === null ? "–" : value.toFixed(2));
 
+/** `mode=ranked region=eu`, the metadata as its tooltip. */
+function labelCell(room: Room): HTMLTableCellElement {
+  const pairs = Object.entries(room.label ?? {}).map(([key, value]) => `${key}=${value}`);
+  const td = cell(pairs.join(" "), "label");
+  if (room.metadata !== undefined && room.metadata !== "") td.title = room.metadata;
+  return td;
+}
+
 class AdminPage {
   private api: AdminApi | null = null;
   private timer: ReturnType<typeof setInterval> | null = null;
@@ -141,8 +149,9 @@ class AdminPage {
       await this.refresh();
       return true;
     } catch (failure) {
-      if (failure instanceof ApiError && failure.status === 404 && /\/(lock|unlock|dispose)$/.test(what)) {
-        this.notice(`${what}: this server has no room control yet`, true);
+      if (failure instanceof ApiError && failure.message === "HTTP 404") {
+        // No JSON error: the route itself is missing, not the room.
+        this.notice(`${what}: this server has no such operation`, true);
       } else if (failure instanceof ApiError) {
         this.notice(`${what} failed: ${failure.message}`, true);
       } else {
@@ -201,7 +210,7 @@ class AdminPage {
       row.append(
         cell(String(room.id)),
         cell(room.kind),
-        cell(room.label ?? "", "label"),
+        labelCell(room),
         cell(`${room.players} / ${room.capacity}${room.locked === true ? " 🔒" : ""}`, "players"),
         cell(`${ms(room.tick_p50_ms)} / ${ms(room.tick_p99_ms)}`),
       );
