@@ -338,8 +338,10 @@ impl TypeScript {
         let expression = match layout {
             Layout::Struct { fields, .. } => self.fields(name, fields)?,
             Layout::Enum { variants, .. } => {
+                // The variants on their own too, for a client that shapes values its own way
+                // (the arena's `{ type, ...fields }`) over the same layouts.
                 self.imports.insert("enumOf");
-                let mut out = String::from("enumOf({\n");
+                let mut out = String::from("{\n");
                 for (variant, fields) in variants {
                     check_name(name, variant)?;
                     let codec = match fields.as_slice() {
@@ -351,8 +353,9 @@ impl TypeScript {
                     };
                     let _ = writeln!(out, "  {variant}: {codec},");
                 }
-                out.push_str("})");
-                out
+                out.push('}');
+                let _ = write!(self.body, "\nexport const {name}Variants = {out};");
+                format!("enumOf({name}Variants)")
             }
             _ => unreachable!("only structs and enums are named"),
         };

@@ -11,14 +11,15 @@ export const InputCommandCodec = struct({
 });
 export type InputCommand = Infer<typeof InputCommandCodec>;
 
-export const ClientMessageCodec = enumOf({
+export const ClientMessageVariants = {
   Chat: struct({
     text: string(160),
   }),
   Ping: struct({
     nonce: uint(32),
   }),
-});
+};
+export const ClientMessageCodec = enumOf(ClientMessageVariants);
 export type ClientMessage = Infer<typeof ClientMessageCodec>;
 
 export const ScoreCodec = struct({
@@ -29,7 +30,7 @@ export const ScoreCodec = struct({
 });
 export type Score = Infer<typeof ScoreCodec>;
 
-export const ServerMessageCodec = enumOf({
+export const ServerMessageVariants = {
   Welcome: struct({
     protocol: uint(8),
     you: uint(16),
@@ -83,5 +84,6 @@ export const ServerMessageCodec = enumOf({
   Scores: struct({
     scores: vec(ScoreCodec, 32),
   }),
-});
+};
+export const ServerMessageCodec = enumOf(ServerMessageVariants);
 export type ServerMessage = Infer<typeof ServerMessageCodec>;
