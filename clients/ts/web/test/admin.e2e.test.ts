@@ -1,8 +1,8 @@
 // The admin page (/admin) in Debian's chromium against a real `tickwire serve`: the API
 // refuses requests without the token and the page refuses a wrong one; with the right one it
 // shows the arena room that SDK bots (WebSocket) and `tickwire bots` (UDP, whose links
-// measure RTT and loss) fill, lists the room's members, and a kick from the page removes
-// that bot from the server.
+// measure RTT and loss) fill, lists the room's members, a kick from the page removes that
+// bot from the server, a broadcast reaches the others, and drain stops new players.
 import { type ChildProcess, spawn } from "node:child_process";
 import { createWriteStream, existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -91,7 +91,7 @@ describe("the admin page in chromium", () => {
     consoleErrors.length = 0;
   });
 
-  it("logs in, sees the bots, kicks one and sees it gone", async () => {
+  it("logs in, sees the bots, kicks one and sees it gone, broadcasts, drains", async () => {
     try {
       await page.fill("#token", ADMIN_TOKEN);
       await page.click("#login button[type=submit]");
@@ -132,6 +132,20 @@ describe("the admin page in chromium", () => {
       const left = (await answer.json()) as { id: number; name: string }[];
       expect(left.some((player) => player.name === victim.name), "the server no longer has the kicked bot").toBe(false);
       expect(left.some((player) => player.name === bots[1]!.name), "the other bot stays").toBe(true);
+
+      // A broadcast from the page reaches the players still there.
+      const heard: string[] = [];
+      bots[1]!.arena.on("announcement", (text) => heard.push(text));
+      await page.fill("#say-text", "maintenance in 5 minutes");
+      await page.click("#say button[type=submit]");
+      await waitFor("the broadcast heard by the other bot", () => heard.includes("maintenance in 5 minutes"));
+
+      // Drain, confirmed in the page's dialog: the server stops taking players.
+      page.once("dialog", (dialog) => void dialog.accept());
+      await page.click("#drain");
+      await page.waitForFunction(() => document.getElementById("phase")!.textContent === "draining");
+      const matchmake = await fetch(`${server!.baseUrl}/api/matchmake`, { method: "POST", body: JSON.stringify({ kind: "arena", name: "late" }) });
+      expect(matchmake.status, "a draining server takes no new player").toBe(503);
       expect(consoleErrors).toEqual([]);
     } catch (error) {
       await page.screenshot({ path: join(artifacts, "admin-failure.png") }).catch(() => {});
