@@ -124,6 +124,24 @@ pub struct RoomInfo {
     pub players: usize,
     /// Seats.
     pub capacity: u16,
+    /// Its messages since it was created.
+    pub traffic: RoomTraffic,
+}
+
+/// A room's messages, counted where the shard routes them: what its players sent it (let
+/// through the rate limit) and what it sent them (a broadcast once per recipient), in
+/// message bytes. Transport framing and headers belong to connections, not rooms, and are
+/// not counted here.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RoomTraffic {
+    /// Messages from players.
+    pub messages_in: u64,
+    /// Their bytes.
+    pub bytes_in: u64,
+    /// Messages to players.
+    pub messages_out: u64,
+    /// Their bytes.
+    pub bytes_out: u64,
 }
 
 struct HostedRoom {
@@ -133,6 +151,7 @@ struct HostedRoom {
     empty_since: Option<Instant>,
     /// Ticks ran and await the publish phase: their count and the time they took.
     unpublished: Option<(u32, Duration)>,
+    traffic: RoomTraffic,
 }
 
 struct Seated {
@@ -285,6 +304,7 @@ impl Shard {
                 host,
                 empty_since: Some(now),
                 unpublished: None,
+                traffic: RoomTraffic::default(),
             },
         );
         Ok(())
@@ -367,6 +387,8 @@ impl Shard {
         }
         let room = seated.room;
         if let Some(hosted) = self.rooms.get_mut(&room) {
+            hosted.traffic.messages_in += 1;
+            hosted.traffic.bytes_in += message.len() as u64;
             hosted.host.message(now, player, channel, message);
             self.route(room, now);
         }
@@ -585,6 +607,8 @@ impl Shard {
                     message,
                 } => {
                     if connected(to, &kicked) {
+                        hosted.traffic.messages_out += 1;
+                        hosted.traffic.bytes_out += message.len() as u64;
                         self.outputs.push(ShardOutput::Send {
                             to,
                             channel,
@@ -599,6 +623,8 @@ impl Shard {
                 } => {
                     for member in hosted.host.members() {
                         if member.connected && Some(member.id) != except {
+                            hosted.traffic.messages_out += 1;
+                            hosted.traffic.bytes_out += message.len() as u64;
                             self.outputs.push(ShardOutput::Send {
                                 to: member.id,
                                 channel,
@@ -653,6 +679,7 @@ impl Shard {
             kind: hosted.kind.clone(),
             players: hosted.host.members().len(),
             capacity: hosted.host.capacity(),
+            traffic: hosted.traffic,
         })
     }
 
@@ -761,6 +788,29 @@ mod tests {
                 "one buffer for all recipients"
             );
         }
+    }
+
+    #[test]
+    fn a_rooms_traffic_counts_each_message_in_and_each_copy_out() {
+        let (mut shard, now) = shard_with_relay(4);
+        let traffic = |shard: &Shard| shard.rooms().next().unwrap().traffic;
+        let before = traffic(&shard);
+        shard.message(now, PlayerId(3), 2, Bytes::from(vec![7u8; 100]));
+        assert_eq!(sends(&mut shard).len(), 3);
+        let after = traffic(&shard);
+        assert_eq!(
+            (
+                after.messages_in - before.messages_in,
+                after.bytes_in - before.bytes_in,
+                after.messages_out - before.messages_out,
+                after.bytes_out - before.bytes_out,
+            ),
+            (1, 100, 3, 300),
+            "one message of 100 bytes in, relayed to three players"
+        );
+        // A player without a seat reaches no room, so no room counts it.
+        shard.message(now, PlayerId(99), 2, Bytes::from(vec![7u8; 100]));
+        assert_eq!(traffic(&shard), after);
     }
 
     #[test]

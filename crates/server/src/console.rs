@@ -368,6 +368,7 @@ mod tests {
                 kind: "relay".into(),
                 players: 5,
                 capacity: 16,
+                traffic: Default::default(),
             }]
         }
         fn room_players(&self, room: u64) -> Option<Vec<PlayerSummary>> {

@@ -191,8 +191,11 @@ async fn matchmade_udp_and_websocket_players_meet_and_the_operator_sees_them() {
             ),
         }
     }
+    // The relayed "hello"s counted by the room: in from their senders, out to the others.
     let rooms = admin_until(&runtime, "/api/admin/rooms", |rooms| {
         rooms[0]["tick_p99_ms"].as_f64().is_some()
+            && rooms[0]["bytes_in"].as_u64() > Some(0)
+            && rooms[0]["bytes_out"].as_u64() > Some(0)
     })
     .await;
     let room = &rooms[0];

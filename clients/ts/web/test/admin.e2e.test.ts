@@ -112,6 +112,13 @@ describe("the admin page in chromium", () => {
           players,
         ),
       );
+      // Its traffic, from the room's own counters two readings apart: the arena sends
+      // snapshots every tick, so bytes flow out.
+      const rates = await waitFor("the arena room's bytes/s", async () => {
+        const text = await page.$eval(`#rooms tr[data-room="${roomId}"] td.bytes`, (td) => td.textContent ?? "");
+        return text !== "–" && !text.endsWith("/ 0") && text;
+      });
+      expect(rates).toMatch(/^[\d.]+( [kMG])? \/ [\d.]+( [kMG])?$/);
       await page.click(`#rooms tr[data-room="${roomId}"] button[data-action=members]`);
       const listed = await waitFor("every bot among the room's members, with the UDP links' RTT", async () => {
         const rows = await members();

@@ -313,6 +313,12 @@ struct AdminRoomJson {
     /// every room of that kind it hosts); `null` before the first tick.
     tick_p50_ms: Option<f64>,
     tick_p99_ms: Option<f64>,
+    /// Its messages since it was created (counters: a rate is two readings apart), as of
+    /// the shard's last view.
+    messages_in: u64,
+    bytes_in: u64,
+    messages_out: u64,
+    bytes_out: u64,
 }
 
 async fn admin_rooms(State(app): State<Arc<App>>) -> Response {
@@ -330,6 +336,10 @@ async fn admin_rooms(State(app): State<Arc<App>>) -> Response {
                 shard: index,
                 tick_p50_ms: ms(0.5),
                 tick_p99_ms: ms(0.99),
+                messages_in: room.traffic.messages_in,
+                bytes_in: room.traffic.bytes_in,
+                messages_out: room.traffic.messages_out,
+                bytes_out: room.traffic.bytes_out,
                 listing: RoomListing {
                     id: room.id.0,
                     kind: room.kind,

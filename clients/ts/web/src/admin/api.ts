@@ -28,6 +28,11 @@ export interface Room {
   shard: number;
   tick_p50_ms: number | null;
   tick_p99_ms: number | null;
+  /** Counters since the room was created: rates come from two readings. */
+  messages_in: number;
+  bytes_in: number;
+  messages_out: number;
+  bytes_out: number;
   locked?: boolean;
   label?: Record<string, string>;
   metadata?: string;

@@ -8,6 +8,8 @@ import { Series, drawPlot, formatNumber } from "./plot.js";
 
 const TOKEN_KEY = "tickwire-admin-token";
 const REFRESH_MS = 1000;
+/** Shortest time between two readings a rate is taken from (the refresh's period, less jitter). */
+const MIN_RATE_INTERVAL_MS = 900;
 
 function $<T extends HTMLElement>(id: string): T {
   const element = document.getElementById(id);
@@ -34,6 +36,31 @@ function button(label: string, action: string, className?: string): HTMLButtonEl
 
 const ms = (value: number | null): string => (value === null ? "–" : value.toFixed(2));
 
+/**
+ * A room's byte rates, from its counters two readings at least a second apart: the shards
+ * republish their views every 250 ms, so two readings closer than that (a refresh right after
+ * an action) can see the same counters and would read as silence.
+ */
+class RoomTraffic {
+  readonly bytesIn = new Series();
+  readonly bytesOut = new Series();
+  private last: { at: number; bytesIn: number; bytesOut: number } | null = null;
+  private rates: { in: number; out: number } | null = null;
+
+  /** Takes a reading; the rates as of the newest pair far enough apart, or null before one. */
+  update(now: number, room: Room): { in: number; out: number } | null {
+    const last = this.last;
+    if (last !== null && now - last.at < MIN_RATE_INTERVAL_MS) return this.rates;
+    this.last = { at: now, bytesIn: room.bytes_in, bytesOut: room.bytes_out };
+    if (last === null) return null;
+    const seconds = (now - last.at) / 1000;
+    this.rates = { in: (room.bytes_in - last.bytesIn) / seconds, out: (room.bytes_out - last.bytesOut) / seconds };
+    this.bytesIn.push(this.rates.in);
+    this.bytesOut.push(this.rates.out);
+    return this.rates;
+  }
+}
+
 /** `mode=ranked region=eu`, the metadata as its tooltip. */
 function labelCell(room: Room): HTMLTableCellElement {
   const pairs = Object.entries(room.label ?? {}).map(([key, value]) => `${key}=${value}`);
@@ -50,8 +77,8 @@ class AdminPage {
   private readonly bytesIn = new Series();
   private readonly bytesOut = new Series();
   private readonly playerCount = new Series();
-  /** Players per room over the window, by room id; rooms gone are forgotten. */
-  private readonly roomPlayers = new Map<number, Series>();
+  /** Each room's bytes/s in and out over the window, and its last counters; rooms gone are forgotten. */
+  private readonly roomTraffic = new Map<number, RoomTraffic>();
 
   constructor() {
     $<HTMLFormElement>("login").addEventListener("submit", (event) => {
@@ -196,14 +223,15 @@ class AdminPage {
     const body = $("rooms").querySelector("tbody")!;
     const rows: HTMLTableRowElement[] = [];
     const seen = new Set<number>();
+    const now = performance.now();
     for (const room of rooms) {
       seen.add(room.id);
-      let series = this.roomPlayers.get(room.id);
-      if (series === undefined) {
-        series = new Series();
-        this.roomPlayers.set(room.id, series);
+      let traffic = this.roomTraffic.get(room.id);
+      if (traffic === undefined) {
+        traffic = new RoomTraffic();
+        this.roomTraffic.set(room.id, traffic);
       }
-      series.push(room.players);
+      const rates = traffic.update(now, room);
       const row = document.createElement("tr");
       row.dataset.room = String(room.id);
       row.classList.toggle("selected", room.id === this.selectedRoom);
@@ -213,11 +241,15 @@ class AdminPage {
         labelCell(room),
         cell(`${room.players} / ${room.capacity}${room.locked === true ? " 🔒" : ""}`, "players"),
         cell(`${ms(room.tick_p50_ms)} / ${ms(room.tick_p99_ms)}`),
+        cell(rates === null ? "–" : `${formatNumber(rates.in)} / ${formatNumber(rates.out)}`, "bytes"),
       );
       const plot = document.createElement("canvas");
       plot.width = 120;
       plot.height = 24;
-      drawPlot(plot, [{ series, color: "#b794f4" }]);
+      drawPlot(plot, [
+        { series: traffic.bytesIn, color: "#63b3ed" },
+        { series: traffic.bytesOut, color: "#f6ad55" },
+      ]);
       const plotCell = document.createElement("td");
       plotCell.append(plot);
       const actions = document.createElement("td");
@@ -230,8 +262,8 @@ class AdminPage {
       row.append(plotCell, actions);
       rows.push(row);
     }
-    for (const id of this.roomPlayers.keys()) {
-      if (!seen.has(id)) this.roomPlayers.delete(id);
+    for (const id of this.roomTraffic.keys()) {
+      if (!seen.has(id)) this.roomTraffic.delete(id);
     }
     body.replaceChildren(...rows);
     if (this.selectedRoom !== null && !seen.has(this.selectedRoom)) {
