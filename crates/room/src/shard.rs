@@ -126,6 +126,64 @@ pub struct RoomInfo {
     pub capacity: u16,
     /// Its messages since it was created.
     pub traffic: RoomTraffic,
+    /// How long its own recent ticks took.
+    pub recent_ticks: RecentTicks,
+}
+
+/// Recent ticks kept per room: about two seconds at 60 Hz.
+const RECENT_TICKS: usize = 128;
+
+/// One room's most recent tick durations (each the mean of a batch of ticks run together), to
+/// read that room's own p50/p99 from. The shard's histograms are per kind; a histogram per
+/// room would cost kilobytes each, this costs 512 bytes and copies cheaply into the view.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecentTicks {
+    micros: [u32; RECENT_TICKS],
+    len: u16,
+    next: u16,
+}
+
+impl Default for RecentTicks {
+    fn default() -> Self {
+        Self {
+            micros: [0; RECENT_TICKS],
+            len: 0,
+            next: 0,
+        }
+    }
+}
+
+impl RecentTicks {
+    fn record(&mut self, tick: Duration) {
+        self.micros[usize::from(self.next)] = u32::try_from(tick.as_micros()).unwrap_or(u32::MAX);
+        self.next = (self.next + 1) % RECENT_TICKS as u16;
+        self.len = (self.len + 1).min(RECENT_TICKS as u16);
+    }
+
+    /// Ticks kept (up to 128).
+    pub fn len(&self) -> usize {
+        usize::from(self.len)
+    }
+
+    /// Whether no tick was measured yet.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The duration at `quantile` (0 to 1) of the ticks kept (nearest rank), `None` before
+    /// the first.
+    pub fn quantile(&self, quantile: f64) -> Option<Duration> {
+        let mut kept = self.micros;
+        let kept = &mut kept[..self.len()];
+        if kept.is_empty() {
+            return None;
+        }
+        kept.sort_unstable();
+        let rank = (quantile.clamp(0.0, 1.0) * kept.len() as f64).ceil() as usize;
+        Some(Duration::from_micros(u64::from(
+            kept[rank.saturating_sub(1)],
+        )))
+    }
 }
 
 /// A room's messages, counted where the shard routes them: what its players sent it (let
@@ -152,6 +210,7 @@ struct HostedRoom {
     /// Ticks ran and await the publish phase: their count and the time they took.
     unpublished: Option<(u32, Duration)>,
     traffic: RoomTraffic,
+    recent_ticks: RecentTicks,
 }
 
 struct Seated {
@@ -305,6 +364,7 @@ impl Shard {
                 empty_since: Some(now),
                 unpublished: None,
                 traffic: RoomTraffic::default(),
+                recent_ticks: RecentTicks::default(),
             },
         );
         Ok(())
@@ -566,6 +626,7 @@ impl Shard {
                 if let Some(observer) = self.tick_observer.as_mut() {
                     observer(&hosted.kind, per_tick, ticks);
                 }
+                hosted.recent_ticks.record(per_tick);
                 // Look up before inserting: `entry` would clone the kind on every turn.
                 match self.tick_times.get_mut(&hosted.kind) {
                     Some(times) => times.record(per_tick, ticks, step),
@@ -680,6 +741,7 @@ impl Shard {
             players: hosted.host.members().len(),
             capacity: hosted.host.capacity(),
             traffic: hosted.traffic,
+            recent_ticks: hosted.recent_ticks,
         })
     }
 
@@ -788,6 +850,24 @@ mod tests {
                 "one buffer for all recipients"
             );
         }
+    }
+
+    #[test]
+    fn recent_ticks_keep_the_newest_128_and_read_quantiles_by_rank() {
+        let mut recent = RecentTicks::default();
+        assert_eq!(recent.quantile(0.5), None, "nothing before the first tick");
+        for micros in 1..=100 {
+            recent.record(Duration::from_micros(micros));
+        }
+        assert_eq!(recent.quantile(0.5), Some(Duration::from_micros(50)));
+        assert_eq!(recent.quantile(0.99), Some(Duration::from_micros(99)));
+        // 100 more, from 1,001 µs: only the newest 128 count, 28 of the first run among them.
+        for micros in 1_001..=1_100 {
+            recent.record(Duration::from_micros(micros));
+        }
+        assert_eq!(recent.len(), 128);
+        assert_eq!(recent.quantile(0.0), Some(Duration::from_micros(73)));
+        assert_eq!(recent.quantile(1.0), Some(Duration::from_micros(1_100)));
     }
 
     #[test]

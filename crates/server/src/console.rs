@@ -369,6 +369,7 @@ mod tests {
                 players: 5,
                 capacity: 16,
                 traffic: Default::default(),
+                recent_ticks: Default::default(),
             }]
         }
         fn room_players(&self, room: u64) -> Option<Vec<PlayerSummary>> {

@@ -119,6 +119,9 @@ describe("the admin page in chromium", () => {
         return text !== "–" && !text.endsWith("/ 0") && text;
       });
       expect(rates).toMatch(/^[\d.]+( [kMG])? \/ [\d.]+( [kMG])?$/);
+      const ticks = await page.$eval(`#rooms tr[data-room="${roomId}"] td.ticks`, (td) => td.textContent ?? "");
+      const [p50, p99] = ticks.split(" / ").map(Number);
+      expect(p50! >= 0 && p99! > 0 && p50! <= p99!, `the room's own tick p50 / p99 ms: ${ticks}`).toBe(true);
       await page.click(`#rooms tr[data-room="${roomId}"] button[data-action=members]`);
       const listed = await waitFor("every bot among the room's members, with the UDP links' RTT", async () => {
         const rows = await members();

@@ -309,8 +309,8 @@ struct AdminRoomJson {
     listing: RoomListing,
     /// The shard that hosts it.
     shard: usize,
-    /// Tick durations of its kind on its shard, ms (the shard measures them per kind, over
-    /// every room of that kind it hosts); `null` before the first tick.
+    /// How long its own recent ticks took, ms (the newest 128, each the mean of a batch
+    /// of ticks run together); `null` before the first.
     tick_p50_ms: Option<f64>,
     tick_p99_ms: Option<f64>,
     /// Its messages since it was created (counters: a rate is two readings apart), as of
@@ -326,12 +326,10 @@ async fn admin_rooms(State(app): State<Arc<App>>) -> Response {
     for (index, shard) in app.shards.iter().enumerate() {
         let view = shard.view.read();
         for room in view.rooms {
-            let times = view
-                .tick_times
-                .get(&room.kind)
-                .filter(|times| times.count() > 0);
-            let ms =
-                |quantile: f64| times.map(|times| times.quantile(quantile).as_secs_f64() * 1000.0);
+            let ms = |quantile: f64| {
+                let tick = room.recent_ticks.quantile(quantile)?;
+                Some(tick.as_secs_f64() * 1000.0)
+            };
             listing.push(AdminRoomJson {
                 shard: index,
                 tick_p50_ms: ms(0.5),

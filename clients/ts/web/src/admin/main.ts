@@ -240,7 +240,7 @@ class AdminPage {
         cell(room.kind),
         labelCell(room),
         cell(`${room.players} / ${room.capacity}${room.locked === true ? " 🔒" : ""}`, "players"),
-        cell(`${ms(room.tick_p50_ms)} / ${ms(room.tick_p99_ms)}`),
+        cell(`${ms(room.tick_p50_ms)} / ${ms(room.tick_p99_ms)}`, "ticks"),
         cell(rates === null ? "–" : `${formatNumber(rates.in)} / ${formatNumber(rates.out)}`, "bytes"),
       );
       const plot = document.createElement("canvas");
