@@ -32,10 +32,13 @@ test-ts:
 ## The browser end to end: the built client served by a debug `tickwire serve` on free
 ## ports (WebTransport included), SDK bots over WebSocket and `tickwire bots` over UDP,
 ## Debian's chromium (/usr/bin/chromium, never a downloaded browser; QUIC on) driven by
-## playwright-core: the arena, WebTransport, a mixed room, the fallback to WebSocket.
+## playwright-core: the arena, WebTransport, a mixed room, the fallback to WebSocket; and
+## the SDK packed (`npm pack`), installed in a directory outside the repository and joining
+## the server from Node.
 ## Screenshots and logs in target/e2e/.
 test-e2e: web
 	$(CARGO) build --locked -p tickwire
+	cd clients/ts && npm ci --no-audit --no-fund --loglevel=error
 	cd clients/ts/web && npm run test:e2e --silent
 
 ## The guide's example (examples/four-in-a-row) played in Debian's chromium by

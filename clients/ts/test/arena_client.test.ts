@@ -3,13 +3,13 @@
 // keeps the avatar and continues the input sequence. No sockets, no sleeps.
 import { beforeEach, describe, expect, it } from "vitest";
 
-import { ArenaClient, type ArenaStatus } from "../src/arena/client.js";
+import { ArenaClient, type ArenaStatus } from "../arena/src/client.js";
 import {
   type ClientInput,
   decodeClientInput,
   decodeClientMessage,
   encodeServerMessage,
-} from "../src/arena/messages.js";
+} from "../arena/src/messages.js";
 import { COURTYARD as map, WELCOME as welcome, fullSnapshot } from "./arena_fixtures.js";
 import { DEFAULT_ACCEPTED, FakeWebSocket, VirtualClock, answerJson, settle } from "./fakes.js";
 import { fromHex, readRepoJson } from "./vectors.js";

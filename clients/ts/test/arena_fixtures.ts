@@ -1,7 +1,7 @@
 // The arena tests' scripted server: its map, its welcome and its full snapshots.
-import type { ArenaMapInfo } from "../src/arena/map.js";
-import type { ServerMessage } from "../src/arena/messages.js";
-import { aabb } from "../src/arena/movement.js";
+import type { ArenaMapInfo } from "../arena/src/map.js";
+import type { ServerMessage } from "../arena/src/messages.js";
+import { aabb } from "../arena/src/movement.js";
 import { BitWriter } from "../src/wire/index.js";
 
 /** A walled 40 × 30 courtyard with one spawn. */

@@ -13,7 +13,7 @@ import {
   quantizeInput,
   sequenceNewer,
   validateInput,
-} from "../src/arena/input.js";
+} from "../arena/src/input.js";
 import { DecodeError, EncodeError } from "../src/wire/index.js";
 import { fromHex, toHex } from "./vectors.js";
 

@@ -3,7 +3,7 @@
 // bytes, and decode them to the same snapped f32 values.
 import { describe, expect, it } from "vitest";
 
-import { decodeInput, encodeInput, type InputCommand } from "../src/arena/input.js";
+import { decodeInput, encodeInput, type InputCommand } from "../arena/src/input.js";
 import { f32Bits } from "./f32.js";
 import { fromHex, readRepoJson } from "./vectors.js";
 

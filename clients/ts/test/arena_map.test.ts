@@ -2,7 +2,7 @@
 // anything else refused with a MapError.
 import { describe, expect, it } from "vitest";
 
-import { MapError, fetchArenaMap, parseArenaMap } from "../src/arena/map.js";
+import { MapError, fetchArenaMap, parseArenaMap } from "../arena/src/map.js";
 
 const json = {
   name: "courtyard.tmx",

@@ -13,7 +13,7 @@ import {
   encodeClientInput,
   encodeClientMessage,
   encodeServerMessage,
-} from "../src/arena/messages.js";
+} from "../arena/src/messages.js";
 import { DecodeError } from "../src/wire/index.js";
 import { f32Bits, f32FromBits } from "./f32.js";
 import { fromHex, readRepoJson, toHex } from "./vectors.js";

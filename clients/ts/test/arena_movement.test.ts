@@ -2,7 +2,7 @@
 // as crates/arena/tests/movement_vectors.rs replays it through the Rust code.
 import { describe, expect, it } from "vitest";
 
-import { MAX_SUBSTEP, WALL_PASSES, aabb, stepMovement, type Vec2 } from "../src/arena/movement.js";
+import { MAX_SUBSTEP, WALL_PASSES, aabb, stepMovement, type Vec2 } from "../arena/src/movement.js";
 import { f32Bits, f32FromBits } from "./f32.js";
 import { readRepoJson } from "./vectors.js";
 

@@ -3,7 +3,7 @@
 import { describe, expect, it } from "vitest";
 
 import { BitWriter } from "../src/wire/index.js";
-import { SnapshotDecoder, SnapshotError, SnapshotSchema } from "../src/arena/snapshot.js";
+import { SnapshotDecoder, SnapshotError, SnapshotSchema } from "../arena/src/snapshot.js";
 import { fromHex, readRepoJson } from "./vectors.js";
 
 interface SnapshotFile {

@@ -4,7 +4,7 @@
 // server's views exactly.
 import { describe, expect, it } from "vitest";
 
-import { type DecodedSnapshot, SnapshotDecoder, SnapshotError, SnapshotSchema } from "../src/arena/snapshot.js";
+import { type DecodedSnapshot, SnapshotDecoder, SnapshotError, SnapshotSchema } from "../arena/src/snapshot.js";
 import { f32Bits } from "./f32.js";
 import { fromHex, readRepoJson } from "./vectors.js";
 

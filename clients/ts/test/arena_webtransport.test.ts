@@ -4,8 +4,8 @@
 // more; a late one is dropped, never applied over a newer one. No sockets, no sleeps.
 import { beforeEach, describe, expect, it } from "vitest";
 
-import { ArenaClient } from "../src/arena/client.js";
-import { decodeClientInput, encodeServerMessage } from "../src/arena/messages.js";
+import { ArenaClient } from "../arena/src/client.js";
+import { decodeClientInput, encodeServerMessage } from "../arena/src/messages.js";
 import { encodeDataFrame, encodeDatagram, encodeFrame } from "../src/transport/webtransport-frames.js";
 import { COURTYARD as map, WELCOME as welcome, fullSnapshot } from "./arena_fixtures.js";
 import { DEFAULT_ACCEPTED, ENDPOINTS, FakeWebSocket, FakeWebTransport, VirtualClock, answerJson, settle } from "./fakes.js";

@@ -3,9 +3,9 @@
 // its states come back with last_input_sequence.
 import { describe, expect, it } from "vitest";
 
-import { type InputCommand, decodeInput, encodeInput } from "../src/arena/input.js";
-import { type MovementParams, type Vec2, aabb, stepMovement, tickSeconds } from "../src/arena/movement.js";
-import { Prediction } from "../src/netcode/prediction.js";
+import { type InputCommand, decodeInput, encodeInput } from "../arena/src/input.js";
+import { type MovementParams, type Vec2, aabb, stepMovement, tickSeconds } from "../arena/src/movement.js";
+import { Prediction } from "../arena/src/prediction.js";
 import { ConnectionStats } from "../src/netcode/stats.js";
 import { f32FromBits } from "./f32.js";
 import { readRepoJson } from "./vectors.js";

@@ -2,7 +2,7 @@
 // fail with a DecodeError (never another exception, never a huge allocation).
 import { describe, expect, it } from "vitest";
 
-import { decodeInput } from "../src/arena/input.js";
+import { decodeInput } from "../arena/src/input.js";
 import { parseConnectionParams } from "../src/transport/params.js";
 import {
   BitReader,

@@ -2,16 +2,27 @@ import { fileURLToPath } from "node:url";
 
 import { defineConfig } from "vite";
 
-// The SDK is used from its source (../src), so the demo always runs the code the SDK's
+// The SDK packages are used from their source (../src, ../arena/src), so the demo always runs the code the SDK's
 // tests check, with no separate build step. `npm run dev` proxies the API and the
 // WebSocket to a `tickwire serve` on :8080.
 export default defineConfig({
   resolve: {
-    alias: { "@tickwire/client": fileURLToPath(new URL("../src/index.ts", import.meta.url)) },
+    alias: {
+      "@tickwire/client": fileURLToPath(new URL("../src/index.ts", import.meta.url)),
+      "@tickwire/arena": fileURLToPath(new URL("../arena/src/index.ts", import.meta.url)),
+    },
   },
   build: {
     outDir: "dist",
     emptyOutDir: true,
+    // Two pages: the arena at / and the admin page at /admin/ (served by `tickwire serve`
+    // from the same directory).
+    rollupOptions: {
+      input: {
+        arena: fileURLToPath(new URL("./index.html", import.meta.url)),
+        admin: fileURLToPath(new URL("./admin/index.html", import.meta.url)),
+      },
+    },
     // pixi.js is most of the bundle; one chunk is fine for a demo served from localhost.
     chunkSizeWarningLimit: 2048,
   },

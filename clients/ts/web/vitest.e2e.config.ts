@@ -7,7 +7,10 @@ import { defineConfig } from "vitest/config";
 // (`npm run test:e2e`, `make test-e2e`).
 export default defineConfig({
   resolve: {
-    alias: { "@tickwire/client": fileURLToPath(new URL("../src/index.ts", import.meta.url)) },
+    alias: {
+      "@tickwire/client": fileURLToPath(new URL("../src/index.ts", import.meta.url)),
+      "@tickwire/arena": fileURLToPath(new URL("../arena/src/index.ts", import.meta.url)),
+    },
   },
   test: {
     include: ["test/**/*.e2e.test.ts"],

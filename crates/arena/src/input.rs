@@ -29,7 +29,7 @@
 use std::f64::consts::PI;
 
 use tickwire_proto::reliable::sequence_newer;
-use tickwire_wire::{Decode, Encode};
+use tickwire_wire::{Decode, Describe, Encode};
 
 use crate::geom::Vec2;
 use crate::player::PlayerKey;
@@ -60,7 +60,7 @@ pub const AIM_LIMIT: f32 = std::f32::consts::PI;
 /// assert!((decoded.aim - 0.8).abs() < 0.004);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Default, Encode, Decode)]
+#[derive(Debug, Clone, Copy, PartialEq, Default, Encode, Decode, Describe)]
 pub struct InputCommand {
     /// Increments by one per command, wrapping.
     pub sequence: u16,

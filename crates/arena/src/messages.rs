@@ -10,7 +10,8 @@
 //! Every decoder is bounded: the longest message of each kind is fixed by the format
 //! (inputs 4, strings 160 or 512 bytes), so hostile bytes cost a failed decode at most.
 
-use tickwire_wire::{BitReader, BitWrite, Decode, DecodeError, Encode, EncodeError};
+use tickwire_wire::schema::Layout;
+use tickwire_wire::{BitReader, BitWrite, Decode, DecodeError, Describe, Encode, EncodeError};
 
 use crate::input::InputCommand;
 use crate::snapshot::EntityId;
@@ -109,7 +110,7 @@ impl Decode for ClientInput {
 }
 
 /// What a client sends on channel 0.
-#[derive(Debug, Clone, PartialEq, Encode, Decode)]
+#[derive(Debug, Clone, PartialEq, Encode, Decode, Describe)]
 pub enum ClientMessage {
     /// A chat line for everyone in the room (rate-limited by the room).
     Chat {
@@ -125,7 +126,7 @@ pub enum ClientMessage {
 }
 
 /// One line of the scoreboard ([`ServerMessage::Scores`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Encode, Decode)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Encode, Decode, Describe)]
 pub struct Score {
     /// The player's entity id.
     pub id: u16,
@@ -141,7 +142,7 @@ pub struct Score {
 }
 
 /// What the server sends on channel 0.
-#[derive(Debug, Clone, PartialEq, Encode, Decode)]
+#[derive(Debug, Clone, PartialEq, Encode, Decode, Describe)]
 pub enum ServerMessage {
     /// First message after joining (and after reconnecting): who you are and the
     /// constants snapshots are quantized with (see `docs/ARENA.md`).
@@ -248,6 +249,17 @@ pub enum ServerMessage {
         #[wire(max_len = MAX_SCORES)]
         scores: Vec<Score>,
     },
+}
+
+/// The arena's messages as data, for `tickwire codegen ts`: the input command and the two
+/// channel-0 enums (with `Score`). `ClientInput` is written by hand (its count is `1..=4`),
+/// and so is its TypeScript.
+pub fn layouts() -> Vec<Layout> {
+    vec![
+        InputCommand::layout(),
+        ClientMessage::layout(),
+        ServerMessage::layout(),
+    ]
 }
 
 /// `text` cut to at most `max` bytes at a character boundary.

@@ -11,11 +11,13 @@
 //! | [`agones`] | `tickwire serve` as an Agones GameServer (`[agones]`) |
 //! | [`health`] | `tickwire healthcheck` (the container image's HEALTHCHECK) |
 //! | [`web`] | `tickwire serve`'s browser client at `/` and the map it draws |
+//! | [`codegen`] | `tickwire codegen ts` |
 
 pub mod agones;
 pub mod arena;
 pub mod bench;
 pub mod bots;
+pub mod codegen;
 pub mod health;
 pub mod serve;
 pub mod web;

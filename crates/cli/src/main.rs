@@ -76,6 +76,22 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Generate client code from the Rust message types.
+    Codegen {
+        #[command(subcommand)]
+        language: Language,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum Language {
+    /// The arena's messages as `@tickwire/client` codecs (committed as
+    /// clients/ts/arena/src/generated/messages.ts).
+    Ts {
+        /// Write here instead of to standard output.
+        #[arg(long)]
+        out: Option<std::path::PathBuf>,
+    },
 }
 
 /// SQLite's `synchronous` setting, as `bench-db` takes it.
@@ -150,6 +166,15 @@ fn main() -> anyhow::Result<()> {
             }
             init_logging();
             serve::run(config)?;
+        }
+        Command::Codegen {
+            language: Language::Ts { out },
+        } => {
+            let code = tickwire::codegen::arena_typescript()?;
+            match out {
+                Some(path) => std::fs::write(path, code)?,
+                None => print!("{code}"),
+            }
         }
         Command::BenchDb {
             url,

@@ -170,6 +170,82 @@ pub struct RoomInfo {
     pub capacity: u16,
     /// Its lock, label and metadata.
     pub listing: Listing,
+    /// Its messages since it was created.
+    pub traffic: RoomTraffic,
+    /// How long its own recent ticks took.
+    pub recent_ticks: RecentTicks,
+}
+
+/// Recent ticks kept per room: about two seconds at 60 Hz.
+const RECENT_TICKS: usize = 128;
+
+/// One room's most recent tick durations (each the mean of a batch of ticks run together), to
+/// read that room's own p50/p99 from. The shard's histograms are per kind; a histogram per
+/// room would cost kilobytes each, this costs 512 bytes and copies cheaply into the view.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecentTicks {
+    micros: [u32; RECENT_TICKS],
+    len: u16,
+    next: u16,
+}
+
+impl Default for RecentTicks {
+    fn default() -> Self {
+        Self {
+            micros: [0; RECENT_TICKS],
+            len: 0,
+            next: 0,
+        }
+    }
+}
+
+impl RecentTicks {
+    fn record(&mut self, tick: Duration) {
+        self.micros[usize::from(self.next)] = u32::try_from(tick.as_micros()).unwrap_or(u32::MAX);
+        self.next = (self.next + 1) % RECENT_TICKS as u16;
+        self.len = (self.len + 1).min(RECENT_TICKS as u16);
+    }
+
+    /// Ticks kept (up to 128).
+    pub fn len(&self) -> usize {
+        usize::from(self.len)
+    }
+
+    /// Whether no tick was measured yet.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The duration at `quantile` (0 to 1) of the ticks kept (nearest rank), `None` before
+    /// the first.
+    pub fn quantile(&self, quantile: f64) -> Option<Duration> {
+        let mut kept = self.micros;
+        let kept = &mut kept[..self.len()];
+        if kept.is_empty() {
+            return None;
+        }
+        kept.sort_unstable();
+        let rank = (quantile.clamp(0.0, 1.0) * kept.len() as f64).ceil() as usize;
+        Some(Duration::from_micros(u64::from(
+            kept[rank.saturating_sub(1)],
+        )))
+    }
+}
+
+/// A room's messages, counted where the shard routes them: what its players sent it (let
+/// through the rate limit) and what it sent them (a broadcast once per recipient), in
+/// message bytes. Transport framing and headers belong to connections, not rooms, and are
+/// not counted here.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RoomTraffic {
+    /// Messages from players.
+    pub messages_in: u64,
+    /// Their bytes.
+    pub bytes_in: u64,
+    /// Messages to players.
+    pub messages_out: u64,
+    /// Their bytes.
+    pub bytes_out: u64,
 }
 
 struct HostedRoom {
@@ -181,6 +257,8 @@ struct HostedRoom {
     ever_joined: bool,
     /// Ticks ran and await the publish phase: their count and the time they took.
     unpublished: Option<(u32, Duration)>,
+    traffic: RoomTraffic,
+    recent_ticks: RecentTicks,
 }
 
 struct Seated {
@@ -368,6 +446,8 @@ impl Shard {
                 empty_since: Some(now),
                 ever_joined: false,
                 unpublished: None,
+                traffic: RoomTraffic::default(),
+                recent_ticks: RecentTicks::default(),
             },
         );
         // What `create` sent goes nowhere (no one is seated); its label and lock go to the
@@ -483,6 +563,8 @@ impl Shard {
         }
         let room = seated.room;
         if let Some(hosted) = self.rooms.get_mut(&room) {
+            hosted.traffic.messages_in += 1;
+            hosted.traffic.bytes_in += message.len() as u64;
             hosted.host.message(now, player, channel, message);
             self.route(room, now);
         }
@@ -657,6 +739,7 @@ impl Shard {
                 if let Some(observer) = self.tick_observer.as_mut() {
                     observer(&hosted.kind, per_tick, ticks);
                 }
+                hosted.recent_ticks.record(per_tick);
                 // Look up before inserting: `entry` would clone the kind on every turn.
                 match self.tick_times.get_mut(&hosted.kind) {
                     Some(times) => times.record(per_tick, ticks, step),
@@ -778,6 +861,8 @@ impl Shard {
                     message,
                 } => {
                     if connected(to, &kicked) {
+                        hosted.traffic.messages_out += 1;
+                        hosted.traffic.bytes_out += message.len() as u64;
                         self.outputs.push(ShardOutput::Send {
                             to,
                             channel,
@@ -792,6 +877,8 @@ impl Shard {
                 } => {
                     for member in hosted.host.members() {
                         if member.connected && Some(member.id) != except {
+                            hosted.traffic.messages_out += 1;
+                            hosted.traffic.bytes_out += message.len() as u64;
                             self.outputs.push(ShardOutput::Send {
                                 to: member.id,
                                 channel,
@@ -848,6 +935,8 @@ impl Shard {
             players: hosted.host.members().len(),
             capacity: hosted.host.capacity(),
             listing: hosted.host.listing().clone(),
+            traffic: hosted.traffic,
+            recent_ticks: hosted.recent_ticks,
         })
     }
 
@@ -960,6 +1049,47 @@ mod tests {
                 "one buffer for all recipients"
             );
         }
+    }
+
+    #[test]
+    fn recent_ticks_keep_the_newest_128_and_read_quantiles_by_rank() {
+        let mut recent = RecentTicks::default();
+        assert_eq!(recent.quantile(0.5), None, "nothing before the first tick");
+        for micros in 1..=100 {
+            recent.record(Duration::from_micros(micros));
+        }
+        assert_eq!(recent.quantile(0.5), Some(Duration::from_micros(50)));
+        assert_eq!(recent.quantile(0.99), Some(Duration::from_micros(99)));
+        // 100 more, from 1,001 µs: only the newest 128 count, 28 of the first run among them.
+        for micros in 1_001..=1_100 {
+            recent.record(Duration::from_micros(micros));
+        }
+        assert_eq!(recent.len(), 128);
+        assert_eq!(recent.quantile(0.0), Some(Duration::from_micros(73)));
+        assert_eq!(recent.quantile(1.0), Some(Duration::from_micros(1_100)));
+    }
+
+    #[test]
+    fn a_rooms_traffic_counts_each_message_in_and_each_copy_out() {
+        let (mut shard, now) = shard_with_relay(4);
+        let traffic = |shard: &Shard| shard.rooms().next().unwrap().traffic;
+        let before = traffic(&shard);
+        shard.message(now, PlayerId(3), 2, Bytes::from(vec![7u8; 100]));
+        assert_eq!(sends(&mut shard).len(), 3);
+        let after = traffic(&shard);
+        assert_eq!(
+            (
+                after.messages_in - before.messages_in,
+                after.bytes_in - before.bytes_in,
+                after.messages_out - before.messages_out,
+                after.bytes_out - before.bytes_out,
+            ),
+            (1, 100, 3, 300),
+            "one message of 100 bytes in, relayed to three players"
+        );
+        // A player without a seat reaches no room, so no room counts it.
+        shard.message(now, PlayerId(99), 2, Bytes::from(vec![7u8; 100]));
+        assert_eq!(traffic(&shard), after);
     }
 
     #[test]

@@ -53,16 +53,29 @@ pub struct StatsSnapshot {
 }
 
 /// A player as the console lists them.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct PlayerSummary {
     /// Id.
     pub id: PlayerId,
     /// Display name.
     pub name: String,
-    /// `udp` or `ws` (ws and wss alike).
+    /// `udp`, `ws` (ws and wss alike) or `wt` (WebTransport).
     pub transport: String,
     /// Their room, if seated.
     pub room: Option<u64>,
+    /// What the connection measures of its path, where it measures it: UDP links do (the
+    /// reliability layer's acks); over WebSocket and WebTransport the server keeps no such
+    /// figures, and this is `None`.
+    pub link: Option<LinkQuality>,
+}
+
+/// A connection's path as its reliability layer sees it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LinkQuality {
+    /// Smoothed round-trip time.
+    pub rtt: Duration,
+    /// Fraction (0..=1) of the last 256 ack-eliciting packets never acked.
+    pub loss: f32,
 }
 
 /// What the console can ask of the server. The runtime implements it.
@@ -356,6 +369,8 @@ mod tests {
                 players: 5,
                 capacity: 16,
                 listing: Default::default(),
+                traffic: Default::default(),
+                recent_ticks: Default::default(),
             }]
         }
         fn room_players(&self, room: u64) -> Option<Vec<PlayerSummary>> {
@@ -367,6 +382,7 @@ mod tests {
                 name: "ada".into(),
                 transport: "udp".into(),
                 room: Some(7),
+                link: None,
             }]
         }
         fn kick(&self, player: PlayerId) -> Result<(), String> {

@@ -174,6 +174,40 @@ async fn matchmade_udp_and_websocket_players_meet_and_the_operator_sees_them() {
         transports.contains(&"udp") && transports.contains(&"ws"),
         "{players}"
     );
+    // The UDP link's own round trip and loss (the reliability layer measures them); none
+    // made up for WebSocket, which measures neither.
+    for player in players.as_array().unwrap() {
+        match player["transport"].as_str() {
+            Some("udp") => assert!(
+                player["rtt_ms"].as_f64().is_some_and(|rtt| rtt > 0.0)
+                    && player["loss"]
+                        .as_f64()
+                        .is_some_and(|loss| (0.0..=1.0).contains(&loss)),
+                "{player}"
+            ),
+            _ => assert!(
+                player["rtt_ms"].is_null() && player["loss"].is_null(),
+                "{player}"
+            ),
+        }
+    }
+    // The relayed "hello"s counted by the room: in from their senders, out to the others.
+    let rooms = admin_until(&runtime, "/api/admin/rooms", |rooms| {
+        rooms[0]["tick_p99_ms"].as_f64().is_some()
+            && rooms[0]["bytes_in"].as_u64() > Some(0)
+            && rooms[0]["bytes_out"].as_u64() > Some(0)
+    })
+    .await;
+    let room = &rooms[0];
+    assert_eq!(
+        (room["kind"].as_str(), room["shard"].as_u64()),
+        (Some("relay"), Some(0)),
+        "{rooms}"
+    );
+    assert!(
+        room["tick_p50_ms"].as_f64().unwrap() <= room["tick_p99_ms"].as_f64().unwrap(),
+        "{rooms}"
+    );
 
     let stats = console(&runtime, ADMIN_TOKEN, "stats").await;
     assert!(stats.contains("udp 1 ws 1"), "{stats}");

@@ -65,4 +65,6 @@ pub use store::{
     ConnectError, LeaderboardEntry, MAX_PREFIX_LEN, MatchSummary, PlayerProfile, PlayerStats,
     SqliteSync, Store, StoreConfig, StoreError,
 };
-pub use writer::{RecordError, StatWriter, WriterClosed, WriterConfig, WriterStats};
+pub use writer::{
+    FLUSH_BUCKETS_US, RecordError, StatWriter, WriterClosed, WriterConfig, WriterStats,
+};

@@ -78,6 +78,12 @@ pub enum RecordError {
 #[error("stat writer closed")]
 pub struct WriterClosed;
 
+/// Upper bounds of the commit duration histogram (`tickwire_store_flush_duration_seconds`),
+/// microseconds: from an embedded database's 1 ms to a struggling server's seconds.
+pub const FLUSH_BUCKETS_US: [u64; 10] = [
+    1_000, 2_500, 5_000, 10_000, 25_000, 50_000, 100_000, 250_000, 1_000_000, 5_000_000,
+];
+
 /// A snapshot of the writer's counters, for `/metrics` and the admin console.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct WriterStats {
@@ -105,6 +111,13 @@ pub struct WriterStats {
     pub max_flush_us: u64,
     /// Events in the last committed transaction.
     pub last_batch_events: u64,
+    /// Committed transactions by duration: `flush_buckets[i]` counts those that took at
+    /// most [`FLUSH_BUCKETS_US`]`[i]` and more than the bound before; the last, longer ones.
+    #[serde(default)]
+    pub flush_buckets: [u64; FLUSH_BUCKETS_US.len() + 1],
+    /// Total duration of the committed transactions, microseconds.
+    #[serde(default)]
+    pub flush_sum_us: u64,
     /// Outages begun: runs of failed commits ended by a successful one (or still going).
     pub outages: u64,
     /// How long the current outage has lasted, milliseconds; 0 while commits succeed.
@@ -240,6 +253,29 @@ impl WriterStats {
                 let _ = writeln!(out, "tickwire_store_{name} {value}");
             }
         }
+        self.write_flush_histogram(out);
+    }
+
+    fn write_flush_histogram(&self, out: &mut String) {
+        const NAME: &str = "tickwire_store_flush_duration_seconds";
+        let _ = writeln!(
+            out,
+            "# HELP {NAME} Duration of committed stat transactions."
+        );
+        let _ = writeln!(out, "# TYPE {NAME} histogram");
+        let mut cumulative = 0;
+        for (bound, count) in FLUSH_BUCKETS_US.iter().zip(self.flush_buckets) {
+            cumulative += count;
+            let _ = writeln!(
+                out,
+                "{NAME}_bucket{{le=\"{}\"}} {cumulative}",
+                *bound as f64 / 1e6
+            );
+        }
+        cumulative += self.flush_buckets[FLUSH_BUCKETS_US.len()];
+        let _ = writeln!(out, "{NAME}_bucket{{le=\"+Inf\"}} {cumulative}");
+        let _ = writeln!(out, "{NAME}_sum {}", self.flush_sum_us as f64 / 1e6);
+        let _ = writeln!(out, "{NAME}_count {cumulative}");
     }
 }
 
@@ -261,6 +297,8 @@ struct Counters {
     last_flush_us: AtomicU64,
     max_flush_us: AtomicU64,
     last_batch_events: AtomicU64,
+    flush_buckets: [AtomicU64; FLUSH_BUCKETS_US.len() + 1],
+    flush_sum_us: AtomicU64,
     outages: AtomicU64,
     /// Milliseconds since `Shared::epoch` when the current outage began, plus one; 0 while
     /// commits succeed.
@@ -422,6 +460,8 @@ impl StatWriter {
             last_flush_us: get(&c.last_flush_us),
             max_flush_us: get(&c.max_flush_us),
             last_batch_events: get(&c.last_batch_events),
+            flush_buckets: std::array::from_fn(|i| get(&c.flush_buckets[i])),
+            flush_sum_us: get(&c.flush_sum_us),
             outages: get(&c.outages),
             failing_for_ms: match get(&c.failing_since) {
                 0 => 0,
@@ -604,6 +644,12 @@ impl Task {
                     let us = started.elapsed().as_micros() as u64;
                     counters.last_flush_us.store(us, Ordering::Relaxed);
                     counters.max_flush_us.fetch_max(us, Ordering::Relaxed);
+                    let bucket = FLUSH_BUCKETS_US
+                        .iter()
+                        .position(|bound| us <= *bound)
+                        .unwrap_or(FLUSH_BUCKETS_US.len());
+                    counters.flush_buckets[bucket].fetch_add(1, Ordering::Relaxed);
+                    counters.flush_sum_us.fetch_add(us, Ordering::Relaxed);
                     counters
                         .last_batch_events
                         .store(batch.len() as u64, Ordering::Relaxed);

@@ -241,3 +241,30 @@ fn stats_render_as_prometheus_text() {
     );
     assert!(text.contains("tickwire_store_rejected_full_total 0\n"));
 }
+
+#[test]
+fn commit_durations_render_as_a_cumulative_histogram() {
+    // One commit within 1 ms, two within 2.5 ms, one past the last bound (5 s).
+    let mut flush_buckets = [0; tickwire_store::FLUSH_BUCKETS_US.len() + 1];
+    flush_buckets[0] = 1;
+    flush_buckets[1] = 2;
+    flush_buckets[tickwire_store::FLUSH_BUCKETS_US.len()] = 1;
+    let stats = tickwire_store::WriterStats {
+        flush_buckets,
+        flush_sum_us: 7_004_000,
+        ..Default::default()
+    };
+    let mut text = String::new();
+    stats.write_prometheus(&mut text);
+    for line in [
+        "# TYPE tickwire_store_flush_duration_seconds histogram\n",
+        "tickwire_store_flush_duration_seconds_bucket{le=\"0.001\"} 1\n",
+        "tickwire_store_flush_duration_seconds_bucket{le=\"0.0025\"} 3\n",
+        "tickwire_store_flush_duration_seconds_bucket{le=\"5\"} 3\n",
+        "tickwire_store_flush_duration_seconds_bucket{le=\"+Inf\"} 4\n",
+        "tickwire_store_flush_duration_seconds_sum 7.004\n",
+        "tickwire_store_flush_duration_seconds_count 4\n",
+    ] {
+        assert!(text.contains(line), "{line:?} missing from:\n{text}");
+    }
+}

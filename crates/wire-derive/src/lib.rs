@@ -44,6 +44,105 @@ pub fn derive_decode(input: TokenStream) -> TokenStream {
         .into()
 }
 
+/// Derives `tickwire_wire::Describe`: the type's wire layout as data, from the same
+/// `#[wire(...)]` attributes, for generating other languages' codecs
+/// (`tickwire_wire::schema::typescript`).
+#[proc_macro_derive(Describe, attributes(wire))]
+pub fn derive_describe(input: TokenStream) -> TokenStream {
+    let input = parse_macro_input!(input as DeriveInput);
+    describe(&input)
+        .unwrap_or_else(syn::Error::into_compile_error)
+        .into()
+}
+
+fn describe(input: &DeriveInput) -> syn::Result<Tokens> {
+    let name = &input.ident;
+    let type_name = LitStr::new(&name.to_string(), name.span());
+    let layout = match shape(input)? {
+        Shape::Struct(_, fields) => {
+            let fields = describe_fields(&fields);
+            quote!(::tickwire_wire::schema::Layout::Struct { name: #type_name, fields: #fields })
+        }
+        Shape::Enum(variants) => {
+            let variants = variants.iter().map(|(variant, fields)| {
+                let variant_name = LitStr::new(&variant.ident.to_string(), variant.ident.span());
+                let fields = describe_fields(fields);
+                quote!((#variant_name, #fields))
+            });
+            quote!(::tickwire_wire::schema::Layout::Enum {
+                name: #type_name,
+                variants: ::std::vec![#(#variants),*],
+            })
+        }
+    };
+    Ok(quote! {
+        #[automatically_derived]
+        impl ::tickwire_wire::schema::Describe for #name {
+            fn layout() -> ::tickwire_wire::schema::Layout {
+                #layout
+            }
+        }
+    })
+}
+
+/// What every derive accepts: a concrete struct (its shape and fields) or an enum with
+/// variants (each with its fields).
+enum Shape<'a> {
+    Struct(&'a Fields, Vec<Field>),
+    Enum(Vec<(&'a syn::Variant, Vec<Field>)>),
+}
+
+fn shape(input: &DeriveInput) -> syn::Result<Shape<'_>> {
+    if !input.generics.params.is_empty() {
+        return Err(syn::Error::new_spanned(
+            &input.generics,
+            "wire messages cannot be generic: declare a concrete type per message",
+        ));
+    }
+    match &input.data {
+        Data::Struct(data) => Ok(Shape::Struct(&data.fields, fields(&data.fields)?)),
+        Data::Enum(data) => {
+            if data.variants.is_empty() {
+                return Err(syn::Error::new_spanned(
+                    &input.ident,
+                    "an enum without variants has no value to encode",
+                ));
+            }
+            let variants = data
+                .variants
+                .iter()
+                .map(|variant| Ok((variant, fields(&variant.fields)?)))
+                .collect::<syn::Result<Vec<_>>>()?;
+            Ok(Shape::Enum(variants))
+        }
+        Data::Union(data) => Err(syn::Error::new_spanned(
+            data.union_token,
+            "unions cannot be encoded: use an enum",
+        )),
+    }
+}
+
+/// `vec![("name", layout), …]` of the fields, each described by its codec as it is encoded.
+fn describe_fields(fields: &[Field]) -> Tokens {
+    let entries = fields.iter().map(|field| {
+        let name = &field.name;
+        let ty = &field.ty;
+        let layout = match &field.codec {
+            None => quote!(<#ty as ::tickwire_wire::schema::Describe>::layout()),
+            Some(codec) => {
+                let (codec_ty, codec_expr) = codec.tokens();
+                quote! {{
+                    #[allow(clippy::unnecessary_cast, unused_parens)]
+                    const CODEC: #codec_ty = #codec_expr;
+                    <#codec_ty as ::tickwire_wire::schema::DescribeCodec<#ty>>::layout(&CODEC)
+                }}
+            }
+        };
+        quote!((#name, #layout))
+    });
+    quote!(::std::vec![#(#entries),*])
+}
+
 #[derive(Clone, Copy)]
 enum Direction {
     Encode,
@@ -61,43 +160,13 @@ struct Field {
 }
 
 fn expand(input: &DeriveInput, direction: Direction) -> syn::Result<Tokens> {
-    if !input.generics.params.is_empty() {
-        return Err(syn::Error::new_spanned(
-            &input.generics,
-            "wire messages cannot be generic: declare a concrete type per message",
-        ));
-    }
-    let name = &input.ident;
-    let body = match (&input.data, direction) {
-        (Data::Struct(data), Direction::Encode) => encode_struct(&fields(&data.fields)?),
-        (Data::Struct(data), Direction::Decode) => {
-            decode_struct(&data.fields, &fields(&data.fields)?)
-        }
-        (Data::Enum(data), direction) => {
-            if data.variants.is_empty() {
-                return Err(syn::Error::new_spanned(
-                    name,
-                    "an enum without variants has no value to encode",
-                ));
-            }
-            let variants = data
-                .variants
-                .iter()
-                .map(|variant| Ok((variant, fields(&variant.fields)?)))
-                .collect::<syn::Result<Vec<_>>>()?;
-            match direction {
-                Direction::Encode => encode_enum(&variants),
-                Direction::Decode => decode_enum(&variants),
-            }
-        }
-        (Data::Union(data), _) => {
-            return Err(syn::Error::new_spanned(
-                data.union_token,
-                "unions cannot be encoded: use an enum",
-            ));
-        }
+    let body = match (shape(input)?, direction) {
+        (Shape::Struct(_, fields), Direction::Encode) => encode_struct(&fields),
+        (Shape::Struct(shape, fields), Direction::Decode) => decode_struct(shape, &fields),
+        (Shape::Enum(variants), Direction::Encode) => encode_enum(&variants),
+        (Shape::Enum(variants), Direction::Decode) => decode_enum(&variants),
     };
-    Ok(body_impl(name, direction, body))
+    Ok(body_impl(&input.ident, direction, body))
 }
 
 fn body_impl(name: &Ident, direction: Direction, body: Tokens) -> Tokens {

@@ -189,6 +189,16 @@ impl Range {
     pub const fn bits(&self) -> u32 {
         self.bits
     }
+
+    /// The smallest value.
+    pub const fn min(&self) -> i128 {
+        self.min
+    }
+
+    /// The largest value.
+    pub const fn max(&self) -> i128 {
+        self.max
+    }
 }
 
 /// An unsigned integer sent in exactly `bits` bits.
@@ -202,6 +212,11 @@ impl Bits {
     pub const fn new(bits: u32) -> Self {
         assert!(bits >= 1 && bits <= 64, "bits: count must be 1..=64");
         Self { bits }
+    }
+
+    /// Bits each value takes.
+    pub const fn count(&self) -> u32 {
+        self.bits
     }
 }
 
@@ -222,6 +237,16 @@ impl<C> MaxLen<C> {
     /// At most `max_len` bytes or elements, each element encoded with `element`.
     pub const fn new(max_len: usize, element: C) -> Self {
         Self { max_len, element }
+    }
+
+    /// The most bytes or elements.
+    pub const fn max_len(&self) -> usize {
+        self.max_len
+    }
+
+    /// Each element's codec.
+    pub const fn element(&self) -> &C {
+        &self.element
     }
 }
 

@@ -1,5 +1,6 @@
 // The HUD in the DOM: net stats, scoreboard, kill feed, vitals, chat, banners and toasts.
-import type { ArenaStatus, ChatLine, LocalPlayer, Score, StatsReport, TransportKind } from "@tickwire/client";
+import type { ArenaStatus, ChatLine, LocalPlayer, Score } from "@tickwire/arena";
+import type { StatsReport, TransportKind } from "@tickwire/client";
 
 import { cssColor, playerColor } from "./render.js";
 

@@ -2,8 +2,7 @@
 // Space to warp through the nearest teleport pad (the server rate-limits it).
 // Everything is released when the window loses focus, so a key held while switching away
 // never keeps the player running.
-import type { LocalInput } from "@tickwire/client";
-import { FIRE, WARP } from "@tickwire/client";
+import { FIRE, type LocalInput, WARP } from "@tickwire/arena";
 
 const KEYS: Record<string, [number, number]> = {
   KeyW: [0, -1],

@@ -3,17 +3,8 @@
 // reconnection); `?transport=ws` or `?transport=wt` in the URL forces a transport. This file
 // ties it to pixi.js, the keyboard and mouse, and the HUD, and tells the player in words
 // whenever the game is not simply running.
-import {
-  type ArenaMapInfo,
-  type ArenaStatus,
-  type ArenaView,
-  ArenaClient,
-  MAX_NAME_BYTES,
-  type MatchmakeRequest,
-  type TransportChoice,
-  type TransportKind,
-  fetchArenaMap,
-} from "@tickwire/client";
+import { type ArenaMapInfo, type ArenaStatus, type ArenaView, ArenaClient, MAX_NAME_BYTES, fetchArenaMap } from "@tickwire/arena";
+import type { MatchmakeRequest, TransportChoice, TransportKind } from "@tickwire/client";
 
 import { Hud } from "./hud.js";
 import { Controls } from "./input.js";

@@ -1,6 +1,6 @@
 // The arena drawn with pixi.js: the map's floor, walls and teleports, players, bullets and
 // short-lived effects, in metres scaled to pixels, with a camera that follows the player.
-import type { ArenaMapInfo, ArenaView, Bullet, LocalPlayer, RemotePlayer } from "@tickwire/client";
+import type { ArenaMapInfo, ArenaView, Bullet, LocalPlayer, RemotePlayer } from "@tickwire/arena";
 import { Application, Container, Graphics, Text } from "pixi.js";
 
 /** Pixels per metre at zoom 1 (the Tiled maps use 32 px tiles of 1 m). */

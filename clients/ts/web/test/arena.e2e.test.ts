@@ -13,13 +13,13 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
-import { type ArenaMapInfo, fetchArenaMap } from "@tickwire/client";
-import { type BrowserContext, type Page, chromium } from "playwright-core";
+import { type ArenaMapInfo, fetchArenaMap } from "@tickwire/arena";
+import type { BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import type { DebugView } from "../src/main.js";
 import { type Bot, startBot } from "./bots.js";
-import { ADMIN_TOKEN, CHROMIUM_ARGS, artifacts, binary, chromiumPath, dist, startServer, waitFor } from "./harness.js";
+import { ADMIN_TOKEN, artifacts, binary, chromiumPath, dist, openChromium, startServer, waitFor } from "./harness.js";
 
 async function debugView(page: Page): Promise<DebugView> {
   return page.evaluate(() => structuredClone(window.__tickwire));
@@ -33,7 +33,7 @@ describe("the arena in chromium", () => {
   const bots: Bot[] = [];
   let context: BrowserContext | undefined;
   let page: Page;
-  const consoleErrors: string[] = [];
+  let consoleErrors: string[] = [];
 
   beforeAll(async () => {
     mkdirSync(artifacts, { recursive: true });
@@ -49,17 +49,7 @@ describe("the arena in chromium", () => {
       bots.push(startBot({ baseUrl, map, name: `bot-${i}`, seed: i }));
     }
     await waitFor("the bots to play", () => bots.every((bot) => bot.arena.status.state === "playing"));
-    context = await chromium.launchPersistentContext(join(scratch, "chromium-profile"), {
-      executablePath: chromiumPath,
-      headless: true,
-      viewport: { width: 1280, height: 800 },
-      args: CHROMIUM_ARGS,
-    });
-    page = context.pages()[0] ?? (await context.newPage());
-    page.on("console", (message) => {
-      if (message.type() === "error") consoleErrors.push(message.text());
-    });
-    page.on("pageerror", (error) => consoleErrors.push(String(error)));
+    ({ context, page, consoleErrors } = await openChromium(scratch, { width: 1280, height: 800 }));
   });
 
   afterAll(async () => {

@@ -1,13 +1,8 @@
 // Bot players for the end-to-end test: each an ArenaClient from the SDK over Node's `ws`
 // WebSocket, wandering around a target point the test sets (players only see each other
 // within the interest radius, 20 m), and, if asked, shooting at whoever is nearest.
-import {
-  type ArenaClient as ArenaClientType,
-  type ArenaMapInfo,
-  ArenaClient,
-  FIRE,
-  type WebSocketConstructor,
-} from "@tickwire/client";
+import { type ArenaClient as ArenaClientType, type ArenaMapInfo, ArenaClient, FIRE } from "@tickwire/arena";
+import type { WebSocketConstructor } from "@tickwire/client";
 import WebSocket from "ws";
 
 export interface Bot {

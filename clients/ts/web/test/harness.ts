@@ -6,6 +6,8 @@ import { join, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 
+import { type BrowserContext, type Page, chromium } from "playwright-core";
+
 export const repo = fileURLToPath(new URL("../../../../", import.meta.url));
 export const dist = fileURLToPath(new URL("../dist/", import.meta.url));
 export const artifacts = join(repo, "target", "e2e");
@@ -107,4 +109,28 @@ export async function stop(child: ChildProcess | undefined): Promise<void> {
   const exited = new Promise((resolve) => child.once("exit", resolve));
   child.kill("SIGTERM");
   await exited;
+}
+
+/** A headless chromium with its own profile under `dir`, its one page, and the page's errors as they come. */
+export interface Chromium {
+  context: BrowserContext;
+  page: Page;
+  consoleErrors: string[];
+}
+
+/** Launches Debian's chromium (never a downloaded browser) for one test file. */
+export async function openChromium(dir: string, viewport: { width: number; height: number }): Promise<Chromium> {
+  const context = await chromium.launchPersistentContext(join(dir, "chromium-profile"), {
+    executablePath: chromiumPath,
+    headless: true,
+    viewport,
+    args: CHROMIUM_ARGS,
+  });
+  const page = context.pages()[0] ?? (await context.newPage());
+  const consoleErrors: string[] = [];
+  page.on("console", (message) => {
+    if (message.type() === "error") consoleErrors.push(message.text());
+  });
+  page.on("pageerror", (error) => consoleErrors.push(String(error)));
+  return { context, page, consoleErrors };
 }

@@ -17,7 +17,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
-import { fetchArenaMap } from "@tickwire/client";
+import { fetchArenaMap } from "@tickwire/arena";
 import { type Browser, type BrowserContext, type Page, chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 

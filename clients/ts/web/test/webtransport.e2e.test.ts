@@ -20,7 +20,7 @@ import { createWriteStream, existsSync, mkdirSync, mkdtempSync, rmSync, writeFil
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
-import { fetchArenaMap } from "@tickwire/client";
+import { fetchArenaMap } from "@tickwire/arena";
 import { type Browser, type BrowserContext, type Page, chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 

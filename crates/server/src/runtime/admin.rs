@@ -269,6 +269,10 @@ struct PlayerJson {
     name: String,
     transport: String,
     room: Option<u64>,
+    /// Smoothed round-trip time, ms; `null` where the transport does not measure it.
+    rtt_ms: Option<f64>,
+    /// Fraction of recent packets lost (0..=1); `null` likewise.
+    loss: Option<f32>,
 }
 
 fn player_json(players: Vec<PlayerSummary>) -> Vec<PlayerJson> {
@@ -279,6 +283,8 @@ fn player_json(players: Vec<PlayerSummary>) -> Vec<PlayerJson> {
             name: player.name,
             transport: player.transport,
             room: player.room,
+            rtt_ms: player.link.map(|link| link.rtt.as_secs_f64() * 1000.0),
+            loss: player.link.map(|link| link.loss),
         })
         .collect()
 }
@@ -301,14 +307,54 @@ async fn admin_stats(State(app): State<Arc<App>>) -> Response {
     .into_response()
 }
 
+/// A room as the admin API lists it: the public listing, plus how long ticks take.
+#[derive(Serialize)]
+struct AdminRoomJson {
+    #[serde(flatten)]
+    listing: RoomListing,
+    /// The shard that hosts it.
+    shard: usize,
+    /// How long its own recent ticks took, ms (the newest 128, each the mean of a batch
+    /// of ticks run together); `null` before the first.
+    tick_p50_ms: Option<f64>,
+    tick_p99_ms: Option<f64>,
+    /// Its messages since it was created (counters: a rate is two readings apart), as of
+    /// the shard's last view.
+    messages_in: u64,
+    bytes_in: u64,
+    messages_out: u64,
+    bytes_out: u64,
+}
+
 async fn admin_rooms(State(app): State<Arc<App>>) -> Response {
-    let listing: Vec<RoomListing> = rooms(&app)
-        .into_iter()
-        .map(|room| {
+    let mut listing = Vec::new();
+    for (index, shard) in app.shards.iter().enumerate() {
+        let view = shard.view.read();
+        for room in view.rooms {
+            let ms = |quantile: f64| {
+                let tick = room.recent_ticks.quantile(quantile)?;
+                Some(tick.as_secs_f64() * 1000.0)
+            };
             let players = u16::try_from(room.players).unwrap_or(u16::MAX);
-            RoomListing::new(room.id, room.kind, players, room.capacity, &room.listing)
-        })
-        .collect();
+            listing.push(AdminRoomJson {
+                shard: index,
+                tick_p50_ms: ms(0.5),
+                tick_p99_ms: ms(0.99),
+                messages_in: room.traffic.messages_in,
+                bytes_in: room.traffic.bytes_in,
+                messages_out: room.traffic.messages_out,
+                bytes_out: room.traffic.bytes_out,
+                listing: RoomListing::new(
+                    room.id,
+                    room.kind,
+                    players,
+                    room.capacity,
+                    &room.listing,
+                ),
+            });
+        }
+    }
+    listing.sort_by_key(|room| room.listing.id);
     axum::Json(listing).into_response()
 }
 

@@ -121,8 +121,14 @@ impl Metrics {
         let mut shard = crate::shard::ShardStats::default();
         let mut overruns: HashMap<String, u64> = HashMap::new();
         let mut refused = [0u64; 2];
-        for link in &app.shards {
+        for (index, link) in app.shards.iter().enumerate() {
             let view = link.view.read();
+            // Per shard, so that one stalled shard shows (the totals would hide it): its
+            // ticks stop while it still holds rooms.
+            let shard_label = index.to_string();
+            let labels = [("shard", shard_label.as_str())];
+            self.counter("tickwire_shard_ticks_total", &labels, view.shard.ticks);
+            self.gauge("tickwire_shard_rooms", &labels, view.rooms.len() as f64);
             for player in &view.players {
                 players[match player.transport.as_str() {
                     "udp" => 0,

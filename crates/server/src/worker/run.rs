@@ -15,7 +15,7 @@ use tokio::sync::mpsc;
 
 use super::view::{PUBLISH_INTERVAL, WorkerLinks, WorkerView};
 use super::{Control, WorkerReport};
-use crate::console::PlayerSummary;
+use crate::console::{LinkQuality, PlayerSummary};
 use crate::room::PlayerId;
 use crate::sessions::{Admission, IdMap, LinkClosed, SessionOutput, Sessions};
 use crate::shard::{SeatChange, Shard};
@@ -508,6 +508,17 @@ impl Worker {
                     }
                     .to_string(),
                     room: Some(room.id.0),
+                    link: match link {
+                        Link::Udp(connection) => {
+                            self.server
+                                .connection_stats(connection)
+                                .map(|stats| LinkQuality {
+                                    rtt: stats.reliability.rtt,
+                                    loss: stats.reliability.packet_loss,
+                                })
+                        }
+                        Link::Ws(_) | Link::Wt(_) => None,
+                    },
                 });
             }
         }

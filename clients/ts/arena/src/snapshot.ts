@@ -11,7 +11,7 @@
  * ```
  */
 
-import { BitReader, DecodeError, Quantize } from "../wire/index.js";
+import { BitReader, DecodeError, Quantize } from "@tickwire/client";
 import { AIM_GRID } from "./input.js";
 
 /** An entity's wire id; `0..=65534`. */

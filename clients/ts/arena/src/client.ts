@@ -22,15 +22,22 @@
  * this throw: bad messages are counted ({@link ArenaClient.problems}) and dropped.
  */
 
-import { type ClientFailure, TickwireClient, type TickwireClientOptions } from "../client.js";
-import { Emitter } from "../emitter.js";
-import { InterpolationBuffer, lerpAngle } from "../netcode/interpolation.js";
-import { type LocalInput, Prediction } from "../netcode/prediction.js";
-import type { ConnectionStats } from "../netcode/stats.js";
-import type { Disconnect } from "../transport/close-codes.js";
-import type { MatchmakeError, MatchmakeRequest } from "../transport/matchmaking.js";
-import { type Clock, systemClock } from "../transport/timers.js";
-import { DecodeError } from "../wire/index.js";
+import {
+  type ClientFailure,
+  type Clock,
+  type ConnectionStats,
+  DecodeError,
+  type Disconnect,
+  Emitter,
+  InterpolationBuffer,
+  type MatchmakeError,
+  type MatchmakeRequest,
+  TickwireClient,
+  type TickwireClientOptions,
+  lerpAngle,
+  systemClock,
+} from "@tickwire/client";
+
 import { FIRE, type InputCommand } from "./input.js";
 import type { ArenaMapInfo } from "./map.js";
 import {
@@ -48,6 +55,7 @@ import {
   truncateUtf8,
 } from "./messages.js";
 import { type MovementParams, tickSeconds } from "./movement.js";
+import { type LocalInput, Prediction } from "./prediction.js";
 import { type BulletView, type DecodedSnapshot, type EntityId, SnapshotDecoder, SnapshotError, SnapshotSchema } from "./snapshot.js";
 
 /** Options of an {@link ArenaClient}: the {@link TickwireClient}'s, plus the arena's. */

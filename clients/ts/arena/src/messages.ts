@@ -12,19 +12,9 @@
  * Messages are plain objects tagged by `type`, the Rust variant's name.
  */
 
-import {
-  type Codec,
-  type Infer,
-  decode,
-  encode,
-  enumOf,
-  f32,
-  string,
-  struct,
-  uint,
-  varint,
-  vec,
-} from "../wire/index.js";
+import { type Codec, type Infer, decode, encode, enumOf } from "@tickwire/client";
+
+import { ClientMessageVariants, ServerMessageVariants } from "./generated/messages.js";
 import { type InputCommand, InputCommandCodec } from "./input.js";
 
 /** Channel of {@link ClientMessage} and {@link ServerMessage} (reliable). */
@@ -106,15 +96,13 @@ function flatEnum<V extends Record<string, Codec<Record<string, unknown>>>>(vari
   };
 }
 
-const u16 = uint(16);
-const u32 = uint(32);
 
-const CLIENT_MESSAGES = {
-  Chat: struct({ text: string(MAX_CHAT_BYTES) }),
-  Ping: struct({ nonce: u32 }),
-};
+// The layouts are generated from the Rust types (`generated/messages.ts`, `tickwire codegen
+// ts`); this module gives them the SDK's shape, `{ type: "Chat", text }`. What each variant
+// means is documented on the Rust enums (`crates/arena/src/messages.rs`) and in docs/ARENA.md.
+const CLIENT_MESSAGES = ClientMessageVariants;
 
-/** What a client sends on channel 0. */
+/** What a client sends on channel 0: `Chat { text }`, `Ping { nonce }`. */
 export type ClientMessage = Flat<typeof CLIENT_MESSAGES>;
 /** Its layout: the variant index in 1 bit, then its fields. */
 export const ClientMessageCodec: Codec<ClientMessage> = flatEnum(CLIENT_MESSAGES);
@@ -128,44 +116,12 @@ export interface Score {
   score: number;
 }
 
-const ScoreCodec: Codec<Score> = struct({ id: u16, kills: varint, deaths: varint, score: varint });
-
-const SERVER_MESSAGES = {
-  /** First message after joining and after reconnecting: who you are, and the constants snapshots depend on. */
-  Welcome: struct({
-    protocol: uint(8),
-    you: u16,
-    map: string(MAX_MAP_NAME_BYTES),
-    mapWidth: f32,
-    mapHeight: f32,
-    tickRateHz: u16,
-    tick: u32,
-    maxHealth: u16,
-    maxSpeed: f32,
-    playerRadius: f32,
-    snapshotHistory: uint(8),
-  }),
-  /** A player killed another (to everyone). */
-  Kill: struct({ killer: u16, victim: u16 }),
-  /** A hit (to the attacker and the victim). */
-  Hit: struct({ attacker: u16, victim: u16, damage: u16, health: u16 }),
-  /** You are back in play, here. */
-  Respawn: struct({ x: f32, y: f32 }),
-  /** You stepped on teleport pad `teleport` and landed here. */
-  Teleported: struct({ teleport: u16, x: f32, y: f32 }),
-  /** A chat line from entity `from`. */
-  Chat: struct({ from: u16, text: string(MAX_CHAT_BYTES) }),
-  /** An operator's announcement. */
-  Announcement: struct({ text: string(MAX_ANNOUNCEMENT_BYTES) }),
-  /** The answer to a ping. */
-  Pong: struct({ nonce: u32, tick: u32 }),
-  /** Entity `id` is the player `name` (the roster). */
-  Player: struct({ id: u16, name: string(MAX_NAME_BYTES) }),
-  /** Entity `id` left the room for good. */
-  Left: struct({ id: u16 }),
-  /** The scoreboard, best first. */
-  Scores: struct({ scores: vec(ScoreCodec, MAX_SCORES) }),
-};
+/**
+ * The server's messages: `Welcome` (who you are, and the constants snapshots depend on),
+ * `Kill`, `Hit`, `Respawn`, `Teleported`, `Chat`, `Announcement`, `Pong`, `Player` (the
+ * roster), `Left` and `Scores` (best first).
+ */
+const SERVER_MESSAGES = ServerMessageVariants;
 
 /** What the server sends on channel 0; `type` is the variant (see `docs/ARENA.md`). */
 export type ServerMessage = Flat<typeof SERVER_MESSAGES>;

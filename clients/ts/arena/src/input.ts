@@ -4,7 +4,9 @@
  * comparison the server and the client share.
  */
 
-import { type Codec, Quantize, decode, encode, quantized, struct, uint } from "../wire/index.js";
+import { type Codec, Quantize, decode, encode } from "@tickwire/client";
+
+import { InputCommandCodec as GeneratedInputCommandCodec } from "./generated/messages.js";
 
 /** Resolution of the movement components on the wire: 1/64, 8 bits for `-1..=1`. */
 export const MOVE_RESOLUTION = 1 / 64;
@@ -38,14 +40,12 @@ export interface InputCommand {
   buttons: number;
 }
 
-/** The wire layout: `u16` sequence, two 8-bit movement steps, a 10-bit aim step, 4 button bits. */
-export const InputCommandCodec: Codec<InputCommand> = struct({
-  sequence: uint(16),
-  moveX: quantized(MOVE_GRID),
-  moveY: quantized(MOVE_GRID),
-  aim: quantized(AIM_GRID),
-  buttons: uint(4),
-});
+/**
+ * The wire layout: `u16` sequence, two 8-bit movement steps on {@link MOVE_GRID}, a 10-bit
+ * aim step on {@link AIM_GRID}, 4 button bits; generated from the Rust type
+ * (`generated/messages.ts`, `tickwire codegen ts`).
+ */
+export const InputCommandCodec: Codec<InputCommand> = GeneratedInputCommandCodec;
 
 /** Encodes a command into its 6 bytes; an `EncodeError` for values outside the grids. */
 export function encodeInput(command: InputCommand): Uint8Array {

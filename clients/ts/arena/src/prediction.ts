@@ -16,9 +16,9 @@
  * blends them in over `smoothingMs` so the player does not see a snap.
  */
 
-import { type InputCommand, nextSequence, quantizeInput, sequenceNewer } from "../arena/input.js";
-import { type Aabb, type MovementParams, type Vec2, stepMovement } from "../arena/movement.js";
-import type { ConnectionStats } from "./stats.js";
+import { type InputCommand, nextSequence, quantizeInput, sequenceNewer } from "./input.js";
+import { type Aabb, type MovementParams, type Vec2, stepMovement } from "./movement.js";
+import type { ConnectionStats } from "@tickwire/client";
 
 /** What the player does this tick: a command without its sequence. */
 export type LocalInput = Omit<InputCommand, "sequence">;
