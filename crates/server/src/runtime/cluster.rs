@@ -472,8 +472,7 @@ fn handle_message(app: &Arc<App>, node: &Arc<ClusterNode>, message: &str) {
             let app = app.clone();
             let node = node.clone();
             tokio::spawn(async move {
-                let reply = match create_requested(&app, &node, &req, &kind, &player, options)
-                    .await
+                let reply = match create_requested(&app, &node, &req, &kind, &player, options).await
                 {
                     Ok(Some(room)) => Message::Created {
                         req,
@@ -519,10 +518,17 @@ async fn create_requested(
         Ok(false) => return Ok(None),
         Err(error) => return Err(error.to_string()),
     }
-    create_here(app, node, kind, PlayerId(player), Some(request.to_string()), &options)
-        .await
-        .map(Some)
-        .map_err(|error| error.message().to_string())
+    create_here(
+        app,
+        node,
+        kind,
+        PlayerId(player),
+        Some(request.to_string()),
+        &options,
+    )
+    .await
+    .map(Some)
+    .map_err(|error| error.message().to_string())
 }
 
 /// Creates a room of `kind` on this node with a seat reserved for `player`, and lists it.
