@@ -63,10 +63,11 @@ fn request(url: &str, method: &str, headers: &str, timeout: Duration) -> anyhow:
         .with_context(|| format!("connecting to {address}"))?;
     stream.set_read_timeout(Some(timeout))?;
     stream.set_write_timeout(Some(timeout))?;
-    write!(
-        stream,
+    // One write: a request in pieces could meet the answer (and the server's close) halfway.
+    let request = format!(
         "{method} {path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n{headers}\r\n"
-    )?;
+    );
+    stream.write_all(request.as_bytes())?;
     let mut head = [0u8; 64];
     let read = stream.read(&mut head).context("reading the answer")?;
     let status_line = String::from_utf8_lossy(&head[..read]);
@@ -91,8 +92,14 @@ mod tests {
                 "HTTP/1.1 503 Service Unavailable\r\n\r\n",
             ] {
                 let (mut stream, _) = listener.accept().unwrap();
-                let mut request = [0u8; 512];
-                let _ = stream.read(&mut request).unwrap();
+                // The whole request before the answer, as a server reads it.
+                let mut request = Vec::new();
+                let mut chunk = [0u8; 512];
+                while !request.windows(4).any(|end| end == b"\r\n\r\n") {
+                    let read = stream.read(&mut chunk).unwrap();
+                    assert!(read > 0, "the request ended early");
+                    request.extend_from_slice(&chunk[..read]);
+                }
                 stream.write_all(answer.as_bytes()).unwrap();
             }
         });
