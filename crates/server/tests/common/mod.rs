@@ -37,6 +37,9 @@ pub async fn relay_worker(key: &Key) -> ShardWorker {
         |address| ServerConfig::new(PROTOCOL_ID, server_key, vec![address]),
     )
     .unwrap();
+    // Waited for: a player whose handshake completes before the shard has the room is
+    // refused ("no such room"), which a loaded machine once showed.
+    let (created, confirmed) = tokio::sync::oneshot::channel();
     worker
         .send(Control::CreateRoom {
             id: RELAY,
@@ -44,10 +47,11 @@ pub async fn relay_worker(key: &Key) -> ShardWorker {
             room: Box::new(RelayRoom::default()),
             capacity: 8,
             options: Default::default(),
-            created: None,
+            created: Some(created),
         })
         .await
         .unwrap();
+    confirmed.await.unwrap().expect("the relay room is created");
     worker
 }
 
