@@ -35,6 +35,16 @@ async function settle(): Promise<void> {
 beforeEach(() => FakeWebSocket.reset());
 
 describe("matchmake", () => {
+  it("sends a new room's options, the label filter and create as the server reads them", async () => {
+    const { fetch, requests } = fakeFetch(() => ({ status: 200, json: answerJson(1) }));
+    await matchmake(
+      { kind: "c4", create: true, options: { board: "7x6" }, filter: 'label.mode = "ranked"' },
+      { baseUrl: "http://game.test:8080", fetch },
+    );
+    // The field names of crates/proto's MatchmakeRequest, which refuses fields it does not know.
+    expect(requests).toEqual([{ kind: "c4", create: true, options: { board: "7x6" }, filter: 'label.mode = "ranked"' }]);
+  });
+
   it("posts the request and converts the answer", async () => {
     const { fetch, requests } = fakeFetch(() => ({ status: 200, json: answerJson(1) }));
     const answer = await matchmake({ kind: "arena", name: "Ada" }, { baseUrl: "http://game.test:8080", fetch });

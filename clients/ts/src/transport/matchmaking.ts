@@ -23,6 +23,16 @@ export interface MatchmakeRequest {
   session?: string;
   /** An identity signed by the game's backend (`auth.mode = "shared_secret"`). */
   identity?: { id: number; name: string; expires: number; signature: string };
+  /** With `kind`: always create a new room of that kind rather than join one. */
+  create?: boolean;
+  /**
+   * Options for a room this request creates (at most 16; keys of `a-z0-9_-` up to 32 bytes,
+   * values up to 128), which the room's `create` checks. Ignored when joining a room that
+   * exists. A room that refuses them answers 400 with its reason.
+   */
+  options?: Record<string, string>;
+  /** With `kind`: only rooms whose label matches, e.g. `label.mode = "ranked"` (`and`, `=`, `!=`). */
+  filter?: string;
 }
 
 /** Where the server takes connections. */
