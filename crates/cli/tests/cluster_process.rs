@@ -7,7 +7,8 @@
 //! two nodes (a Redis of the test's own): play goes on, matchmaking answers 503, the
 //! directory is whole again after. And with one PostgreSQL shared by the nodes
 //! (`TICKWIRE_TEST_POSTGRES_URL`): `kill -9` of a node whose arena players come and go loses
-//! none of the stats its writer reported committed.
+//! none of the stats its writer reported committed. An operator's `POST /api/admin/say` on
+//! one node is heard in every node's rooms.
 
 use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
@@ -782,4 +783,73 @@ async fn a_killed_node_loses_no_stat_it_committed() {
     );
     store.drop_tables(&[]).await.unwrap();
     store.close().await;
+}
+
+/// `POST /api/admin/say` on A reaches the players of B's rooms too (over B's channel).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_announcement_on_one_node_reaches_every_nodes_players() {
+    let Some(redis) = redis_url() else { return };
+    let cluster = cluster_name("say");
+    let dir = scratch_dir("cluster-say");
+    let a = start_node(&dir, &redis, &cluster, "a").await;
+    let b = start_node(&dir, &redis, &cluster, "b").await;
+    eventually("both nodes in the directory", WAIT, async || {
+        (node_ids(a.http).await? == ["a", "b"]).then_some(())
+    })
+    .await;
+    // New rooms go to the node with fewer players: one room each, after a few at most.
+    let server_a = format!("http://{}", a.http);
+    let mut on_a = None;
+    let mut on_b = None;
+    for index in 0..8 {
+        if on_a.is_some() && on_b.is_some() {
+            break;
+        }
+        let session = Session::start(
+            &server_a,
+            MatchmakeRequest::create("relay").named(format!("listener-{index}")),
+            Transport::Udp,
+            ConnectOptions::default(),
+        )
+        .await
+        .unwrap();
+        let slot = if a.udp.contains(&session.answer().endpoints.udp) {
+            &mut on_a
+        } else {
+            assert!(b.udp.contains(&session.answer().endpoints.udp));
+            &mut on_b
+        };
+        slot.get_or_insert(session);
+    }
+    let (Some(mut on_a), Some(mut on_b)) = (on_a, on_b) else {
+        panic!("no room on each node");
+    };
+
+    let (status, answer) = http(
+        a.http,
+        "POST",
+        "/api/admin/say",
+        ADMIN,
+        r#"{"text": "restart in 5 minutes"}"#,
+    )
+    .await;
+    assert_eq!(status, 200, "{answer}");
+    let answer: Value = serde_json::from_str(&answer).unwrap();
+    assert_eq!(answer["nodes"], 2, "both nodes have it: {answer}");
+    for (node, session) in [("a", &mut on_a), ("b", &mut on_b)] {
+        timeout(WAIT, async {
+            loop {
+                match session.next_event().await {
+                    SessionEvent::Message {
+                        channel: 0,
+                        message,
+                    } if message == "restart in 5 minutes".as_bytes() => return,
+                    SessionEvent::Message { .. } | SessionEvent::Reconnected { .. } => {}
+                    SessionEvent::Ended(why) => panic!("{node}'s player lost: {why:?}"),
+                }
+            }
+        })
+        .await
+        .unwrap_or_else(|_| panic!("{node}'s player did not hear the announcement"));
+    }
 }
