@@ -29,8 +29,8 @@ use super::load::{ServerProcess, get};
 
 /// The Done-when of issue 19: matchmake p99 on loopback at most this.
 const TARGET_MATCHMAKE_P99_MS: f64 = 10.0;
-/// A killed node gone from the directory within this.
-const TARGET_GONE_S: f64 = 10.0;
+/// A killed node gone from the directory within its lease, which is at most this (ms).
+const TARGET_LEASE_MS: u64 = 10_000;
 /// Relay rooms of this many seats: small, so a run fills rooms on every node.
 const ROOM_CAPACITY: u32 = 8;
 /// How long the nodes keep a silent connection: a killed node's players notice within it.
@@ -92,13 +92,15 @@ pub struct ClusterReport {
     pub killed_players: u32,
     /// The lease the nodes ran with (ms).
     pub lease_ms: u64,
-    /// From the kill until no other node listed any of its rooms (s).
+    /// From the kill until no other node listed any of its rooms (s), read every 50 ms. A
+    /// seat change renews a node's lease at once, so under load this is close to the lease.
     pub gone_after_s: f64,
     /// Its players back through node 0 on a surviving node.
     pub replaced: u32,
     /// From the kill until the last of them was back (s).
     pub replaced_after_s: f64,
-    /// Whether the Done-when holds: p99, gone in time, everyone re-placed, no failures.
+    /// Whether the Done-when holds: p99, gone within a lease of at most 10 s, everyone
+    /// re-placed, no failures.
     pub done: bool,
     /// Why not, when not.
     pub not_done_because: Vec<String>,
@@ -346,10 +348,18 @@ fn verdict(report: &ClusterReport) -> Vec<String> {
             report.matchmake_p99_ms
         ));
     }
-    if report.gone_after_s > TARGET_GONE_S {
+    // Within the lease, as read: the directory is polled every POLL.
+    let lease_s = report.lease_ms as f64 / 1e3;
+    if report.gone_after_s > lease_s + POLL.as_secs_f64() {
         why.push(format!(
-            "the killed node left the directory after {:.2} s (at most {TARGET_GONE_S})",
+            "the killed node left the directory after {:.2} s (its lease: {lease_s} s)",
             report.gone_after_s
+        ));
+    }
+    if report.lease_ms > TARGET_LEASE_MS {
+        why.push(format!(
+            "a lease of {} ms: issue 19 asks a killed node gone within {TARGET_LEASE_MS} ms",
+            report.lease_ms
         ));
     }
     if report.replaced < report.killed_players {

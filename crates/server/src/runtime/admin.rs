@@ -188,7 +188,16 @@ impl AdminOps for Ops {
     }
 
     fn say(&self, text: &str) -> Result<(), String> {
-        say(&self.0, text).map_err(|_| BUSY.to_string())
+        say(&self.0, text).map_err(|_| BUSY.to_string())?;
+        // The console answers at once; the other nodes get it in the background (a
+        // failure is logged as the directory's unavailability).
+        if let Some(node) = self.0.cluster.clone() {
+            let text = text.to_string();
+            tokio::spawn(async move {
+                let _ = super::cluster::say_everywhere(&node, &text).await;
+            });
+        }
+        Ok(())
     }
 
     fn drain(&self) {
