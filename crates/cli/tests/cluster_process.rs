@@ -717,9 +717,13 @@ async fn a_killed_node_loses_no_stat_it_committed() {
                 break;
             }
             let request = MatchmakeRequest::room(room).named(format!("visitor-{index}"));
-            if let Ok(mut session) =
-                Session::start(&server_a, request, Transport::Udp, ConnectOptions::default())
-                    .await
+            if let Ok(mut session) = Session::start(
+                &server_a,
+                request,
+                Transport::Udp,
+                ConnectOptions::default(),
+            )
+            .await
             {
                 assert_eq!(session.answer().room, room);
                 visits.spawn(async move {

@@ -192,11 +192,15 @@ enum Report {
 async fn bench(args: &ClusterArgs, mut nodes: Vec<Node>) -> anyhow::Result<ClusterReport> {
     let want: Vec<String> = nodes.iter().map(|node| node.id.clone()).collect();
     let entry = nodes[0].process.http.clone();
-    wait_for(Duration::from_secs(20), "every node in the directory", || {
-        let entry = entry.clone();
-        let want = want.clone();
-        async move { Ok((node_ids(&entry).await? == want).then_some(())) }
-    })
+    wait_for(
+        Duration::from_secs(20),
+        "every node in the directory",
+        || {
+            let entry = entry.clone();
+            let want = want.clone();
+            async move { Ok((node_ids(&entry).await? == want).then_some(())) }
+        },
+    )
     .await?;
     let node_of_udp: HashMap<SocketAddr, usize> = nodes
         .iter()
@@ -213,7 +217,12 @@ async fn bench(args: &ClusterArgs, mut nodes: Vec<Node>) -> anyhow::Result<Clust
     let mut bots = tokio::task::JoinSet::new();
     for bot in 0..args.players {
         arrivals.tick().await;
-        bots.spawn(play(bot, server.clone(), reports_in.clone(), leaving.clone()));
+        bots.spawn(play(
+            bot,
+            server.clone(),
+            reports_in.clone(),
+            leaving.clone(),
+        ));
     }
     let mut latencies = Vec::new();
     let mut failures: BTreeMap<String, u32> = BTreeMap::new();
@@ -230,7 +239,9 @@ async fn bench(args: &ClusterArgs, mut nodes: Vec<Node>) -> anyhow::Result<Clust
         match report {
             Report::Matchmade { took } => latencies.push(took),
             Report::Placed { bot, udp } => {
-                let node = *node_of_udp.get(&udp).context("a token for no node of ours")?;
+                let node = *node_of_udp
+                    .get(&udp)
+                    .context("a token for no node of ours")?;
                 node_of_bot.insert(bot, node);
             }
             Report::Failed { why } => *failures.entry(why).or_default() += 1,
@@ -275,17 +286,21 @@ async fn bench(args: &ClusterArgs, mut nodes: Vec<Node>) -> anyhow::Result<Clust
     let directory = {
         let (victim_id, survivors) = (victim_id.clone(), survivors.clone());
         let within = Duration::from_millis(args.lease_ms) + Duration::from_secs(20);
-        tokio::spawn(wait_for(within, "the killed node's rooms gone", move || {
-            let (victim_id, survivors) = (victim_id.clone(), survivors.clone());
-            async move {
-                for http in &survivors {
-                    if lists_rooms_of(http, &victim_id).await? {
-                        return Ok(None);
+        tokio::spawn(wait_for(
+            within,
+            "the killed node's rooms gone",
+            move || {
+                let (victim_id, survivors) = (victim_id.clone(), survivors.clone());
+                async move {
+                    for http in &survivors {
+                        if lists_rooms_of(http, &victim_id).await? {
+                            return Ok(None);
+                        }
                     }
+                    Ok(Some(()))
                 }
-                Ok(Some(()))
-            }
-        }))
+            },
+        ))
     };
     let mut replaced = HashSet::new();
     let mut replaced_after = Duration::ZERO;
@@ -302,7 +317,9 @@ async fn bench(args: &ClusterArgs, mut nodes: Vec<Node>) -> anyhow::Result<Clust
                 }
             }
             Report::Failed { why } => {
-                *failures.entry(format!("after the kill: {why}")).or_default() += 1;
+                *failures
+                    .entry(format!("after the kill: {why}"))
+                    .or_default() += 1;
             }
             Report::Placed { .. } | Report::Matchmade { .. } => {}
         }

@@ -747,7 +747,10 @@ pub(super) fn scrape(http: &str) -> anyhow::Result<String> {
 pub(super) fn get(http: &str, path: &str, headers: &str) -> anyhow::Result<(u16, String)> {
     let mut stream = TcpStream::connect(http)?;
     stream.set_read_timeout(Some(Duration::from_secs(5)))?;
-    write!(stream, "GET {path} HTTP/1.0\r\nHost: {http}\r\n{headers}\r\n")?;
+    write!(
+        stream,
+        "GET {path} HTTP/1.0\r\nHost: {http}\r\n{headers}\r\n"
+    )?;
     let mut response = String::new();
     stream.read_to_string(&mut response)?;
     let status = response

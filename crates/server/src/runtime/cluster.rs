@@ -501,7 +501,10 @@ fn handle_message(app: &Arc<App>, node: &Arc<ClusterNode>, message: &str) {
         }
         Message::Say { from, text } => {
             if super::admin::say(app, &text).is_err() {
-                tracing::warn!(from, "an announcement from another node missed a busy shard");
+                tracing::warn!(
+                    from,
+                    "an announcement from another node missed a busy shard"
+                );
             }
         }
     }
