@@ -92,8 +92,8 @@ pub struct ClusterReport {
     pub killed_players: u32,
     /// The lease the nodes ran with (ms).
     pub lease_ms: u64,
-    /// From the kill until no other node listed any of its rooms (s), read every 50 ms. A
-    /// seat change renews a node's lease at once, so under load this is close to the lease.
+    /// From the kill until no other node listed any of its rooms (s), read every 50 ms:
+    /// the lease less the time since the node's last renewal (every third of the lease).
     pub gone_after_s: f64,
     /// Its players back through node 0 on a surviving node.
     pub replaced: u32,
