@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
+use tickwire::bench::cluster::{self, ClusterArgs};
 use tickwire::bench::load::{self, LoadBenchArgs};
 use tickwire::bench::soak::{self, SoakArgs};
 use tickwire::bench::udp::{self, UdpBenchConfig};
@@ -121,6 +122,10 @@ enum Scenario {
     /// WebTransport, in arena and chat rooms, some reconnecting; the server's memory,
     /// descriptors, tasks and tick p99 sampled as a series, and whether they held flat.
     Soak(Box<SoakArgs>),
+    /// Issue 19's cluster: N local nodes sharing one Redis, bots matchmaking through one:
+    /// matchmake latency, how evenly players spread, and a `kill -9` of one node (time until
+    /// it leaves the directory, its players re-placed on the others).
+    Cluster(Box<ClusterArgs>),
     /// Seed 002's entity: encoded size, ns and allocations per write + read round trip.
     Wire {
         /// Print one JSON object instead of a table.
@@ -236,6 +241,19 @@ fn main() -> anyhow::Result<()> {
                 print!("{}", soak::render(&report));
             }
             if !report.flat {
+                std::process::exit(1);
+            }
+        }
+        Command::Bench {
+            scenario: Scenario::Cluster(args),
+        } => {
+            let report = cluster::run(&args)?;
+            if args.json {
+                println!("{}", serde_json::to_string(&report)?);
+            } else {
+                print!("{}", cluster::render(&report));
+            }
+            if !report.done {
                 std::process::exit(1);
             }
         }

@@ -5,7 +5,10 @@
 //! reconnect through A onto A or C; a drain of C: no new players go there, its rooms
 //! finish, its listings are gone when it exits. And Redis stopped and started again under
 //! two nodes (a Redis of the test's own): play goes on, matchmaking answers 503, the
-//! directory is whole again after.
+//! directory is whole again after. And with one PostgreSQL shared by the nodes
+//! (`TICKWIRE_TEST_POSTGRES_URL`): `kill -9` of a node whose arena players come and go loses
+//! none of the stats its writer reported committed. An operator's `POST /api/admin/say` on
+//! one node is heard in every node's rooms.
 
 use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
@@ -59,6 +62,17 @@ struct Node {
 }
 
 async fn start_node(dir: &Path, redis: &str, cluster: &str, id: &'static str) -> Node {
+    start_node_with(dir, redis, cluster, id, &[]).await
+}
+
+/// [`start_node`] with `env` (configuration keys as `TICKWIRE_…` variables) on top.
+async fn start_node_with(
+    dir: &Path,
+    redis: &str,
+    cluster: &str,
+    id: &'static str,
+    env: &[(&str, String)],
+) -> Node {
     let dir = dir.join(id);
     std::fs::create_dir_all(&dir).unwrap();
     let mut child = tickwire(&dir)
@@ -76,6 +90,7 @@ async fn start_node(dir: &Path, redis: &str, cluster: &str, id: &'static str) ->
         .env("TICKWIRE_ROOMS__EMPTY_ROOM_TTL_SECS", "30")
         .env("TICKWIRE_ROOMS__RECONNECT_GRACE_SECS", "5")
         .env("TICKWIRE_DRAIN__GRACE_SECS", "5")
+        .envs(env.iter().map(|(key, value)| (key, value)))
         .stdout(Stdio::piped())
         .stderr(std::fs::File::create(dir.join("stderr.log")).unwrap())
         .spawn()
@@ -636,4 +651,209 @@ async fn redis_going_away_stops_matchmaking_not_play_and_the_directory_comes_bac
     assert_eq!(status, 200, "{body}");
     exchange(&mut second, &mut first, "after").await;
     server.start_kill().unwrap();
+}
+
+/// What a cluster's node reports as committed (`tickwire_store_events_committed_total`:
+/// the first n events its writer accepted are in the database) survives its `kill -9`: two
+/// nodes share one PostgreSQL (tables of this run's own prefix), arena players join B's
+/// room through A and leave while B is killed, and the database holds at least those n.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_node_loses_no_stat_it_committed() {
+    let Some(redis) = redis_url() else { return };
+    let Some(postgres) = std::env::var("TICKWIRE_TEST_POSTGRES_URL")
+        .ok()
+        .filter(|url| !url.is_empty())
+    else {
+        eprintln!("skipped: set TICKWIRE_TEST_POSTGRES_URL to run the shared-database test");
+        return;
+    };
+    let config = tickwire_store::StoreConfig {
+        url: postgres.clone(),
+        table_prefix: format!("tcl{}_", std::process::id()),
+        ..tickwire_store::StoreConfig::default()
+    };
+    // Fresh tables: a run that failed before its cleanup may have left some under this pid.
+    let store = tickwire_store::Store::connect_with(&config).await.unwrap();
+    store.drop_tables(&[]).await.unwrap();
+    store.close().await;
+    let store_env = [
+        ("TICKWIRE_STORE__URL", postgres),
+        ("TICKWIRE_STORE__TABLE_PREFIX", config.table_prefix.clone()),
+        ("TICKWIRE_STORE__WRITER__FLUSH_INTERVAL_MS", "20".into()),
+    ];
+    let cluster = cluster_name("stats");
+    let dir = scratch_dir("cluster-stats");
+    // B alone first: the arena room is created there.
+    let mut b = start_node_with(&dir, &redis, &cluster, "b", &store_env).await;
+    eventually("b in the directory", WAIT, async || {
+        (node_ids(b.http).await? == ["b"]).then_some(())
+    })
+    .await;
+    let server_b = format!("http://{}", b.http);
+    let options = ConnectOptions::default();
+    let host = Session::start(
+        &server_b,
+        MatchmakeRequest::create("arena").named("host"),
+        Transport::Udp,
+        options.clone(),
+    )
+    .await
+    .unwrap();
+    let room = host.answer().room;
+    let a = start_node_with(&dir, &redis, &cluster, "a", &store_env).await;
+    eventually("both nodes in the directory", WAIT, async || {
+        (node_ids(a.http).await? == ["a", "b"]).then_some(())
+    })
+    .await;
+
+    // Players keep coming to B's room through A and leaving again: each a join and a
+    // session's end written by B.
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let server_a = format!("http://{}", a.http);
+    let churn = tokio::spawn(async move {
+        let mut visits = tokio::task::JoinSet::new();
+        for index in 0.. {
+            if *stopped.borrow() {
+                break;
+            }
+            let request = MatchmakeRequest::room(room).named(format!("visitor-{index}"));
+            if let Ok(mut session) = Session::start(
+                &server_a,
+                request,
+                Transport::Udp,
+                ConnectOptions::default(),
+            )
+            .await
+            {
+                assert_eq!(session.answer().room, room);
+                visits.spawn(async move {
+                    let stay = tokio::time::sleep(Duration::from_millis(300));
+                    tokio::pin!(stay);
+                    loop {
+                        tokio::select! {
+                            event = session.next_event() => {
+                                if matches!(event, SessionEvent::Ended(_)) {
+                                    return;
+                                }
+                            }
+                            () = &mut stay => break,
+                        }
+                    }
+                    session.close().await;
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(60)).await;
+        }
+        visits.abort_all();
+    });
+    let committed = |text: &str| {
+        common::metric::<f64>(text, "tickwire_store_events_committed_total").unwrap_or(0.0)
+    };
+    eventually("b to commit a few dozen events", WAIT * 2, async || {
+        let (_, text) = http(b.http, "GET", "/metrics", "", "").await;
+        (committed(&text) >= 30.0).then_some(())
+    })
+    .await;
+    // Still under way: what B reports committed at the last moment, then kill -9.
+    let (_, text) = http(b.http, "GET", "/metrics", "", "").await;
+    b.child.start_kill().unwrap();
+    b.child.wait().await.unwrap();
+    let acknowledged = committed(&text);
+    let accepted = common::metric::<f64>(&text, "tickwire_store_events_accepted_total").unwrap();
+    let _ = stop.send(true);
+    churn.await.unwrap();
+    drop(host);
+
+    // Every player row is one join and every match one session's end (nobody reconnected,
+    // nobody fired): together at least what B had committed.
+    let store = tickwire_store::Store::connect_with(&config).await.unwrap();
+    let players = store.leaderboard(1000).await.unwrap();
+    let sessions_ended: i64 = players.iter().map(|player| player.stats.matches).sum();
+    let stored = players.len() as f64 + sessions_ended as f64;
+    eprintln!(
+        "b accepted {accepted}, committed {acknowledged} events before kill -9; stored: {} \
+         players, {sessions_ended} sessions ended",
+        players.len()
+    );
+    assert!(sessions_ended > 0, "players left before the kill");
+    assert!(
+        stored >= acknowledged,
+        "every event b committed is in PostgreSQL: {stored} stored, {acknowledged} committed"
+    );
+    // A visitor or two may be accepted and committed between the scrape and the kill.
+    assert!(
+        stored <= accepted + 10.0,
+        "nothing stored that b never accepted: {stored} stored, {accepted} accepted"
+    );
+    store.drop_tables(&[]).await.unwrap();
+    store.close().await;
+}
+
+/// `POST /api/admin/say` on A reaches the players of B's rooms too (over B's channel).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_announcement_on_one_node_reaches_every_nodes_players() {
+    let Some(redis) = redis_url() else { return };
+    let cluster = cluster_name("say");
+    let dir = scratch_dir("cluster-say");
+    let a = start_node(&dir, &redis, &cluster, "a").await;
+    let b = start_node(&dir, &redis, &cluster, "b").await;
+    eventually("both nodes in the directory", WAIT, async || {
+        (node_ids(a.http).await? == ["a", "b"]).then_some(())
+    })
+    .await;
+    // New rooms go to the node with fewer players: one room each, after a few at most.
+    let server_a = format!("http://{}", a.http);
+    let mut on_a = None;
+    let mut on_b = None;
+    for index in 0..8 {
+        if on_a.is_some() && on_b.is_some() {
+            break;
+        }
+        let session = Session::start(
+            &server_a,
+            MatchmakeRequest::create("relay").named(format!("listener-{index}")),
+            Transport::Udp,
+            ConnectOptions::default(),
+        )
+        .await
+        .unwrap();
+        let slot = if a.udp.contains(&session.answer().endpoints.udp) {
+            &mut on_a
+        } else {
+            assert!(b.udp.contains(&session.answer().endpoints.udp));
+            &mut on_b
+        };
+        slot.get_or_insert(session);
+    }
+    let (Some(mut on_a), Some(mut on_b)) = (on_a, on_b) else {
+        panic!("no room on each node");
+    };
+
+    let (status, answer) = http(
+        a.http,
+        "POST",
+        "/api/admin/say",
+        ADMIN,
+        r#"{"text": "restart in 5 minutes"}"#,
+    )
+    .await;
+    assert_eq!(status, 200, "{answer}");
+    let answer: Value = serde_json::from_str(&answer).unwrap();
+    assert_eq!(answer["nodes"], 2, "both nodes have it: {answer}");
+    for (node, session) in [("a", &mut on_a), ("b", &mut on_b)] {
+        timeout(WAIT, async {
+            loop {
+                match session.next_event().await {
+                    SessionEvent::Message {
+                        channel: 0,
+                        message,
+                    } if message == "restart in 5 minutes".as_bytes() => return,
+                    SessionEvent::Message { .. } | SessionEvent::Reconnected { .. } => {}
+                    SessionEvent::Ended(why) => panic!("{node}'s player lost: {why:?}"),
+                }
+            }
+        })
+        .await
+        .unwrap_or_else(|_| panic!("{node}'s player did not hear the announcement"));
+    }
 }

@@ -226,6 +226,10 @@ struct Reaped(Child);
 
 impl Drop for Reaped {
     fn drop(&mut self) {
+        // Already reaped (killed on purpose): its pid may belong to someone else by now.
+        if matches!(self.0.try_wait(), Ok(Some(_))) {
+            return;
+        }
         // SAFETY: signalling our own child by its pid.
         unsafe {
             libc::kill(self.0.id() as libc::pid_t, libc::SIGTERM);
@@ -247,27 +251,40 @@ impl Drop for Reaped {
 /// its directory removed when dropped.
 pub(super) struct ServerProcess {
     // Field order is drop order: the server stops before its directory goes.
-    _child: Reaped,
+    child: Reaped,
     _store_dir: RemovedDir,
     /// Its HTTP address (`127.0.0.1:port`).
     pub(super) http: String,
     /// Its process id.
     pub(super) pid: u32,
+    /// The line it printed once listening (`listening http=… udp=…,… wt=…`).
+    pub(super) listening: String,
 }
 
 impl ServerProcess {
     /// Starts this executable's `serve` under `taskset -c cpu`, with the bench's settings
     /// and then `env` (configuration keys as `TICKWIRE_…` variables) on top.
     pub(super) fn start(cpu: usize, env: &[(String, String)]) -> anyhow::Result<Self> {
+        Self::start_on(&cpu.to_string(), env)
+    }
+
+    /// As [`ServerProcess::start`], on `cpus` in `taskset`'s list form (`0-1`, `0,2`).
+    pub(super) fn start_on(cpus: &str, env: &[(String, String)]) -> anyhow::Result<Self> {
+        // Several servers of one harness (a cluster) each get a directory of their own.
+        static STARTED: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let exe = std::env::current_exe().context("cannot find this executable")?;
-        let store_dir = std::env::temp_dir().join(format!("tickwire-bench-{}", std::process::id()));
+        let store_dir = std::env::temp_dir().join(format!(
+            "tickwire-bench-{}-{}",
+            std::process::id(),
+            STARTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        ));
         std::fs::create_dir_all(&store_dir)
             .with_context(|| format!("cannot create {}", store_dir.display()))?;
         let store_dir = RemovedDir(store_dir);
         let mut server = Command::new("taskset");
         server
             .arg("-c")
-            .arg(cpu.to_string())
+            .arg(cpus)
             .arg(&exe)
             .args([
                 "serve",
@@ -294,10 +311,7 @@ impl ServerProcess {
                 EMPTY_ROOM_TTL_SECS.to_string(),
             )
             // A token of our own keeps the server from printing a generated one.
-            .env(
-                "TICKWIRE_ADMIN__TOKEN",
-                format!("bench-{}", std::process::id()),
-            )
+            .env("TICKWIRE_ADMIN__TOKEN", Self::admin_token())
             .env("RUST_LOG", "warn")
             .envs(env.iter().map(|(key, value)| (key, value)))
             .stdout(Stdio::piped())
@@ -322,11 +336,25 @@ impl ServerProcess {
         std::thread::spawn(move || for _ in lines {});
         std::thread::sleep(Duration::from_millis(300));
         Ok(Self {
-            _child: child,
+            child,
             _store_dir: store_dir,
             http,
             pid,
+            listening,
         })
+    }
+
+    /// The admin token the harness gives its servers (one of its own keeps a server from
+    /// printing a generated one).
+    pub(super) fn admin_token() -> String {
+        format!("bench-{}", std::process::id())
+    }
+
+    /// `kill -9`: the server stops on the spot, with no drain (a crashed node).
+    pub(super) fn kill_now(&mut self) -> anyhow::Result<()> {
+        self.child.0.kill().context("kill -9 of the server")?;
+        self.child.0.wait().context("reaping the killed server")?;
+        Ok(())
     }
 }
 
@@ -712,15 +740,28 @@ fn sample_server(
 
 /// `GET /metrics` over plain HTTP/1.0.
 pub(super) fn scrape(http: &str) -> anyhow::Result<String> {
+    Ok(get(http, "/metrics", "")?.1)
+}
+
+/// `GET path` at `http` with `headers` (each ending in `\r\n`): the status and the body.
+pub(super) fn get(http: &str, path: &str, headers: &str) -> anyhow::Result<(u16, String)> {
     let mut stream = TcpStream::connect(http)?;
     stream.set_read_timeout(Some(Duration::from_secs(5)))?;
-    write!(stream, "GET /metrics HTTP/1.0\r\nHost: {http}\r\n\r\n")?;
+    write!(
+        stream,
+        "GET {path} HTTP/1.0\r\nHost: {http}\r\n{headers}\r\n"
+    )?;
     let mut response = String::new();
     stream.read_to_string(&mut response)?;
+    let status = response
+        .split_whitespace()
+        .nth(1)
+        .and_then(|status| status.parse().ok())
+        .with_context(|| format!("no HTTP status in {response:?}"))?;
     let body = response
         .split_once("\r\n\r\n")
         .map_or(response.as_str(), |(_, body)| body);
-    Ok(body.to_string())
+    Ok((status, body.to_string()))
 }
 
 /// The value of the sample named exactly `name` (with its labels).

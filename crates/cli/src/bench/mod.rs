@@ -1,5 +1,6 @@
 //! `tickwire bench <scenario>`: commands that measure and print figures.
 
+pub mod cluster;
 pub mod load;
 pub mod raw;
 pub mod relay;

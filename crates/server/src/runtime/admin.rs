@@ -122,7 +122,7 @@ fn room_players(app: &App, room: u64) -> Option<Vec<PlayerSummary>> {
 
 /// Why an operation on the workers did not happen.
 #[derive(Debug, PartialEq, Eq)]
-enum NotDone {
+pub(super) enum NotDone {
     /// No connected player with that id.
     NoSuchPlayer,
     /// A worker's control queue is full (it is far behind); try again.
@@ -145,7 +145,8 @@ fn kick(app: &App, player: PlayerId, reason: &str) -> Result<(), NotDone> {
 }
 
 /// Queues the announcement on every worker; `Busy` if any queue was full.
-fn say(app: &App, text: &str) -> Result<(), NotDone> {
+/// Has every room on this node announce `text` (its shards' control queues).
+pub(super) fn say(app: &App, text: &str) -> Result<(), NotDone> {
     let mut all = Ok(());
     for shard in &app.shards {
         if shard
@@ -187,7 +188,16 @@ impl AdminOps for Ops {
     }
 
     fn say(&self, text: &str) -> Result<(), String> {
-        say(&self.0, text).map_err(|_| BUSY.to_string())
+        say(&self.0, text).map_err(|_| BUSY.to_string())?;
+        // The console answers at once; the other nodes get it in the background (a
+        // failure is logged as the directory's unavailability).
+        if let Some(node) = self.0.cluster.clone() {
+            let text = text.to_string();
+            tokio::spawn(async move {
+                let _ = super::cluster::say_everywhere(&node, &text).await;
+            });
+        }
+        Ok(())
     }
 
     fn drain(&self) {
@@ -456,10 +466,20 @@ async fn admin_say(
         Err(rejection) => return ApiError::from(rejection).into_response(),
     };
     match serde_json::from_slice::<SayRequest>(&body) {
-        Ok(request) if !request.text.trim().is_empty() => match say(&app, &request.text) {
-            Ok(()) => axum::Json(json!({ "sent": true })).into_response(),
-            Err(_) => busy().into_response(),
-        },
+        Ok(request) if !request.text.trim().is_empty() => {
+            if say(&app, &request.text).is_err() {
+                return busy().into_response();
+            }
+            // In a cluster every other node's rooms hear it too, over the nodes' channels.
+            let nodes = match &app.cluster {
+                Some(node) => match super::cluster::say_everywhere(node, &request.text).await {
+                    Ok(nodes) => nodes,
+                    Err(error) => return error.into_response(),
+                },
+                None => 1,
+            };
+            axum::Json(json!({ "sent": true, "nodes": nodes })).into_response()
+        }
         Ok(_) => ApiError::new(StatusCode::BAD_REQUEST, "text is empty").into_response(),
         Err(error) => {
             ApiError::new(StatusCode::BAD_REQUEST, format!("bad request: {error}")).into_response()

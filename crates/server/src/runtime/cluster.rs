@@ -89,6 +89,9 @@ enum Message {
     Created { req: String, room: String },
     /// The room could not be created.
     Refused { req: String, reason: String },
+    /// An operator's announcement (`POST /api/admin/say` on node `from`): every room here
+    /// hears it.
+    Say { from: String, text: String },
 }
 
 enum Reply {
@@ -496,7 +499,40 @@ fn handle_message(app: &Arc<App>, node: &Arc<ClusterNode>, message: &str) {
                 let _ = waiting.send(Reply::Refused(reason));
             }
         }
+        Message::Say { from, text } => {
+            if super::admin::say(app, &text).is_err() {
+                tracing::warn!(
+                    from,
+                    "an announcement from another node missed a busy shard"
+                );
+            }
+        }
     }
+}
+
+/// Passes an operator's announcement, already made on this node, to every other live node
+/// over their channels: how many nodes in all have it (this one included).
+pub(super) async fn say_everywhere(node: &ClusterNode, text: &str) -> Result<u32, ApiError> {
+    let nodes = node
+        .directory
+        .nodes()
+        .await
+        .map_err(|error| node.unavailable(error))?;
+    let message = serde_json::to_string(&Message::Say {
+        from: node.id().to_string(),
+        text: text.to_string(),
+    })
+    .map_err(|error| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, error.to_string()))?;
+    let mut reached = 1;
+    for other in nodes.iter().filter(|other| other.id != node.id()) {
+        let heard = node
+            .directory
+            .send(&other.id, &message)
+            .await
+            .map_err(|error| node.unavailable(error))?;
+        reached += u32::from(heard > 0);
+    }
+    Ok(reached)
 }
 
 /// Another node asks this one for a room: taken only if its sender has not cancelled.
