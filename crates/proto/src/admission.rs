@@ -122,7 +122,10 @@ impl ConnectToken {
 }
 
 /// Connect tokens already used, by their 16-byte tag, with the binding of their first use.
-/// Bounded: past `capacity` the oldest is forgotten.
+/// A token is forgotten once it has expired (an expired token is refused before it gets
+/// here, so remembering it protects nothing), and past `capacity` the oldest is forgotten.
+/// So the set holds about the tokens of one validity period: a server under steady churn
+/// keeps a steady set, not one that grows to its bound over hours.
 ///
 /// A handle: clones share one set, so one server's UDP shards and its WebSocket and
 /// WebTransport endpoint refuse a token any of them took. The lock is taken once per
@@ -138,7 +141,8 @@ pub struct UsedTokens {
 
 struct UsedSet {
     first_use: HashMap<[u8; TAG_BYTES], Binding>,
-    order: VecDeque<[u8; TAG_BYTES]>,
+    /// Tags in the order they were first used, each with its token's expiry (unix seconds).
+    order: VecDeque<([u8; TAG_BYTES], u64)>,
     capacity: usize,
 }
 
@@ -188,10 +192,26 @@ impl UsedTokens {
             .unwrap_or_else(|poison| poison.into_inner())
     }
 
-    /// Records the use of `tag` for `binding`; the refusal when it was used before by
-    /// anything other than a repeat of the same UDP handshake.
-    fn claim(&self, tag: [u8; TAG_BYTES], binding: Binding) -> Result<(), Refusal> {
+    /// Records the use of `tag` (of a token expiring at `expire_timestamp`) for `binding`;
+    /// the refusal when it was used before by anything other than a repeat of the same UDP
+    /// handshake. Tokens expired by `unix_now` are forgotten first.
+    fn claim(
+        &self,
+        tag: [u8; TAG_BYTES],
+        expire_timestamp: u64,
+        binding: Binding,
+        unix_now: u64,
+    ) -> Result<(), Refusal> {
         let mut set = self.lock();
+        // Oldest first: a server issues every token with the same validity, so the front
+        // expires first (a longer-lived one at the front only delays the rest, and the
+        // capacity still bounds them).
+        while let Some(&(oldest, expiry)) = set.order.front()
+            && expiry <= unix_now
+        {
+            set.order.pop_front();
+            set.first_use.remove(&oldest);
+        }
         if let Some(first) = set.first_use.get(&tag) {
             return match (first, binding) {
                 (Binding::Address(first), Binding::Address(now)) if *first == now => Ok(()),
@@ -201,12 +221,12 @@ impl UsedTokens {
             };
         }
         if set.order.len() >= set.capacity
-            && let Some(oldest) = set.order.pop_front()
+            && let Some((oldest, _)) = set.order.pop_front()
         {
             set.first_use.remove(&oldest);
         }
         set.first_use.insert(tag, binding);
-        set.order.push_back(tag);
+        set.order.push_back((tag, expire_timestamp));
         Ok(())
     }
 }
@@ -301,7 +321,8 @@ impl Admission {
         }
         let mut tag = [0u8; TAG_BYTES];
         tag.copy_from_slice(&token.private_token[PRIVATE_TOKEN_BYTES - TAG_BYTES..]);
-        self.used.claim(tag, binding)?;
+        self.used
+            .claim(tag, token.expire_timestamp, binding, unix_now)?;
         Ok(Admitted {
             client_id: private.client_id,
             user_data: Box::new(private.user_data),
@@ -364,6 +385,35 @@ mod tests {
 
     fn address(port: u16) -> Binding {
         Binding::Address(SocketAddr::from(([10, 0, 0, 1], port)))
+    }
+
+    #[test]
+    fn a_used_token_is_forgotten_once_it_has_expired() {
+        let mut rng = StdRng::seed_from_u64(11);
+        let used = UsedTokens::new(1_000);
+        let admission = admission(&used);
+        let first = token(&mut rng, &issuer(), 1);
+        admission.admit(first.sealed(), address(1), NOW).unwrap();
+        admission
+            .admit(token(&mut rng, &issuer(), 2).sealed(), address(2), NOW + 1)
+            .unwrap();
+        assert_eq!(used.len(), 2);
+        // Still within its validity, a replay is refused.
+        assert!(matches!(
+            admission.admit(first.sealed(), address(3), NOW + 29),
+            Err(Refusal::Replayed { .. })
+        ));
+        // Issued later, valid 30 s from then: the first two have expired by its use.
+        let later = issuer().issue(&mut rng, NOW + 40, 3, b"user").unwrap();
+        admission
+            .admit(later.sealed(), address(4), NOW + 40)
+            .unwrap();
+        assert_eq!(used.len(), 1, "the expired tokens are forgotten");
+        // And the forgotten one is still refused, as expired.
+        assert!(matches!(
+            admission.admit(first.sealed(), address(1), NOW + 40),
+            Err(Refusal::Expired { .. })
+        ));
     }
 
     #[test]
