@@ -15,25 +15,18 @@ use tickwire_server::rooms::relay::RelayRoom;
 use tickwire_server::runtime::{RoomKinds, Runtime};
 use tokio::time::{Instant, timeout};
 
+mod common;
+
 const WAIT: Duration = Duration::from_secs(10);
 
+/// The relay server with a 500 ms connection timeout (lost connections are noticed fast)
+/// and a room kind that refuses cheaters.
 async fn relay_server() -> (Runtime, String) {
-    let mut config = ServeConfig {
-        shards: 1,
-        ..ServeConfig::default()
-    };
-    config.http.listen = "127.0.0.1:0".parse().unwrap();
-    config.udp.listen = "127.0.0.1:0".parse().unwrap();
-    config.webtransport.listen = "127.0.0.1:0".parse().unwrap();
-    config.console.enabled = false;
-    config.admin.token = "client-sdk-test-token".into();
-    config.connection.timeout_ms = 500;
-    let mut kinds = RoomKinds::new();
-    kinds.register("relay", 16, || Box::new(RelayRoom::default()));
-    kinds.register("picky", 4, || Box::new(Picky));
-    let runtime = Runtime::start(config, kinds).await.unwrap();
-    let url = format!("http://{}", runtime.addresses().http);
-    (runtime, url)
+    common::relay_server(|config, kinds| {
+        config.connection.timeout_ms = 500;
+        kinds.register("picky", 4, || Box::new(Picky));
+    })
+    .await
 }
 
 /// Refuses players named "cheater", with a reason of its own.

@@ -14,34 +14,15 @@ use std::time::Duration;
 use tickwire_client::{
     ConnectOptions, Link, MatchmakeRequest, Session, SessionEvent, Transport, matchmake,
 };
-use tickwire_server::config::ServeConfig;
-use tickwire_server::rooms::relay::RelayRoom;
-use tickwire_server::runtime::{RoomKinds, Runtime};
 use tokio::task::JoinSet;
 use tokio::time::{Instant, sleep, sleep_until, timeout};
 
+mod common;
+
+use common::relay_server;
+
 /// One storm at a time: each is sized for this process's two cores on its own.
 static ONE_STORM: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
-/// Relay rooms of this many seats: a 2,000-player crowd fills 125 of them.
-const ROOM_SEATS: u16 = 16;
-
-async fn relay_server() -> (Runtime, String) {
-    let mut config = ServeConfig {
-        shards: 1,
-        ..ServeConfig::default()
-    };
-    config.http.listen = "127.0.0.1:0".parse().unwrap();
-    config.udp.listen = "127.0.0.1:0".parse().unwrap();
-    config.webtransport.listen = "127.0.0.1:0".parse().unwrap();
-    config.console.enabled = false;
-    config.admin.token = "client-storm-test-token".into();
-    let mut kinds = RoomKinds::new();
-    kinds.register("relay", ROOM_SEATS, || Box::new(RelayRoom::default()));
-    let runtime = Runtime::start(config, kinds).await.unwrap();
-    let url = format!("http://{}", runtime.addresses().http);
-    (runtime, url)
-}
 
 /// The SDK's defaults: a 10 s handshake bound, what a game gives a player by default.
 fn options() -> ConnectOptions {
@@ -140,7 +121,7 @@ async fn connect_crowd(
 async fn a_thousand_websocket_and_a_thousand_webtransport_players_at_500_per_second_all_connect() {
     const PER_TRANSPORT: usize = 1_000;
     let _alone = ONE_STORM.lock().await;
-    let (runtime, url) = relay_server().await;
+    let (runtime, url) = relay_server(|_, _| {}).await;
     let url: Arc<str> = url.into();
     let started = Instant::now();
     let (ws, wt) = tokio::join!(
@@ -196,7 +177,7 @@ async fn two_thousand_udp_players_cut_off_for_five_seconds_all_come_back_to_thei
     const PLAYERS: usize = 2_000;
     const CUT: Duration = Duration::from_secs(5);
     let _alone = ONE_STORM.lock().await;
-    let (runtime, url) = relay_server().await;
+    let (runtime, url) = relay_server(|_, _| {}).await;
     let url: Arc<str> = url.into();
 
     // In at 1,000 per second: the crowd the cut will hit, not the storm under test.
