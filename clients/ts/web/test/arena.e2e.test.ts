@@ -92,11 +92,12 @@ describe("the arena in chromium", () => {
     // The bots come over (players see each other within 20 m), are drawn by name, and move.
     const here = await waitFor("the local player", async () => (await debugView(page)).me ?? undefined);
     for (const bot of bots) bot.target = { x: here.serverX, y: here.serverY };
+    // Bots walk to the player round cover; a loaded machine makes that slower.
     const first = await waitFor("both bots drawn", async () => {
       const view = await debugView(page);
       const drawn = view.players.filter((p) => p.name.startsWith("bot-"));
       return drawn.length === 2 ? drawn : undefined;
-    });
+    }, 45_000);
     await waitFor("a bot to move on screen", async () => {
       const view = await debugView(page);
       return view.players.some((p) => {

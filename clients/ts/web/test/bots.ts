@@ -49,6 +49,10 @@ export function startBot(options: BotOptions): Bot {
   const next = random(options.seed);
   let heading = next() * Math.PI * 2;
   let turnAt = 0;
+  // Heading straight for the target can pin a bot against cover: when it has not come
+  // closer for a while, it walks a random way for a moment before trying again.
+  let progress = { at: 0, away: Number.POSITIVE_INFINITY };
+  let detourUntil = 0;
   const bot: Bot = {
     name: options.name,
     arena,
@@ -72,7 +76,14 @@ export function startBot(options: BotOptions): Bot {
     if (me !== null) {
       // Towards the target when far from it, else a random walk around it.
       const away = Math.hypot(bot.target.x - me.x, bot.target.y - me.y);
-      if (away > 5) {
+      if (away > 5 && now >= progress.at + STUCK_AFTER_MS) {
+        if (away > progress.away - 0.5) {
+          heading = next() * Math.PI * 2;
+          detourUntil = now + 400 + next() * 600;
+        }
+        progress = { at: now, away };
+      }
+      if (away > 5 && now >= detourUntil) {
         heading = Math.atan2(bot.target.y - me.y, bot.target.x - me.x) + (next() - 0.5) * 0.6;
       }
       const target = view.players.filter((p) => p.alive).sort((a, b) => dist(a, me) - dist(b, me))[0];
@@ -91,6 +102,9 @@ export function startBot(options: BotOptions): Bot {
   arena.start();
   return bot;
 }
+
+/** How long a bot may fail to come closer to its target before it detours. */
+const STUCK_AFTER_MS = 750;
 
 function dist(a: { x: number; y: number }, b: { x: number; y: number }): number {
   return Math.hypot(a.x - b.x, a.y - b.y);
