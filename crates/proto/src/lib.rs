@@ -53,7 +53,7 @@ pub use params::{
 };
 pub use server::{
     ConnectionId, DropCounts, DropReason, MAX_DATAGRAM_BYTES, Server, ServerConfig, ServerEvent,
-    ServerSendError, ServerStats,
+    ServerSendError, ServerStats, TIDY_INTERVAL,
 };
 
 /// The sans-IO shape both [`Server`] and [`Client`] share, so one driver runs either.

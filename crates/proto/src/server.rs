@@ -3,7 +3,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
@@ -30,6 +30,13 @@ pub const MAX_DATAGRAM_BYTES: usize = 2048;
 const MAX_PENDING_REPLIES: usize = 1024;
 /// Largest handshake reply: a challenge packet.
 const MAX_REPLY_BYTES: usize = 1 + 8 + 8 + CHALLENGE_TOKEN_BYTES + TAG_BYTES;
+/// How often the server gives back what its queues and tables grew for a crowd that has
+/// gone (5,000 connects, then 5,000 goodbyes of three replies each would otherwise stay
+/// allocated for good): at most one reallocation each this often, whatever the traffic.
+pub const TIDY_INTERVAL: Duration = Duration::from_secs(1);
+/// Capacity a queue or table always keeps: below it, handing memory back is not worth the
+/// reallocation.
+const KEPT_CAPACITY: usize = 64;
 
 /// How a server runs.
 #[derive(Debug, Clone)]
@@ -271,9 +278,28 @@ fn queue_reply(
     }
 }
 
+/// Gives back most of a queue's capacity when it holds far more than `usual` (for the
+/// queues whose length follows the population: a few entries per connection).
+fn shrink_queue<T>(queue: &mut VecDeque<T>, usual: usize) {
+    if queue.capacity() > 4 * usual.max(queue.len()).max(KEPT_CAPACITY) {
+        queue.shrink_to((2 * usual).max(queue.len()).max(KEPT_CAPACITY));
+    }
+}
+
+/// Gives back most of a map's capacity once a quarter of it or less is in use (room to
+/// double again before it grows).
+fn shrink_map<K: Eq + std::hash::Hash, V>(map: &mut HashMap<K, V>) {
+    if map.capacity() > KEPT_CAPACITY && map.len() * 4 < map.capacity() {
+        map.shrink_to((map.len() * 2).max(KEPT_CAPACITY));
+    }
+}
+
 struct Slot {
     generation: u32,
-    connection: Option<Connection>,
+    /// Boxed: a connection is about 2 KB, and slots are never given back (a freed one waits
+    /// for the next connection), so inline they would keep a crowd's peak in memory for
+    /// good; boxed, a slot that outlives its connection costs a few bytes.
+    connection: Option<Box<Connection>>,
     /// The slot is in the ready queue. It stays there when its connection ends (and may be
     /// visited for a later connection in the same slot), so this is about the slot.
     ready: bool,
@@ -318,6 +344,8 @@ pub struct Server {
     /// (it gets one back when `poll_transmit` serves it). Every live connection is in one
     /// or both.
     deadlines: Deadlines,
+    /// When `poll_transmit` next gives back what a crowd left ([`TIDY_INTERVAL`]).
+    next_tidy: Instant,
     scratch: Box<[u8; MAX_DATAGRAM_BYTES]>,
     stats: ServerStats,
 }
@@ -351,6 +379,7 @@ impl Server {
             events: VecDeque::new(),
             ready: VecDeque::new(),
             deadlines: Deadlines::default(),
+            next_tidy: now + TIDY_INTERVAL,
             scratch: Box::new([0; MAX_DATAGRAM_BYTES]),
             stats: ServerStats::default(),
             config,
@@ -375,14 +404,14 @@ impl Server {
     fn connection(&self, id: ConnectionId) -> Option<&Connection> {
         let slot = self.slots.get(id.slot as usize)?;
         (slot.generation == id.generation)
-            .then_some(slot.connection.as_ref())
+            .then_some(slot.connection.as_deref())
             .flatten()
     }
 
     fn connection_mut(&mut self, id: ConnectionId) -> Option<&mut Connection> {
         let slot = self.slots.get_mut(id.slot as usize)?;
         (slot.generation == id.generation)
-            .then_some(slot.connection.as_mut())
+            .then_some(slot.connection.as_deref_mut())
             .flatten()
     }
 
@@ -579,13 +608,13 @@ impl Server {
         };
         let slot = match self.free_slots.pop() {
             Some(slot) => {
-                self.slots[slot as usize].connection = Some(connection);
+                self.slots[slot as usize].connection = Some(Box::new(connection));
                 slot
             }
             None => {
                 self.slots.push(Slot {
                     generation: 0,
-                    connection: Some(connection),
+                    connection: Some(Box::new(connection)),
                     ready: false,
                 });
                 (self.slots.len() - 1) as u32
@@ -781,7 +810,23 @@ impl Server {
                 return Some(self.sent(to, len));
             }
         }
+        if now >= self.next_tidy {
+            self.tidy(now);
+        }
         None
+    }
+
+    /// Gives back the capacity a crowd that has gone left in the queues and tables; a slot's
+    /// connection is boxed, so the slots themselves hold little.
+    fn tidy(&mut self, now: Instant) {
+        self.next_tidy = now + TIDY_INTERVAL;
+        let population = self.by_address.len();
+        shrink_map(&mut self.by_address);
+        shrink_map(&mut self.by_client_id);
+        shrink_queue(&mut self.ready, population);
+        shrink_queue(&mut self.events, population);
+        // Handshake replies wait a batch at most; goodbyes are three per connection.
+        shrink_queue(&mut self.replies, population);
     }
 
     fn sent(&mut self, destination: SocketAddr, len: usize) -> Transmit {

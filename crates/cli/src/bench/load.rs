@@ -42,13 +42,15 @@ pub const VALID_BOTS_CORES_MAX: f64 = 0.9;
 pub const VALID_SEND_LAG_P99_MS_MAX: f64 = 4.0;
 /// The arena's tick rate (`WorldConfig::tick_rate_hz`'s default, which the harness keeps).
 const ARENA_TICK_HZ: f64 = 60.0;
-/// How long after the bots leave the server's RSS is read again: past the empty rooms'
-/// disposal ([`EMPTY_ROOM_TTL_SECS`]) and the runtime's next check for freed memory (every
-/// 5 s) and its trim.
-pub const AFTER_LEAVE: Duration = Duration::from_secs(12);
+/// How long after the server last counted a player or a room its RSS is read again: past
+/// the runtime's next check for freed memory (every 5 s) and its trim.
+pub const AFTER_LEAVE: Duration = Duration::from_secs(6);
+/// How long the server may take, once the bots have exited, to count no player and no room:
+/// bots whose goodbye was lost are timed out and their held seats expire first.
+pub const LEAVE_LIMIT: Duration = Duration::from_secs(90);
 /// The bench server disposes of an empty room after this long (and so issues tokens valid
 /// this long, which a room's life must cover): the default 30 s would keep the crowd's
-/// rooms past the reading [`AFTER_LEAVE`]. Bots use their tokens at once.
+/// rooms long past the bots' leaving. Bots use their tokens at once.
 const EMPTY_ROOM_TTL_SECS: u64 = 5;
 
 /// `tickwire bench <scenario>`'s flags.
@@ -163,8 +165,18 @@ pub struct LoadBenchReport {
     pub server_idle_rss_bytes: u64,
     /// `(server_rss_bytes - server_idle_rss_bytes) / players`.
     pub rss_per_player_bytes: u64,
-    /// Server RSS [`AFTER_LEAVE`] after the bots left: what the crowd kept.
+    /// Server RSS once every bot had gone (no player, no seat held, no room: see
+    /// `server_empty_after_s`) and [`AFTER_LEAVE`] more: what the crowd kept.
     pub server_rss_after_leave_bytes: u64,
+    /// The server's heap in use at the same moment (`tickwire_heap_bytes`): what of that
+    /// RSS is live data rather than the allocator's free pages.
+    pub server_heap_after_leave_bytes: u64,
+    /// Seconds from the bots' exit until the server counted no player and no room (bots
+    /// whose goodbye was lost are timed out, and their held seats expire, first).
+    pub server_empty_after_s: f64,
+    /// Players and rooms the server still counted when the reading was taken: 0 unless it
+    /// did not empty within [`LEAVE_LIMIT`].
+    pub server_players_after_leave: u64,
     /// The bots' own CPU in the window (their process, other CPU).
     pub bots_cpu_s: f64,
     /// `bots_cpu_s / duration_s`: of their one CPU.
@@ -468,8 +480,14 @@ pub fn run(name: &str, args: &LoadBenchArgs) -> anyhow::Result<LoadBenchReport> 
     }
     let mut bots = bots;
     let status = bots.0.wait()?;
+    let left_at = Instant::now();
+    while server_occupancy(&http)? > 0 && left_at.elapsed() < LEAVE_LIMIT {
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    let empty_after = left_at.elapsed();
     std::thread::sleep(AFTER_LEAVE);
     let after_leave = proc_stat::sample(server_pid).context("reading the server's /proc")?;
+    let after_leave_metrics = scrape(&http).context("scraping /metrics after the bots left")?;
     let (Some(start), Some(end), Some(report)) = (start, end, report) else {
         bail!("the bots produced no figures ({status}); see their error above");
     };
@@ -499,7 +517,30 @@ pub fn run(name: &str, args: &LoadBenchArgs) -> anyhow::Result<LoadBenchReport> 
     );
     report.burst_ticks = burst_ticks;
     report.server_rss_after_leave_bytes = after_leave.rss_bytes;
+    report.server_heap_after_leave_bytes =
+        metric(&after_leave_metrics, "tickwire_heap_bytes").unwrap_or(0.0) as u64;
+    report.server_empty_after_s = empty_after.as_secs_f64();
+    report.server_players_after_leave = occupancy(&after_leave_metrics);
     Ok(report)
+}
+
+/// Players connected, seats held for reconnection and rooms open, summed from `/metrics`.
+fn occupancy(metrics: &str) -> u64 {
+    metrics
+        .lines()
+        .filter(|line| {
+            line.starts_with("tickwire_players{")
+                || line.starts_with("tickwire_players_reconnecting ")
+                || line.starts_with("tickwire_rooms{")
+        })
+        .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum::<f64>() as u64
+}
+
+fn server_occupancy(http: &str) -> anyhow::Result<u64> {
+    Ok(occupancy(
+        &scrape(http).context("scraping /metrics after the bots left")?,
+    ))
 }
 
 /// Samples the server one second before and one second after `middle` into the window
@@ -700,6 +741,9 @@ fn figures(
         rss_per_player_bytes: end.process.rss_bytes.saturating_sub(idle.rss_bytes)
             / bots.players.max(1) as u64,
         server_rss_after_leave_bytes: 0,
+        server_heap_after_leave_bytes: 0,
+        server_empty_after_s: 0.0,
+        server_players_after_leave: 0,
         bots_cpu_s: bots.bots_cpu_s,
         bots_cores_used,
         bots_cpu_per_server_cpu: bots.bots_cpu_s / server_cpu_s,
@@ -951,6 +995,22 @@ pub fn render(report: &LoadBenchReport) -> String {
             report.server_rss_bytes as f64 / 1e6,
             report.server_rss_after_leave_bytes as f64 / 1e6,
             report.rss_per_player_bytes
+        ),
+    );
+    row(
+        "server empty after; then heap in use",
+        format!(
+            "{:.1} s{}; {:.1} MB",
+            report.server_empty_after_s,
+            if report.server_players_after_leave > 0 {
+                format!(
+                    " (not empty: {} players, seats and rooms)",
+                    report.server_players_after_leave
+                )
+            } else {
+                String::new()
+            },
+            report.server_heap_after_leave_bytes as f64 / 1e6,
         ),
     );
     row(

@@ -86,6 +86,9 @@ pub struct SoakSample {
     pub at_s: f64,
     /// Resident set size.
     pub rss_bytes: u64,
+    /// Heap in use (`tickwire_heap_bytes`): growing with the RSS is a leak, the RSS alone
+    /// growing is the allocator's.
+    pub heap_bytes: u64,
     /// Open file descriptors.
     pub fds: u64,
     /// Threads.
@@ -126,6 +129,8 @@ pub struct SoakReport {
     pub settled: SoakSample,
     /// Resident memory's growth after the warm-up, least squares, MB per hour.
     pub rss_slope_mb_per_hour: f64,
+    /// The heap in use's growth over the same samples: what of the RSS's is live data.
+    pub heap_slope_mb_per_hour: f64,
     /// The players' side.
     pub churn: Churn,
     /// Whether memory, descriptors and tasks held flat.
@@ -200,6 +205,12 @@ async fn soak(args: &SoakArgs, server: &ServerProcess) -> anyhow::Result<SoakRep
         .map(|sample| (sample.at_s, sample.rss_bytes as f64))
         .collect();
     let rss_slope_mb_per_hour = slope(&warm) * 3600.0 / 1e6;
+    let warm_heap: Vec<(f64, f64)> = samples
+        .iter()
+        .filter(|sample| sample.at_s >= args.warmup.as_secs_f64())
+        .map(|sample| (sample.at_s, sample.heap_bytes as f64))
+        .collect();
+    let heap_slope_mb_per_hour = slope(&warm_heap) * 3600.0 / 1e6;
     let mut not_flat_because = Vec::new();
     if warm.len() < 3 {
         not_flat_because.push(format!(
@@ -228,6 +239,7 @@ async fn soak(args: &SoakArgs, server: &ServerProcess) -> anyhow::Result<SoakRep
         idle,
         settled,
         rss_slope_mb_per_hour,
+        heap_slope_mb_per_hour,
         churn,
         flat: not_flat_because.is_empty(),
         not_flat_because,
@@ -413,6 +425,7 @@ impl Sampler {
         Ok(SoakSample {
             at_s,
             rss_bytes: process.rss_bytes,
+            heap_bytes: metric(&text, "tickwire_heap_bytes").unwrap_or(0.0) as u64,
             fds,
             threads,
             tasks: metric(&text, "tickwire_runtime_tasks").unwrap_or(0.0) as u64,
@@ -425,9 +438,10 @@ impl Sampler {
 
 fn render_sample(sample: &SoakSample) -> String {
     format!(
-        "{:>7.0} s  rss {:>7.1} MB  fds {:>5}  threads {:>3}  tasks {:>5}  players {:>5}  rooms {:>4}  tick p99 {:>6.2} ms",
+        "{:>7.0} s  rss {:>7.1} MB  heap {:>7.1} MB  fds {:>5}  threads {:>3}  tasks {:>5}  players {:>5}  rooms {:>4}  tick p99 {:>6.2} ms",
         sample.at_s,
         sample.rss_bytes as f64 / 1e6,
+        sample.heap_bytes as f64 / 1e6,
         sample.fds,
         sample.threads,
         sample.tasks,
@@ -451,8 +465,8 @@ pub fn render(report: &SoakReport) -> String {
         out.push_str(&format!("  {count} × {why}\n"));
     }
     out.push_str(&format!(
-        "resident memory after the warm-up: {:+.2} MB/h\n",
-        report.rss_slope_mb_per_hour
+        "resident memory after the warm-up: {:+.2} MB/h (heap in use {:+.2} MB/h)\n",
+        report.rss_slope_mb_per_hour, report.heap_slope_mb_per_hour
     ));
     if report.flat {
         out.push_str("flat: memory, descriptors and tasks\n");

@@ -311,6 +311,12 @@ impl Metrics {
             &[],
             self.memory_returned_bytes.load(Ordering::Relaxed),
         );
+        // Heap in use beside the RSS tells a leak (both grow) from fragmentation (only
+        // the RSS grows). Known only when the binary counts its allocations.
+        if tickwire_alloc_count::is_active() {
+            let heap = tickwire_alloc_count::live_bytes().max(0);
+            self.gauge("tickwire_heap_bytes", &[], heap as f64);
+        }
         if let Some((wt, _)) = &app.wt {
             self.render_wt(wt);
         }
