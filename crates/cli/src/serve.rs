@@ -291,7 +291,15 @@ pub fn run(config: Config) -> anyhow::Result<()> {
         // The browser client and the map it draws (a second parse of the map: it is small,
         // and the rooms keep their own).
         let map = config.arena.load_map()?;
-        extras = extras.routes(crate::web::routes(&config.web.locate(), &map));
+        let client = config.web.locate();
+        extras = extras.routes(crate::web::routes(&client, &map));
+        if config.serve.admin.separate_listener {
+            // The admin page calls /api/admin/*, which then answers on the operator
+            // listener alone: the page goes with it.
+            extras = extras
+                .routes(crate::web::admin_page_moved())
+                .operator_routes(crate::web::admin_page(&client));
+        }
         let grace = std::time::Duration::from_secs(config.serve.drain.grace_secs);
         let kinds = room_kinds(
             &config.arena,

@@ -243,3 +243,59 @@ async fn configuration_layers_file_then_environment_then_flags() {
     );
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// With `admin.separate_listener` the admin API leaves the public port, so the admin page
+/// that calls it goes too: the operator listener serves the page, its assets and the API;
+/// the public port answers `/admin/` with a 404 that says where it went, and still serves
+/// the game's own page.
+#[tokio::test]
+async fn the_admin_page_follows_the_admin_api_to_the_operator_listener() {
+    let dir = scratch_dir("admin-page");
+    let web = dir.join("web");
+    std::fs::create_dir_all(web.join("admin")).unwrap();
+    std::fs::create_dir_all(web.join("assets")).unwrap();
+    std::fs::write(web.join("index.html"), "<title>arena page</title>").unwrap();
+    std::fs::write(web.join("admin/index.html"), "<title>admin page</title>").unwrap();
+    std::fs::write(web.join("assets/admin.js"), "console.log('admin');").unwrap();
+    let mut child = tickwire(&dir)
+        .args(SERVE_ON_FREE_PORTS)
+        .env("TICKWIRE_ADMIN__TOKEN", "operator")
+        .env("TICKWIRE_ADMIN__SEPARATE_LISTENER", "true")
+        .env("TICKWIRE_ADMIN__LISTEN", "127.0.0.1:0")
+        .env("TICKWIRE_WEB__DIR", &web)
+        .env("TICKWIRE_STORE__URL", "")
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = tokio::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    timeout(WAIT, tokio::io::AsyncBufReadExt::read_line(&mut stdout, &mut line))
+        .await
+        .expect("the server starts in time")
+        .unwrap();
+    let address = |name: &str| -> SocketAddr {
+        line.split_whitespace()
+            .find_map(|part| part.strip_prefix(name))
+            .unwrap_or_else(|| panic!("no {name} in {line:?}"))
+            .parse()
+            .unwrap()
+    };
+    let (public, operator) = (address("http="), address("admin="));
+    let bearer = "Authorization: Bearer operator\r\n";
+
+    let (status, body) = http(operator, "GET", "/admin/", "", "").await;
+    assert_eq!((status, body.as_str()), (200, "<title>admin page</title>"));
+    let (status, body) = http(operator, "GET", "/assets/admin.js", "", "").await;
+    assert_eq!((status, body.as_str()), (200, "console.log('admin');"));
+    let (status, body) = http(operator, "GET", "/api/admin/stats", bearer, "").await;
+    assert_eq!(status, 200, "{body}");
+
+    let (status, body) = http(public, "GET", "/admin/", "", "").await;
+    assert_eq!(status, 404);
+    assert!(body.contains("operator listener"), "{body}");
+    let (status, _) = http(public, "GET", "/api/admin/stats", bearer, "").await;
+    assert_eq!(status, 404, "the admin API is off the public port");
+    let (status, body) = http(public, "GET", "/", "", "").await;
+    assert_eq!((status, body.as_str()), (200, "<title>arena page</title>"));
+    child.kill().await.unwrap();
+}

@@ -26,6 +26,7 @@ pub(super) type ReadinessNote = Arc<dyn Fn() -> Option<String> + Send + Sync>;
 #[derive(Default)]
 pub struct Extras {
     pub(super) routes: Router,
+    pub(super) operator_routes: Router,
     pub(super) metrics: Vec<MetricsWriter>,
     pub(super) readiness: Vec<ReadinessNote>,
 }
@@ -36,6 +37,15 @@ impl Extras {
     /// overlapping routes panics in [`Runtime::start_with`](super::Runtime::start_with).
     pub fn routes(mut self, routes: Router) -> Self {
         self.routes = self.routes.merge(routes);
+        self
+    }
+
+    /// Adds routes for the operator, served where `/metrics` and the admin API are: on the
+    /// operator listener with `admin.separate_listener`, else beside the public routes. An
+    /// admin page that calls `/api/admin/*` belongs here, so it is served where that API
+    /// answers.
+    pub fn operator_routes(mut self, routes: Router) -> Self {
+        self.operator_routes = self.operator_routes.merge(routes);
         self
     }
 

@@ -602,15 +602,18 @@ impl Runtime {
             }
             None => None,
         };
-        let router = api::router(app.clone())
+        let mut router = api::router(app.clone())
             .merge(ws.router())
             .merge(extras.routes);
+        if operator_listener.is_none() {
+            router = router.merge(extras.operator_routes.clone());
+        }
         let admin_address = match operator_listener {
             Some(listener) => {
                 let address = listener
                     .local_addr()
                     .map_err(bind_error("admin", app.config.admin.listen))?;
-                let router = api::operator_router(app.clone());
+                let router = api::operator_router(app.clone()).merge(extras.operator_routes);
                 tasks.spawn(serve(listener, router, stopped.clone()));
                 Some(address)
             }
