@@ -64,6 +64,22 @@ struct Crowd {
     failures: Vec<String>,
 }
 
+/// Each distinct reason in `whys` with how many gave it, the most common first: a storm that
+/// fails shows whether it was one cause or several.
+fn tally(whys: &[String]) -> String {
+    let mut counts = std::collections::BTreeMap::<&str, usize>::new();
+    for why in whys {
+        *counts.entry(why).or_default() += 1;
+    }
+    let mut counts: Vec<_> = counts.into_iter().collect();
+    counts.sort_by_key(|&(_, count)| std::cmp::Reverse(count));
+    let counts: Vec<String> = counts
+        .iter()
+        .map(|(why, count)| format!("{count} × {why}"))
+        .collect();
+    counts.join("; ")
+}
+
 /// One player's matchmaking and connection.
 async fn attempt(url: &str, transport: Transport, name: &str) -> Result<Link, String> {
     let request = MatchmakeRequest::kind("relay").named(name);
@@ -136,19 +152,25 @@ async fn a_thousand_websocket_and_a_thousand_webtransport_players_at_500_per_sec
         wt.links.len(),
         wt.second_tries.len(),
     );
-    for (transport, crowd) in [("WebSocket", &ws), ("WebTransport", &wt)] {
+    // A second try is a player kept waiting: rare, or the server is dropping handshakes. Over
+    // WebTransport none at all: the one connect in 3,000 that waited out its timeout in
+    // silence was a QUIC Retry handing out a connection ID already in use (see the endpoint's
+    // `RandomConnectionIds`), and nothing else has needed one on a machine not busy with more.
+    for (transport, crowd, second_tries_allowed) in [
+        ("WebSocket", &ws, PER_TRANSPORT / 100),
+        ("WebTransport", &wt, 0),
+    ] {
         assert!(
             crowd.failures.is_empty(),
-            "{transport}: {} never connected (first: {:?})",
+            "{transport}: {} never connected ({})",
             crowd.failures.len(),
-            crowd.failures.first()
+            tally(&crowd.failures)
         );
-        // A second try is a player kept waiting: rare, or the server is dropping handshakes.
         assert!(
-            crowd.second_tries.len() <= PER_TRANSPORT / 100,
-            "{transport}: {} needed a second try (first: {:?})",
+            crowd.second_tries.len() <= second_tries_allowed,
+            "{transport}: {} needed a second try, at most {second_tries_allowed} may ({})",
             crowd.second_tries.len(),
-            crowd.second_tries.first()
+            tally(&crowd.second_tries)
         );
     }
     for why in ws.second_tries.iter().chain(&wt.second_tries) {
