@@ -269,10 +269,13 @@ async fn the_admin_page_follows_the_admin_api_to_the_operator_listener() {
         .unwrap();
     let mut stdout = tokio::io::BufReader::new(child.stdout.take().unwrap());
     let mut line = String::new();
-    timeout(WAIT, tokio::io::AsyncBufReadExt::read_line(&mut stdout, &mut line))
-        .await
-        .expect("the server starts in time")
-        .unwrap();
+    timeout(
+        WAIT,
+        tokio::io::AsyncBufReadExt::read_line(&mut stdout, &mut line),
+    )
+    .await
+    .expect("the server starts in time")
+    .unwrap();
     let address = |name: &str| -> SocketAddr {
         line.split_whitespace()
             .find_map(|part| part.strip_prefix(name))
