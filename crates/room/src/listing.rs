@@ -206,6 +206,14 @@ impl LabelFilter {
     pub fn is_empty(&self) -> bool {
         self.clauses.is_empty()
     }
+
+    /// Each clause as `(key, value, equal)`: `label.key = "value"` when `equal`, else `!=`.
+    /// For a directory that matches labels where this type does not run (a Redis script).
+    pub fn clauses(&self) -> impl Iterator<Item = (&str, &str, bool)> {
+        self.clauses
+            .iter()
+            .map(|clause| (clause.key.as_str(), clause.value.as_str(), clause.equal))
+    }
 }
 
 impl std::str::FromStr for LabelFilter {

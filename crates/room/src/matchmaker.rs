@@ -157,6 +157,11 @@ impl Matchmaker {
         })
     }
 
+    /// `room`'s lock, label and metadata as its shard last reported them.
+    pub fn listing(&self, room: RoomId) -> Option<&Listing> {
+        self.rooms.get(&room).map(|entry| &entry.listing)
+    }
+
     /// Whether `room` is locked (never offered); false for a room not listed here.
     pub fn is_locked(&self, room: RoomId) -> bool {
         self.rooms

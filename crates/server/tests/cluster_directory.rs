@@ -7,6 +7,7 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
+use tickwire_room::listing::{Label, LabelFilter};
 use tickwire_server::cluster::{
     CancelOutcome, Directory, NodeInfo, NodeState, Outcome, RoomState, Want,
 };
@@ -66,7 +67,20 @@ fn room(id: u64, capacity: u16, seated: u16, port: u16) -> RoomState {
         seated,
         joinable: true,
         udp: udp(port),
+        label: Label::default(),
+        metadata: String::new(),
     }
+}
+
+fn labelled(mut state: RoomState, entries: &[(&str, &str)], metadata: &str) -> RoomState {
+    state.label = Label::new(
+        entries
+            .iter()
+            .map(|(key, value)| (key.to_string(), value.to_string())),
+    )
+    .unwrap();
+    state.metadata = metadata.to_string();
+    state
 }
 
 async fn directory(url: &str, name: &str, node: &str) -> Directory {
@@ -350,6 +364,102 @@ async fn a_create_request_is_taken_or_cancelled_never_both() {
     assert!(
         !b.claim_range(9, Duration::from_secs(10)).await.unwrap(),
         "held by a"
+    );
+    cleanup(&url, &name).await;
+}
+
+/// Labels travel with the listings: join-or-create through any node offers only rooms whose
+/// label matches the filter (a new room when none does), and the cluster's room list shows
+/// each room's label and metadata as its node wrote them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_label_filter_chooses_among_the_rooms_of_every_node() {
+    let Some(url) = redis_url() else { return };
+    let name = cluster_name("labels");
+    let lease = Duration::from_secs(10);
+    let a = directory(&url, &name, "a").await;
+    let b = directory(&url, &name, "b").await;
+    let ranked = 1 << 32;
+    let casual = 2 << 32;
+    let (ranked_room, casual_room) = (
+        labelled(
+            room(ranked, 4, 1, 7001),
+            &[("mode", "ranked")],
+            "{\"map\":\"desert\"}",
+        ),
+        labelled(room(casual, 4, 2, 7002), &[("mode", "casual")], ""),
+    );
+    a.heartbeat(&node_state("a", 1, vec![ranked_room]), lease)
+        .await
+        .unwrap();
+    b.heartbeat(&node_state("b", 2, vec![casual_room]), lease)
+        .await
+        .unwrap();
+
+    let filter = |text: &str| -> LabelFilter { text.parse().unwrap() };
+    let seat_for = |outcome: Outcome| match outcome {
+        Outcome::Reserved(seat) => Some(seat.room),
+        _ => None,
+    };
+    // Unfiltered, the fullest room with a seat: the casual one on b.
+    let any = b
+        .matchmake_filtered(1, Want::JoinOrCreate("relay"), &LabelFilter::default(), TTL)
+        .await
+        .unwrap();
+    assert_eq!(seat_for(any), Some(casual));
+    // Filtered, through b, the ranked room on a.
+    let wanted = b
+        .matchmake_filtered(
+            2,
+            Want::JoinOrCreate("relay"),
+            &filter(r#"label.mode = "ranked""#),
+            TTL,
+        )
+        .await
+        .unwrap();
+    assert_eq!(seat_for(wanted), Some(ranked));
+    let not_casual = a
+        .matchmake_filtered(
+            3,
+            Want::JoinOrCreate("relay"),
+            &filter(r#"label.mode != "casual""#),
+            TTL,
+        )
+        .await
+        .unwrap();
+    assert_eq!(seat_for(not_casual), Some(ranked));
+    // No room matches: a new one.
+    let none = a
+        .matchmake_filtered(
+            4,
+            Want::JoinOrCreate("relay"),
+            &filter(r#"label.mode = "coop""#),
+            TTL,
+        )
+        .await
+        .unwrap();
+    assert!(matches!(none, Outcome::Create { .. }), "{none:?}");
+
+    // Each room as `id label metadata`, as the directory lists them.
+    let shown: Vec<String> = a
+        .rooms()
+        .await
+        .unwrap()
+        .iter()
+        .map(|room| {
+            let label: Vec<String> = room
+                .label
+                .iter()
+                .map(|(key, value)| format!("{key}={value}"))
+                .collect();
+            format!("{} {} {}", room.id, label.join(","), room.metadata)
+        })
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            format!("{ranked} mode=ranked {{\"map\":\"desert\"}}"),
+            format!("{casual} mode=casual "),
+        ]
     );
     cleanup(&url, &name).await;
 }

@@ -379,3 +379,80 @@ async fn a_room_that_panics_in_tick_message_or_join_goes_alone() {
     }
     runtime.shut_down().await.unwrap();
 }
+
+/// In a cluster (a real Redis, `TICKWIRE_TEST_REDIS_URL`; skipped without it) a room's label
+/// travels with its listing: a room made on one node with `mode = ranked` is what a filtered
+/// join-or-create on the other node finds, `GET /api/rooms?filter=` on either node lists it
+/// with its label and metadata, and a filter no room matches makes a new room.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rooms_label_is_matched_on_every_node_of_a_cluster() {
+    let Some(url) = std::env::var("TICKWIRE_TEST_REDIS_URL")
+        .ok()
+        .filter(|url| !url.is_empty())
+    else {
+        eprintln!("skipped: set TICKWIRE_TEST_REDIS_URL to run the cluster label test");
+        return;
+    };
+    let name = format!("test-labels-{}", std::process::id());
+    let node = |id: &str| {
+        let mut config = test_config();
+        config.cluster.redis_url = url.clone();
+        config.cluster.name = name.clone();
+        config.cluster.secret = "a-secret-of-at-least-16-bytes".into();
+        config.cluster.node_id = id.into();
+        config
+    };
+    let a = Runtime::start(node("a"), kinds()).await.unwrap();
+    let b = Runtime::start(node("b"), kinds()).await.unwrap();
+    let (a_http, b_http) = (a.addresses().http, b.addresses().http);
+    // Both nodes in the directory before anything is placed.
+    until(a_http, "/api/admin/nodes", Some(ADMIN_TOKEN), |nodes| {
+        nodes.as_array().is_some_and(|nodes| nodes.len() == 2)
+    })
+    .await;
+
+    let ada = matchmake(
+        a_http,
+        json!({"kind": "lobby", "name": "ada", "create": true, "options": {"mode": "ranked"}}),
+    )
+    .await;
+    let room = ada["room"].clone();
+    let ranked = "/api/rooms?filter=label.mode%20%3D%20%22ranked%22";
+    for address in [a_http, b_http] {
+        let listed = until(address, ranked, None, |rooms| {
+            room_in(rooms, &room).is_some()
+        })
+        .await;
+        let listing = room_in(&listed, &room).unwrap();
+        assert_eq!(listing["label"], json!({"mode": "ranked"}));
+        assert_eq!(listing["metadata"], "{\"rounds\":3}");
+    }
+    let bob = matchmake(
+        b_http,
+        json!({"kind": "lobby", "name": "bob", "filter": "label.mode = \"ranked\""}),
+    )
+    .await;
+    assert_eq!(bob["room"], room, "node b found the ranked room");
+    let cy = matchmake(
+        b_http,
+        json!({"kind": "lobby", "name": "cy", "filter": "label.mode = \"coop\""}),
+    )
+    .await;
+    assert_ne!(cy["room"], room, "no coop room: a new one");
+    let casual = http(
+        b_http,
+        "GET",
+        "/api/rooms?filter=label.mode%3D%22casual%22",
+        None,
+        None,
+    )
+    .await;
+    assert!(
+        room_in(&casual.json(), &room).is_none(),
+        "the ranked room is not listed as casual: {}",
+        casual.body
+    );
+    // A clean stop takes each node's listings out of the shared Redis.
+    a.shut_down().await.unwrap();
+    b.shut_down().await.unwrap();
+}

@@ -19,7 +19,7 @@
 //! | `node:{id}:rooms` | set | the node's room ids; lease |
 //! | `node:{id}:players` | hash | seated player → room; lease |
 //! | `node:{id}:res` | sorted set | player → expiry (ms) of seats promised on the node: its load |
-//! | `room:{id}` | hash | `node`, `kind`, `capacity`, `seated`, `joinable`, `udp`; lease |
+//! | `room:{id}` | hash | `node`, `kind`, `capacity`, `seated`, `joinable`, `udp`, `label` (JSON object), `metadata`; lease |
 //! | `room:{id}:res` | sorted set | player → expiry (ms) of seats promised in the room |
 //! | `kind:{kind}` | set | room ids of that kind (stale ones dropped when read) |
 //! | `res:{player}` | string | the room a player's reservation is in; expires with it |
@@ -37,6 +37,7 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{AsyncCommands as _, Script};
 use serde::{Deserialize, Serialize};
 use tickwire_proto::matchmake::WtEndpointInfo;
+use tickwire_room::listing::{Label, LabelFilter};
 use tokio::sync::mpsc;
 
 macro_rules! script {
@@ -85,6 +86,10 @@ pub struct RoomState {
     pub joinable: bool,
     /// The public UDP address of the shard hosting it (the address its tokens name).
     pub udp: SocketAddr,
+    /// What matchmaking filters match (`label.mode = "ranked"`), as the room set it.
+    pub label: Label,
+    /// The room's free text for listings.
+    pub metadata: String,
 }
 
 /// A node's whole state, as each renewal writes it.
@@ -177,6 +182,45 @@ pub struct RoomListing {
     pub capacity: u16,
     /// Whether matchmaking puts players in it.
     pub joinable: bool,
+    /// Its label.
+    #[serde(serialize_with = "label_as_map")]
+    pub label: Label,
+    /// Its metadata.
+    pub metadata: String,
+}
+
+fn label_as_map<S: serde::Serializer>(label: &Label, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.collect_map(label.iter())
+}
+
+/// A label as the directory stores it: a JSON object of its entries.
+fn label_json(label: &Label) -> String {
+    let map: serde_json::Map<String, serde_json::Value> = label
+        .iter()
+        .map(|(key, value)| (key.to_string(), serde_json::Value::from(value)))
+        .collect();
+    serde_json::Value::Object(map).to_string()
+}
+
+/// A label read back from the directory (bounded again: Redis is not trusted to hold
+/// only what nodes wrote).
+fn parse_label(json: &str) -> Result<Label, DirectoryError> {
+    let corrupt = |what: String| DirectoryError::Corrupt(format!("room label: {what}"));
+    if json.is_empty() {
+        return Ok(Label::default());
+    }
+    let map: std::collections::BTreeMap<String, String> =
+        serde_json::from_str(json).map_err(|error| corrupt(error.to_string()))?;
+    Label::new(map).map_err(|error| corrupt(error.to_string()))
+}
+
+/// A filter as the matchmake script reads it: `[[key, value, "1" for = or "0" for !=], …]`.
+fn filter_json(filter: &LabelFilter) -> String {
+    let clauses: Vec<[&str; 3]> = filter
+        .clauses()
+        .map(|(key, value, equal)| [key, value, if equal { "1" } else { "0" }])
+        .collect();
+    json(&clauses)
 }
 
 /// A node in the cluster-wide listing.
@@ -352,7 +396,7 @@ impl Directory {
         let info = serde_json::to_string(&state.info)
             .map_err(|error| DirectoryError::Corrupt(error.to_string()))?;
         let kinds = format!(",{},", state.kinds.join(","));
-        let rooms: Vec<[String; 6]> = state
+        let rooms: Vec<[String; 8]> = state
             .rooms
             .iter()
             .map(|room| {
@@ -363,6 +407,8 @@ impl Directory {
                     room.seated.to_string(),
                     if room.joinable { "1" } else { "0" }.to_string(),
                     room.udp.to_string(),
+                    label_json(&room.label),
+                    room.metadata.clone(),
                 ]
             })
             .collect();
@@ -399,6 +445,19 @@ impl Directory {
         want: Want<'_>,
         reservation: Duration,
     ) -> Result<Outcome, DirectoryError> {
+        self.matchmake_filtered(player, want, &LabelFilter::default(), reservation)
+            .await
+    }
+
+    /// [`matchmake`](Self::matchmake), where join-or-create offers only rooms whose label
+    /// `filter` matches (a new room is made when none does).
+    pub async fn matchmake_filtered(
+        &self,
+        player: u64,
+        want: Want<'_>,
+        filter: &LabelFilter,
+        reservation: Duration,
+    ) -> Result<Outcome, DirectoryError> {
         let (mode, target) = match want {
             Want::Lookup => ("lookup", String::new()),
             Want::Join(room) => ("join", room.to_string()),
@@ -412,7 +471,8 @@ impl Directory {
             .arg(player.to_string())
             .arg(mode)
             .arg(target)
-            .arg(millis(reservation));
+            .arg(millis(reservation))
+            .arg(filter_json(filter));
         let answer: Vec<String> = self
             .bounded(invocation.invoke_async(&mut connection))
             .await?;
@@ -476,7 +536,9 @@ impl Directory {
             .arg(millis(lease))
             .arg(player)
             .arg(ttl)
-            .arg(request.unwrap_or_default());
+            .arg(request.unwrap_or_default())
+            .arg(label_json(&room.label))
+            .arg(&room.metadata);
         let _: String = self
             .bounded(invocation.invoke_async(&mut connection))
             .await?;
@@ -695,6 +757,10 @@ struct RawRoom {
     reserved: String,
     capacity: String,
     joinable: String,
+    #[serde(default)]
+    label: String,
+    #[serde(default)]
+    metadata: String,
 }
 
 fn parse_listing(json: &str) -> Result<Vec<NodeListing>, DirectoryError> {
@@ -731,6 +797,8 @@ fn parse_listing(json: &str) -> Result<Vec<NodeListing>, DirectoryError> {
                 players: u16::try_from(occupied).unwrap_or(u16::MAX),
                 capacity: u16::try_from(number(&room.capacity)?).unwrap_or(u16::MAX),
                 joinable: room.joinable == "1",
+                label: parse_label(&room.label)?,
+                metadata: room.metadata,
             });
         }
         listed.sort_by_key(|room| room.id);

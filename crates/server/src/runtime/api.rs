@@ -472,18 +472,11 @@ async fn rooms(
     Ok(axum::Json(rooms))
 }
 
-/// The cluster directory's rooms. Its listings carry no label or metadata yet, so a label
-/// filter cannot be answered across the cluster: refused rather than ignored.
+/// The cluster directory's rooms whose label matches `filter`.
 async fn cluster_rooms(
     node: &super::cluster::ClusterNode,
     filter: &LabelFilter,
 ) -> Result<Vec<RoomListing>, ApiError> {
-    if !filter.is_empty() {
-        return Err(ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "label filters are not yet answered across a cluster",
-        ));
-    }
     let rooms = node.directory().rooms().await.map_err(|error| {
         ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -492,14 +485,19 @@ async fn cluster_rooms(
     })?;
     Ok(rooms
         .into_iter()
+        .filter(|room| filter.matches(&room.label))
         .map(|room| RoomListing {
             id: room.id,
             kind: room.kind,
             players: room.players,
             capacity: room.capacity,
             locked: !room.joinable,
-            label: BTreeMap::new(),
-            metadata: String::new(),
+            label: room
+                .label
+                .iter()
+                .map(|(key, value)| (key.to_string(), value.to_string()))
+                .collect(),
+            metadata: room.metadata,
             node: Some(room.node),
         })
         .collect())

@@ -31,7 +31,7 @@ use crate::cluster::{
     RoomState, Want,
 };
 use crate::config::ClusterConfig;
-use crate::listing::RoomOptions;
+use crate::listing::{LabelFilter, RoomOptions};
 use crate::matchmaker::{MatchError, MatchRequest};
 use crate::room::PlayerId;
 use crate::shard::{RoomId, SeatChange};
@@ -281,16 +281,21 @@ fn node_state(
     let rooms: Vec<RoomState> = matchmaker
         .room_entries()
         .filter(|(id, ..)| listed.contains_key(id))
-        .map(|(id, kind, shard, seated, capacity)| RoomState {
-            id: id.0,
-            kind: kind.to_string(),
-            capacity,
-            seated,
-            joinable: !draining && !matchmaker.is_locked(id),
-            udp: app
-                .shards
-                .get(shard)
-                .map_or(app.http_public, |link| link.udp_public),
+        .map(|(id, kind, shard, seated, capacity)| {
+            let listing = matchmaker.listing(id).cloned().unwrap_or_default();
+            RoomState {
+                id: id.0,
+                kind: kind.to_string(),
+                capacity,
+                seated,
+                joinable: !draining && !listing.locked,
+                udp: app
+                    .shards
+                    .get(shard)
+                    .map_or(app.http_public, |link| link.udp_public),
+                label: listing.label,
+                metadata: listing.metadata,
+            }
         })
         .collect();
     let seated: Vec<(u64, u64)> = matchmaker
@@ -588,6 +593,13 @@ async fn create_here(
         return Err(error);
     }
     let capacity = app.kinds.capacity(kind).unwrap_or(1);
+    // The label its `create` set, if the shard has reported it yet; else the renewal that
+    // the report brings lists it.
+    let listing = app
+        .matchmaker()
+        .listing(placement.room)
+        .cloned()
+        .unwrap_or_default();
     let room = RoomState {
         id: placement.room.0,
         kind: kind.to_string(),
@@ -595,6 +607,8 @@ async fn create_here(
         seated: 0,
         joinable: true,
         udp: app.shards[placement.shard].udp_public,
+        label: listing.label,
+        metadata: listing.metadata,
     };
     let (done, listed) = oneshot::channel();
     let ttl = Duration::from_secs(app.config.udp.token_validity_secs);
@@ -705,14 +719,12 @@ pub(super) async fn place(
             ),
         ));
     }
+    let no_filter = LabelFilter::default();
+    let filter = match wanted {
+        MatchRequest::JoinOrCreate { filter, .. } => filter,
+        _ => &no_filter,
+    };
     let want = match wanted {
-        // The directory's listings carry no labels yet: a filter cannot be honoured here.
-        MatchRequest::JoinOrCreate { filter, .. } if !filter.is_empty() => {
-            return Err(ApiError::new(
-                StatusCode::BAD_REQUEST,
-                "label filters are not yet answered across a cluster",
-            ));
-        }
         MatchRequest::JoinOrCreate { kind, .. } if kind.is_empty() => Want::Lookup,
         MatchRequest::JoinOrCreate { kind, .. } | MatchRequest::Create { kind } => {
             if app.kinds.capacity(kind).is_none() {
@@ -729,7 +741,7 @@ pub(super) async fn place(
     let player = identity.player;
     let mut outcome = node
         .directory
-        .matchmake(player.0, want, ttl)
+        .matchmake_filtered(player.0, want, filter, ttl)
         .await
         .map_err(|error| node.unavailable(error))?;
     node.succeeded();
@@ -740,7 +752,7 @@ pub(super) async fn place(
             let guard = node.creating.lock().await;
             outcome = node
                 .directory
-                .matchmake(player.0, want, ttl)
+                .matchmake_filtered(player.0, want, filter, ttl)
                 .await
                 .map_err(|error| node.unavailable(error))?;
             Some(guard)

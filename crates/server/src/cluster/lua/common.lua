@@ -31,11 +31,11 @@ local function reserve(rid, node, player, now, ttl)
   redis.call('SET', p .. 'res:' .. player, rid, 'PX', ttl)
 end
 
--- Writes one room's listing under its node's lease.
-local function list_room(node, lease, rid, kind, capacity, seated, joinable, udp)
+-- Writes one room's listing under its node's lease; `label` is a JSON object.
+local function list_room(node, lease, rid, kind, capacity, seated, joinable, udp, label, metadata)
   local k = p .. 'room:' .. rid
   redis.call('HSET', k, 'node', node, 'kind', kind, 'capacity', capacity, 'seated', seated,
-    'joinable', joinable, 'udp', udp)
+    'joinable', joinable, 'udp', udp, 'label', label, 'metadata', metadata)
   redis.call('PEXPIRE', k, lease)
   local kk = p .. 'kind:' .. kind
   redis.call('SADD', kk, rid)

@@ -3,7 +3,8 @@
 -- back (empty) rebuilds the node's part of the directory. Answers 1 when the node was
 -- listed, 0 when this renewal listed it anew.
 -- ARGV: [2] node, [3] lease ms, [4] info JSON, [5] kinds ",a,b,", [6] players, [7] draining
--- 0/1, [8] capacity, [9] rooms JSON [[id, kind, capacity, seated, joinable, udp], ...]
+-- 0/1, [8] capacity, [9] rooms JSON [[id, kind, capacity, seated, joinable, udp, label
+-- JSON, metadata], ...]
 -- (strings), [10] seated JSON [[player, room], ...] (strings), [11] room-id range.
 local node, lease = ARGV[2], tonumber(ARGV[3])
 local nk = p .. 'node:' .. node
@@ -16,7 +17,7 @@ redis.call('SET', p .. 'range:' .. ARGV[11], node, 'PX', lease)
 local nr = nk .. ':rooms'
 local listed = {}
 for _, r in ipairs(cjson.decode(ARGV[9])) do
-  list_room(node, lease, r[1], r[2], r[3], r[4], r[5], r[6])
+  list_room(node, lease, r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8])
   listed[r[1]] = true
 end
 -- Rooms listed before and gone since without their own removal reaching Redis.

@@ -12,7 +12,8 @@ for _, id in ipairs(redis.call('SMEMBERS', p .. 'nodes')) do
         local reserved = redis.call('ZCOUNT', rk, '(' .. now, '+inf')
         rooms[#rooms + 1] = { id = r, kind = room.kind, seated = room.seated,
           reserved = tostring(reserved), capacity = room.capacity,
-          joinable = room.joinable, udp = room.udp }
+          joinable = room.joinable, udp = room.udp, label = room.label or '{}',
+          metadata = room.metadata or '' }
       end
     end
     local nr = p .. 'node:' .. id .. ':res'

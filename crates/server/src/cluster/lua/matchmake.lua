@@ -2,11 +2,23 @@
 -- reserved in the fullest joinable room of the kind on a live node that is not draining,
 -- else the node a new room should go to (least players, pending reservations counted).
 -- ARGV: [2] player, [3] mode (lookup | join | join_or_create | create), [4] kind or room
--- id, [5] reservation ttl in ms.
+-- id, [5] reservation ttl in ms, [6] label filter JSON [[key, value, '1' for = or '0' for
+-- !=], ...] (join_or_create offers only rooms whose label matches every clause).
 -- Answers {status, room, node, udp, kind, node info}; status is held, reserved, create,
 -- none, no_room, closed, full or no_node.
 local player, mode, target, ttl = ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
+local filter = cjson.decode(ARGV[6] or '[]')
 local now = now_ms()
+
+-- A clause on a key the label lacks holds only for !=, as in the server's own filter.
+local function matches(room)
+  if #filter == 0 then return true end
+  local label = cjson.decode(room.label or '{}')
+  for _, clause in ipairs(filter) do
+    if (label[clause[1]] == clause[2]) ~= (clause[3] == '1') then return false end
+  end
+  return true
+end
 
 local nodes_cache = {}
 local function node(id)
@@ -84,7 +96,7 @@ if mode == 'join_or_create' then
     local room = hash(p .. 'room:' .. r)
     if not room then
       redis.call('SREM', kk, r)
-    elseif open(room) then
+    elseif open(room) and matches(room) then
       local free = free_seats(r, room)
       if free > 0 and (best == nil or free < best_free
           or (free == best_free and tonumber(r) < tonumber(best))) then
