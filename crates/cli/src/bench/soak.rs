@@ -4,9 +4,13 @@
 //! a network change. The server's resident memory, descriptors, threads, runtime tasks and
 //! tick p99 are sampled at a fixed interval and printed as a series.
 //!
-//! Flat means: resident memory grows at most `--max-rss-slope` MB per hour after the
-//! warm-up (least squares over the samples), and once the last player has left, the
-//! server's descriptors and tasks are back where they were before the first one came.
+//! Flat means: the server's anonymous memory (`RssAnon`: its heap, stacks and buffers) grows
+//! at most `--max-rss-slope` MB per hour after the warm-up (least squares over the samples),
+//! and once the last player has left, the server's descriptors and tasks are back where they
+//! were before the first one came. The whole RSS is sampled and reported too, but it also
+//! counts the executable's own pages, mapped from the file as code paths run for the first
+//! time (an hour's churn reaches cold paths late): clean, shared, bounded by the binary and
+//! reclaimable by the kernel, they are no leak.
 //!
 //! The server runs as a child process pinned to one CPU; the players are the SDK's own
 //! sessions in this process, pinned to another.
@@ -62,7 +66,8 @@ pub struct SoakArgs {
     /// One player in this many reconnects halfway through their stay.
     #[arg(long, default_value_t = 5)]
     pub reconnect_every: u32,
-    /// Flat means resident memory grows at most this many MB per hour after the warm-up.
+    /// Flat means anonymous memory (`RssAnon`) grows at most this many MB per hour after the
+    /// warm-up.
     #[arg(long, default_value_t = 1.0)]
     pub max_rss_slope: f64,
     /// Seeds stays, transports and who reconnects.
@@ -86,6 +91,8 @@ pub struct SoakSample {
     pub at_s: f64,
     /// Resident set size.
     pub rss_bytes: u64,
+    /// Of it, anonymous memory (`RssAnon`): what a leak would grow.
+    pub anon_bytes: u64,
     /// Heap in use (`tickwire_heap_bytes`): growing with the RSS is a leak, the RSS alone
     /// growing is the allocator's.
     pub heap_bytes: u64,
@@ -127,7 +134,11 @@ pub struct SoakReport {
     pub idle: SoakSample,
     /// The server once the last player had left and [`SETTLE`] had passed.
     pub settled: SoakSample,
-    /// Resident memory's growth after the warm-up, least squares, MB per hour.
+    /// Anonymous memory's growth after the warm-up, least squares, MB per hour: what
+    /// `--max-rss-slope` bounds.
+    pub anon_slope_mb_per_hour: f64,
+    /// The whole resident set's growth over the same samples (the executable's pages
+    /// included).
     pub rss_slope_mb_per_hour: f64,
     /// The heap in use's growth over the same samples: what of the RSS's is live data.
     pub heap_slope_mb_per_hour: f64,
@@ -199,28 +210,28 @@ async fn soak(args: &SoakArgs, server: &ServerProcess) -> anyhow::Result<SoakRep
     tokio::time::sleep(SETTLE).await;
     let settled = sampler.sample(started.elapsed().as_secs_f64())?;
     let churn = churn.lock().expect("churn tally").clone();
-    let warm: Vec<(f64, f64)> = samples
-        .iter()
-        .filter(|sample| sample.at_s >= args.warmup.as_secs_f64())
-        .map(|sample| (sample.at_s, sample.rss_bytes as f64))
-        .collect();
-    let rss_slope_mb_per_hour = slope(&warm) * 3600.0 / 1e6;
-    let warm_heap: Vec<(f64, f64)> = samples
-        .iter()
-        .filter(|sample| sample.at_s >= args.warmup.as_secs_f64())
-        .map(|sample| (sample.at_s, sample.heap_bytes as f64))
-        .collect();
-    let heap_slope_mb_per_hour = slope(&warm_heap) * 3600.0 / 1e6;
+    let warm = |figure: fn(&SoakSample) -> u64| -> Vec<(f64, f64)> {
+        samples
+            .iter()
+            .filter(|sample| sample.at_s >= args.warmup.as_secs_f64())
+            .map(|sample| (sample.at_s, figure(sample) as f64))
+            .collect()
+    };
+    let mb_per_hour = |series: &[(f64, f64)]| slope(series) * 3600.0 / 1e6;
+    let warm_anon = warm(|sample| sample.anon_bytes);
+    let anon_slope_mb_per_hour = mb_per_hour(&warm_anon);
+    let rss_slope_mb_per_hour = mb_per_hour(&warm(|sample| sample.rss_bytes));
+    let heap_slope_mb_per_hour = mb_per_hour(&warm(|sample| sample.heap_bytes));
     let mut not_flat_because = Vec::new();
-    if warm.len() < 3 {
+    if warm_anon.len() < 3 {
         not_flat_because.push(format!(
             "only {} samples after the warm-up: too few for a slope",
-            warm.len()
+            warm_anon.len()
         ));
     }
-    if rss_slope_mb_per_hour > args.max_rss_slope {
+    if anon_slope_mb_per_hour > args.max_rss_slope {
         not_flat_because.push(format!(
-            "resident memory grew {rss_slope_mb_per_hour:.2} MB/h after the warm-up (at most {})",
+            "anonymous memory grew {anon_slope_mb_per_hour:.2} MB/h after the warm-up (at most {})",
             args.max_rss_slope
         ));
     }
@@ -238,6 +249,7 @@ async fn soak(args: &SoakArgs, server: &ServerProcess) -> anyhow::Result<SoakRep
         samples,
         idle,
         settled,
+        anon_slope_mb_per_hour,
         rss_slope_mb_per_hour,
         heap_slope_mb_per_hour,
         churn,
@@ -412,6 +424,11 @@ impl Sampler {
             .find_map(|line| line.strip_prefix("Threads:"))
             .and_then(|count| count.trim().parse().ok())
             .unwrap_or(0);
+        let anon_kib: u64 = status
+            .lines()
+            .find_map(|line| line.strip_prefix("RssAnon:"))
+            .and_then(|kib| kib.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or(0);
         let text = scrape(&self.http).context("scraping /metrics")?;
         let sum = |prefix: &str| -> f64 {
             text.lines()
@@ -425,6 +442,7 @@ impl Sampler {
         Ok(SoakSample {
             at_s,
             rss_bytes: process.rss_bytes,
+            anon_bytes: anon_kib * 1024,
             heap_bytes: metric(&text, "tickwire_heap_bytes").unwrap_or(0.0) as u64,
             fds,
             threads,
@@ -438,9 +456,10 @@ impl Sampler {
 
 fn render_sample(sample: &SoakSample) -> String {
     format!(
-        "{:>7.0} s  rss {:>7.1} MB  heap {:>7.1} MB  fds {:>5}  threads {:>3}  tasks {:>5}  players {:>5}  rooms {:>4}  tick p99 {:>6.2} ms",
+        "{:>7.0} s  rss {:>7.1} MB  anon {:>7.1} MB  heap {:>7.1} MB  fds {:>5}  threads {:>3}  tasks {:>5}  players {:>5}  rooms {:>4}  tick p99 {:>6.2} ms",
         sample.at_s,
         sample.rss_bytes as f64 / 1e6,
+        sample.anon_bytes as f64 / 1e6,
         sample.heap_bytes as f64 / 1e6,
         sample.fds,
         sample.threads,
@@ -465,8 +484,8 @@ pub fn render(report: &SoakReport) -> String {
         out.push_str(&format!("  {count} × {why}\n"));
     }
     out.push_str(&format!(
-        "resident memory after the warm-up: {:+.2} MB/h (heap in use {:+.2} MB/h)\n",
-        report.rss_slope_mb_per_hour, report.heap_slope_mb_per_hour
+        "after the warm-up: anonymous memory {:+.2} MB/h, whole RSS {:+.2} MB/h, heap in use {:+.2} MB/h\n",
+        report.anon_slope_mb_per_hour, report.rss_slope_mb_per_hour, report.heap_slope_mb_per_hour
     ));
     if report.flat {
         out.push_str("flat: memory, descriptors and tasks\n");
