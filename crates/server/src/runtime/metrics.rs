@@ -88,7 +88,7 @@ impl Metrics {
     pub(super) fn memory_trimmed(&self, trimmed: super::memory::Trimmed) {
         self.memory_trims.fetch_add(1, Ordering::Relaxed);
         self.memory_returned_bytes.fetch_add(
-            trimmed.rss_before.saturating_sub(trimmed.rss_after),
+            trimmed.before.saturating_sub(trimmed.after),
             Ordering::Relaxed,
         );
     }

@@ -824,10 +824,10 @@ async fn return_freed_memory(app: Arc<App>) {
     loop {
         interval.tick().await;
         let heap = tickwire_alloc_count::live_bytes().max(0) as u64;
-        let Some(rss) = memory::resident_bytes() else {
+        let Some(anonymous) = memory::anonymous_resident_bytes() else {
             return;
         };
-        if !memory::worth_trimming(rss, heap) {
+        if !memory::worth_trimming(anonymous, heap) {
             continue;
         }
         if let Ok(Some(trimmed)) = tokio::task::spawn_blocking(memory::trim).await {
