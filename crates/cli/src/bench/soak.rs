@@ -66,11 +66,6 @@ pub struct SoakArgs {
     /// One player in this many reconnects halfway through their stay.
     #[arg(long, default_value_t = 5)]
     pub reconnect_every: u32,
-    /// Players come from a community of this many names, each coming back in turn (their
-    /// stats add up in one row); 0: every visit a new player, so the stats table, and the
-    /// database's page cache over it (up to its `cache_size`), grow for the whole run.
-    #[arg(long, default_value_t = 0)]
-    pub community: u64,
     /// Flat means anonymous memory (`RssAnon`) grows at most this many MB per hour after the
     /// warm-up.
     #[arg(long, default_value_t = 1.0)]
@@ -299,14 +294,7 @@ impl Plan {
         let stay = args.min_stay + (args.max_stay - args.min_stay).mul_f64(rng.random::<f64>());
         let reconnects = args.reconnect_every > 0 && rng.random_range(0..args.reconnect_every) == 0;
         Self {
-            name: format!(
-                "soak{}",
-                if args.community > 0 {
-                    index % args.community
-                } else {
-                    index
-                }
-            ),
+            name: format!("soak{index}"),
             transport,
             arena: index.is_multiple_of(2),
             stay,
