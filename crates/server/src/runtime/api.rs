@@ -486,19 +486,22 @@ async fn cluster_rooms(
     Ok(rooms
         .into_iter()
         .filter(|room| filter.matches(&room.label))
-        .map(|room| RoomListing {
-            id: room.id,
-            kind: room.kind,
-            players: room.players,
-            capacity: room.capacity,
-            locked: !room.joinable,
-            label: room
-                .label
-                .iter()
-                .map(|(key, value)| (key.to_string(), value.to_string()))
-                .collect(),
-            metadata: room.metadata,
-            node: Some(room.node),
+        .map(|room| {
+            let listing = Listing {
+                locked: !room.joinable,
+                label: room.label,
+                metadata: room.metadata,
+            };
+            RoomListing {
+                node: Some(room.node),
+                ..RoomListing::new(
+                    RoomId(room.id),
+                    room.kind,
+                    room.players,
+                    room.capacity,
+                    &listing,
+                )
+            }
         })
         .collect())
 }

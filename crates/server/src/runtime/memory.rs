@@ -74,7 +74,12 @@ mod tests {
         let resident: u64 = statm.split_whitespace().nth(1).unwrap().parse().unwrap();
         // SAFETY: sysconf has no preconditions.
         let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as u64;
-        assert!(anonymous_resident_bytes().unwrap() < resident * page);
+        let anonymous = anonymous_resident_bytes().unwrap();
+        assert!(
+            anonymous > 0 && anonymous < resident * page,
+            "{anonymous} anonymous of {} resident",
+            resident * page
+        );
     }
 
     #[test]
