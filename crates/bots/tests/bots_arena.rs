@@ -11,7 +11,7 @@ use tickwire_arena::room::{ArenaConfig, ArenaRoomFactory};
 use tickwire_bots::engine::{self, Quiet, RunConfig, RunReport};
 use tickwire_bots::scenario::ArenaScenario;
 use tickwire_client::Transport;
-use tickwire_server::config::ServeConfig;
+use tickwire_server::embed::free_ports_config;
 use tickwire_server::runtime::{RoomKinds, Runtime};
 
 /// Starts a server whose `arena` rooms play `map` with `capacity` seats, runs `scenario`.
@@ -27,13 +27,8 @@ fn run_against_server(
         .build()
         .unwrap();
     let server = runtime.block_on(async {
-        let mut config = ServeConfig {
-            shards: 1,
-            ..ServeConfig::default()
-        };
-        config.http.listen = "127.0.0.1:0".parse().unwrap();
-        config.udp.listen = "127.0.0.1:0".parse().unwrap();
-        config.webtransport.listen = "127.0.0.1:0".parse().unwrap();
+        let mut config = free_ports_config();
+        config.shards = 1;
         config.console.enabled = false;
         let factory =
             ArenaRoomFactory::new(Arc::new(map.load().unwrap()), ArenaConfig::default(), 5)

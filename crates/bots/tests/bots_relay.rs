@@ -8,7 +8,7 @@ use std::time::Duration;
 use tickwire_bots::engine::{self, Quiet, RunConfig, RunReport};
 use tickwire_bots::scenario::RelayScenario;
 use tickwire_client::Transport;
-use tickwire_server::config::ServeConfig;
+use tickwire_server::embed::free_ports_config;
 use tickwire_server::rooms::relay::RelayRoom;
 use tickwire_server::runtime::{RoomKinds, Runtime};
 
@@ -21,13 +21,8 @@ fn run_against_server(scenario: RelayScenario, transport: Transport) -> RunRepor
         .unwrap();
     let capacity = scenario.players_per_room as u16;
     let server = runtime.block_on(async {
-        let mut config = ServeConfig {
-            shards: 1,
-            ..ServeConfig::default()
-        };
-        config.http.listen = "127.0.0.1:0".parse().unwrap();
-        config.udp.listen = "127.0.0.1:0".parse().unwrap();
-        config.webtransport.listen = "127.0.0.1:0".parse().unwrap();
+        let mut config = free_ports_config();
+        config.shards = 1;
         config.console.enabled = false;
         let mut kinds = RoomKinds::new();
         kinds.register("relay", capacity, || Box::new(RelayRoom::default()));

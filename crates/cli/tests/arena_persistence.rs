@@ -13,7 +13,7 @@ use tickwire_arena::room::{StatEvent, StatSink};
 use tickwire_bots::engine::{self, Quiet, RunConfig};
 use tickwire_bots::scenario::ArenaScenario;
 use tickwire_client::{ConnectOptions, Link, LinkEvent, MatchmakeRequest, Transport, matchmake};
-use tickwire_server::config::ServeConfig;
+use tickwire_server::embed::free_ports_config;
 use tickwire_server::runtime::{Extras, Runtime};
 use tickwire_store::{Store, WriterConfig};
 use tokio::time::{Instant, timeout};
@@ -34,13 +34,8 @@ async fn an_arena_session_lands_in_the_database_and_on_the_api() {
     };
     let kinds = room_kinds(&settings, Some(writer.clone())).unwrap();
 
-    let mut config = ServeConfig {
-        shards: 1,
-        ..ServeConfig::default()
-    };
-    config.http.listen = "127.0.0.1:0".parse().unwrap();
-    config.udp.listen = "127.0.0.1:0".parse().unwrap();
-    config.webtransport.listen = "127.0.0.1:0".parse().unwrap();
+    let mut config = free_ports_config();
+    config.shards = 1;
     config.console.enabled = false;
     config.admin.token = "arena-store-test".into();
     let extras = Extras::default().routes(tickwire_store::http::router(store.clone()));
@@ -191,12 +186,8 @@ fn a_match_played_by_bots_lands_in_the_database_with_the_rooms_totals() {
             ..ArenaSettings::default()
         };
         let arena = settings.factory_with_sink(Some(counting.clone())).unwrap();
-        let mut config = ServeConfig {
-            shards: 1,
-            ..ServeConfig::default()
-        };
-        config.http.listen = "127.0.0.1:0".parse().unwrap();
-        config.udp.listen = "127.0.0.1:0".parse().unwrap();
+        let mut config = free_ports_config();
+        config.shards = 1;
         config.console.enabled = false;
         let server = Runtime::start_with(config, room_kinds_with_arena(arena), Extras::default())
             .await

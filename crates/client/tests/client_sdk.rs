@@ -9,7 +9,7 @@ use tickwire_client::{
     ConnectError, ConnectOptions, DisconnectReason, Ended, Link, LinkEvent, MatchmakeError,
     MatchmakeRequest, Session, SessionEvent, Transport, matchmake,
 };
-use tickwire_server::config::ServeConfig;
+use tickwire_server::embed::free_ports_config;
 use tickwire_server::room::{JoinRefused, Member, Room, RoomContext};
 use tickwire_server::rooms::relay::RelayRoom;
 use tickwire_server::runtime::{RoomKinds, Runtime};
@@ -279,13 +279,8 @@ async fn wss_connects_when_the_client_trusts_the_servers_certificate() {
     std::fs::write(&cert_path, certified.cert.pem()).unwrap();
     std::fs::write(&key_path, certified.signing_key.serialize_pem()).unwrap();
 
-    let mut config = ServeConfig {
-        shards: 1,
-        ..ServeConfig::default()
-    };
-    config.http.listen = "127.0.0.1:0".parse().unwrap();
-    config.udp.listen = "127.0.0.1:0".parse().unwrap();
-    config.webtransport.listen = "127.0.0.1:0".parse().unwrap();
+    let mut config = free_ports_config();
+    config.shards = 1;
     config.tls.listen = Some("127.0.0.1:0".parse().unwrap());
     config.tls.cert = Some(cert_path);
     config.tls.key = Some(key_path);

@@ -164,6 +164,23 @@ pub fn development_config() -> ServeConfig {
     config
 }
 
+/// [`development_config`] with every listener on port 0, the system choosing free ones
+/// (read them back from [`Runtime::addresses`](crate::runtime::Runtime::addresses)): for
+/// tests, and for several servers on one machine.
+pub fn free_ports_config() -> ServeConfig {
+    let mut config = development_config();
+    for listen in [
+        &mut config.http.listen,
+        &mut config.udp.listen,
+        &mut config.webtransport.listen,
+        &mut config.console.listen,
+        &mut config.admin.listen,
+    ] {
+        listen.set_port(0);
+    }
+    config
+}
+
 /// Logs to stderr: `RUST_LOG` picks what (default: info for tickwire, warnings otherwise).
 /// False if the program had a subscriber already (it is kept).
 pub fn init_logging() -> bool {

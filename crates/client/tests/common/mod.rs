@@ -1,6 +1,7 @@
 //! A relay server in the test process, every listener on a free loopback port.
 
 use tickwire_server::config::ServeConfig;
+use tickwire_server::embed::free_ports_config;
 use tickwire_server::rooms::relay::RelayRoom;
 use tickwire_server::runtime::{RoomKinds, Runtime};
 
@@ -9,13 +10,8 @@ use tickwire_server::runtime::{RoomKinds, Runtime};
 pub(crate) async fn relay_server(
     configure: impl FnOnce(&mut ServeConfig, &mut RoomKinds),
 ) -> (Runtime, String) {
-    let mut config = ServeConfig {
-        shards: 1,
-        ..ServeConfig::default()
-    };
-    config.http.listen = "127.0.0.1:0".parse().unwrap();
-    config.udp.listen = "127.0.0.1:0".parse().unwrap();
-    config.webtransport.listen = "127.0.0.1:0".parse().unwrap();
+    let mut config = free_ports_config();
+    config.shards = 1;
     config.console.enabled = false;
     config.admin.token = "client-test-token".into();
     let mut kinds = RoomKinds::new();
