@@ -287,6 +287,12 @@ pub fn run(config: Config) -> anyhow::Result<()> {
                 .routes(tickwire_store::http::router(store.clone()))
                 .metrics(move |text| metrics.stats().write_prometheus(text))
                 .readiness(move || readiness.stats().degraded());
+            if store.backend() == tickwire_store::Backend::Sqlite {
+                // A full page cache is memory in use, not free memory to trim.
+                extras = extras
+                    .metrics(tickwire_store::write_sqlite_memory)
+                    .memory_outside_heap(tickwire_store::sqlite_memory_used);
+            }
         }
         // The browser client and the map it draws (a second parse of the map: it is small,
         // and the rooms keep their own).

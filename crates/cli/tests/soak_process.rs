@@ -54,10 +54,12 @@ async fn four_minutes_of_churn_leave_nothing_behind() {
     println!("idle {}\nsettled {}", report["idle"], report["settled"]);
     println!("churn {}", report["churn"]);
     println!(
-        "slopes, MB/h: anonymous {}, whole RSS {}, heap {}",
+        "slopes, MB/h: anonymous less SQLite's {}, anonymous {}, whole RSS {}, heap {}, SQLite {}",
+        report["anon_without_sqlite_slope_mb_per_hour"],
         report["anon_slope_mb_per_hour"],
         report["rss_slope_mb_per_hour"],
-        report["heap_slope_mb_per_hour"]
+        report["heap_slope_mb_per_hour"],
+        report["sqlite_slope_mb_per_hour"]
     );
 
     let churn = &report["churn"];
@@ -83,6 +85,9 @@ async fn four_minutes_of_churn_leave_nothing_behind() {
         ),
         "everyone who came left"
     );
+    // SQLite's own count reaches the server: arena players' stats went into its cache.
+    let sqlite_peak = report["sqlite_peak_bytes"].as_u64().unwrap_or(0);
+    assert!(sqlite_peak > 100_000, "SQLite held {sqlite_peak} bytes");
     assert_eq!(
         report["flat"],
         Value::Bool(true),

@@ -62,8 +62,9 @@ pub use event::{
 };
 pub use sql::Backend;
 pub use store::{
-    ConnectError, LeaderboardEntry, MAX_PREFIX_LEN, MatchSummary, PlayerProfile, PlayerStats,
-    SqliteSync, Store, StoreConfig, StoreError,
+    ConnectError, LeaderboardEntry, MAX_PREFIX_LEN, MIN_SQLITE_CACHE_KIB, MatchSummary,
+    PlayerProfile, PlayerStats, SqliteSync, Store, StoreConfig, StoreError, sqlite_memory_used,
+    write_sqlite_memory,
 };
 pub use writer::{
     FLUSH_BUCKETS_US, RecordError, StatWriter, WriterClosed, WriterConfig, WriterStats,

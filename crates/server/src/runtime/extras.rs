@@ -11,6 +11,9 @@ pub(super) type MetricsWriter = Arc<dyn Fn(&mut String) + Send + Sync>;
 /// A degraded part's one-line note for `/readyz`, `None` while it is well.
 pub(super) type ReadinessNote = Arc<dyn Fn() -> Option<String> + Send + Sync>;
 
+/// Bytes a part holds from the allocator outside the Rust heap's count.
+pub(super) type MemoryOutsideHeap = Arc<dyn Fn() -> u64 + Send + Sync>;
+
 /// Routes served beside the runtime's own on the HTTP and HTTPS ports, metrics appended
 /// to `/metrics`, and notes appended to `/readyz`.
 ///
@@ -29,6 +32,7 @@ pub struct Extras {
     pub(super) operator_routes: Router,
     pub(super) metrics: Vec<MetricsWriter>,
     pub(super) readiness: Vec<ReadinessNote>,
+    pub(super) memory_outside_heap: Vec<MemoryOutsideHeap>,
 }
 
 impl Extras {
@@ -61,6 +65,14 @@ impl Extras {
     /// out of rotation for (persistence: see OPERATIONS.md, Persistence).
     pub fn readiness(mut self, note: impl Fn() -> Option<String> + Send + Sync + 'static) -> Self {
         self.readiness.push(Arc::new(note));
+        self
+    }
+
+    /// Adds a part that allocates outside the Rust heap's count (a C library with its own
+    /// `malloc` calls: `tickwire serve` adds the embedded SQLite's page cache). The memory
+    /// trim counts what `bytes` returns as in use, not as free memory to hand back.
+    pub fn memory_outside_heap(mut self, bytes: impl Fn() -> u64 + Send + Sync + 'static) -> Self {
+        self.memory_outside_heap.push(Arc::new(bytes));
         self
     }
 }

@@ -8,8 +8,10 @@
 //! to the kernel (`madvise(MADV_DONTNEED)`) and keeps the allocations where they are.
 //!
 //! Every [`CHECK_INTERVAL`], the runtime compares its anonymous resident memory with the
-//! heap in use (the counting allocator's figure, when the binary installs it): when more
-//! than [`SLACK_BYTES`] and half the heap again are resident but free, it trims, on a
+//! memory in use (the counting allocator's heap figure, when the binary installs it, and
+//! what the embedding program's C libraries allocate beside it, as `tickwire serve`'s
+//! SQLite page cache: `Extras::memory_outside_heap`): when more than [`SLACK_BYTES`] and
+//! half of that again are resident but free, it trims, on a
 //! blocking thread (a trim walks every arena: milliseconds on a large heap, never on a
 //! shard). Anonymous, not the whole RSS: the executable's own pages, mapped from its file
 //! as code first runs, are most of a release build's RSS (19 of 32 MB in an hour's soak)
@@ -30,9 +32,10 @@ pub(super) struct Trimmed {
     pub(super) after: u64,
 }
 
-/// Whether `anonymous` bytes resident for `heap` bytes in use leave enough free to trim.
-pub(super) fn worth_trimming(anonymous: u64, heap: u64) -> bool {
-    anonymous.saturating_sub(heap) > SLACK_BYTES.max(heap / 2)
+/// Whether `anonymous` bytes resident for `in_use` bytes allocated leave enough free to
+/// trim.
+pub(super) fn worth_trimming(anonymous: u64, in_use: u64) -> bool {
+    anonymous.saturating_sub(in_use) > SLACK_BYTES.max(in_use / 2)
 }
 
 /// This process's anonymous resident memory, bytes: `/proc/self/statm`'s resident pages

@@ -171,6 +171,7 @@ pub(crate) struct App {
     metrics: metrics::Metrics,
     extras_metrics: Vec<extras::MetricsWriter>,
     extras_readiness: Vec<extras::ReadinessNote>,
+    memory_outside_heap: Vec<extras::MemoryOutsideHeap>,
     rates: Mutex<Rates>,
     /// The HTTP and HTTPS listeners' counters.
     http_metrics: Vec<ListenMetrics>,
@@ -575,6 +576,7 @@ impl Runtime {
             metrics,
             extras_metrics: extras.metrics,
             extras_readiness: extras.readiness,
+            memory_outside_heap: extras.memory_outside_heap,
             rates: Mutex::new(Rates::default()),
             http_metrics,
             cluster: cluster_node,
@@ -823,11 +825,17 @@ async fn return_freed_memory(app: Arc<App>) {
     let mut interval = tokio::time::interval(memory::CHECK_INTERVAL);
     loop {
         interval.tick().await;
-        let heap = tickwire_alloc_count::live_bytes().max(0) as u64;
+        let heap = u64::try_from(tickwire_alloc_count::live_bytes()).unwrap_or(0);
+        let in_use = heap
+            + app
+                .memory_outside_heap
+                .iter()
+                .map(|bytes| bytes())
+                .sum::<u64>();
         let Some(anonymous) = memory::anonymous_resident_bytes() else {
             return;
         };
-        if !memory::worth_trimming(anonymous, heap) {
+        if !memory::worth_trimming(anonymous, in_use) {
             continue;
         }
         if let Ok(Some(trimmed)) = tokio::task::spawn_blocking(memory::trim).await {
