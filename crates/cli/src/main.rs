@@ -73,6 +73,9 @@ enum Command {
         /// SQLite only: `full` (survives power loss, the server's default) or `normal`.
         #[arg(long, value_enum, default_value_t = SqliteSyncArg::Full)]
         sqlite_synchronous: SqliteSyncArg,
+        /// SQLite only: the pool's page cache, MiB (the server's `store.sqlite_cache_mib`).
+        #[arg(long, default_value_t = tickwire_store::StoreConfig::default().sqlite_cache_mib)]
+        sqlite_cache_mib: u32,
         /// Print one JSON object instead of a table.
         #[arg(long)]
         json: bool,
@@ -185,6 +188,7 @@ fn main() -> anyhow::Result<()> {
             url,
             records,
             sqlite_synchronous,
+            sqlite_cache_mib,
             json,
         } => {
             let config = tickwire_store::StoreConfig {
@@ -193,6 +197,7 @@ fn main() -> anyhow::Result<()> {
                     SqliteSyncArg::Full => tickwire_store::SqliteSync::Full,
                     SqliteSyncArg::Normal => tickwire_store::SqliteSync::Normal,
                 },
+                sqlite_cache_mib,
                 ..tickwire_store::StoreConfig::default()
             };
             let runtime = tokio::runtime::Builder::new_multi_thread()
