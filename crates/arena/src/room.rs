@@ -293,7 +293,8 @@ struct Occupant {
     next_chat_tick: u64,
     /// Snapshots go to this player on ticks where `(tick + phase) % interval == 0`.
     phase: u32,
-    /// Send a snapshot this tick whatever the interval (a teleport, a respawn).
+    /// Send a snapshot at the next publish whatever the interval (a teleport, a respawn),
+    /// within that publish's budget of snapshots out of turn.
     refresh: bool,
     /// The room heard this player's name (within the roster limit), so it hears them leave.
     announced: bool,
@@ -554,7 +555,8 @@ impl ArenaRoom {
         }
     }
 
-    /// Marks `player` for a snapshot right after this tick; returns the player.
+    /// Marks `player` for a snapshot out of turn, right after this tick unless a crowd was
+    /// marked too; returns the player.
     fn refresh(&mut self, player: PlayerKey) -> PlayerKey {
         if let Some(occupant) = self.occupants.get_mut(&PlayerId(player.0)) {
             occupant.refresh = true;
@@ -786,15 +788,27 @@ impl Room for ArenaRoom {
         let budget = self.config.snapshot.packet_budget;
         let interval = u64::from(self.config.snapshot_interval_ticks);
         let tick = self.world.tick();
+        // Snapshots out of turn (after a warp or a respawn) at most as many as are due in
+        // turn: 5,000 players warping in one tick then cost at most two ticks' worth of
+        // snapshots per tick, spread over the next ones, not 5,000 at once while their
+        // inputs pile up unread. The others keep their flag for the next publish, or get
+        // their snapshot in turn first.
+        let mut out_of_turn = self.order.len().div_ceil(interval as usize).max(1);
         for player in &self.order {
             let Some(occupant) = self.occupants.get_mut(player) else {
                 continue;
             };
-            let due = (tick + u64::from(occupant.phase)).is_multiple_of(interval);
-            let refresh = std::mem::take(&mut occupant.refresh);
-            if !occupant.connected || !(due || refresh) {
+            if !occupant.connected {
                 continue;
             }
+            let due = (tick + u64::from(occupant.phase)).is_multiple_of(interval);
+            if !due {
+                if !occupant.refresh || out_of_turn == 0 {
+                    continue;
+                }
+                out_of_turn -= 1;
+            }
+            occupant.refresh = false;
             let len = match self.encoder.encode(
                 &mut occupant.snapshots,
                 occupant.entity,

@@ -127,6 +127,10 @@ fn route(shard: &mut Shard, clients: &mut [Client], config: &ArenaConfig) -> Vec
 }
 
 fn setup(config: ArenaConfig) -> (Shard, Arc<Recorded>, Instant) {
+    setup_for(config, 16)
+}
+
+fn setup_for(config: ArenaConfig, capacity: u16) -> (Shard, Arc<Recorded>, Instant) {
     let map = Arc::new(BuiltinMap::Courtyard.load().unwrap());
     let sink = Arc::new(Recorded::default());
     let factory = ArenaRoomFactory::new(map, config, 5)
@@ -135,7 +139,13 @@ fn setup(config: ArenaConfig) -> (Shard, Arc<Recorded>, Instant) {
     let mut shard = Shard::new(ShardConfig::default());
     let start = Instant::now();
     shard
-        .create_room(start, RoomId(1), "arena", Box::new(factory.create()), 16)
+        .create_room(
+            start,
+            RoomId(1),
+            "arena",
+            Box::new(factory.create()),
+            capacity,
+        )
         .unwrap();
     (shard, sink, start)
 }
@@ -443,6 +453,89 @@ fn snapshots_go_out_every_interval_and_at_once_after_a_warp() {
         clients[0].decoder.as_ref().unwrap().current().me.position,
         landed
     );
+}
+
+/// Seed 003's burst in small: every player warps in the same tick. The snapshots out of
+/// turn that follow are spread over the next ticks, at most as many per tick as are due in
+/// turn, so the tick after a crowd's warp costs at most twice a usual one; and still every
+/// player sees where they landed within one snapshot interval.
+#[test]
+fn a_crowds_warp_spreads_its_snapshots_out_of_turn_over_the_next_ticks() {
+    const PLAYERS: u64 = 30;
+    let config = ArenaConfig {
+        snapshot_interval_ticks: 3,
+        ..ArenaConfig::default()
+    };
+    let (mut shard, _sink, start) = setup_for(config.clone(), PLAYERS as u16);
+    let mut clients: Vec<Client> = (1..=PLAYERS).map(Client::new).collect();
+    for client in &clients {
+        shard
+            .join(start, RoomId(1), client.id, format!("p{}", client.id.0))
+            .unwrap();
+    }
+    route(&mut shard, &mut clients, &config);
+    let step = Duration::from_secs(1) / 60;
+    let mut now = start;
+    // Until everyone has a baseline to ack.
+    for _ in 0..3 {
+        now += step;
+        shard.run(now);
+        route(&mut shard, &mut clients, &config);
+    }
+    for client in &mut clients {
+        client.sequence += 1;
+        let mut warp = ClientInput::new(client.decoder.as_ref().unwrap().newest());
+        warp.push(InputCommand {
+            sequence: client.sequence,
+            buttons: InputCommand::WARP,
+            ..InputCommand::default()
+        });
+        shard.message(
+            now,
+            client.id,
+            1,
+            Bytes::from(encode_to_vec(&warp).unwrap()),
+        );
+    }
+    let due_per_tick = PLAYERS.div_ceil(3) as u32;
+    let at_warp: Vec<u32> = clients.iter().map(|client| client.snapshots).collect();
+    let mut served_by_tick = Vec::new();
+    for tick in 1..=3 {
+        let before: u32 = clients.iter().map(|client| client.snapshots).sum();
+        now += step;
+        shard.run(now);
+        route(&mut shard, &mut clients, &config);
+        let sent = clients.iter().map(|client| client.snapshots).sum::<u32>() - before;
+        assert!(
+            sent <= 2 * due_per_tick,
+            "tick {tick} after the warp sent {sent} snapshots; {due_per_tick} are due in turn"
+        );
+        let served = clients
+            .iter()
+            .zip(&at_warp)
+            .filter(|(client, at_warp)| client.snapshots > **at_warp)
+            .count();
+        served_by_tick.push(served);
+    }
+    assert_eq!(
+        served_by_tick,
+        [
+            2 * due_per_tick as usize,
+            PLAYERS as usize,
+            PLAYERS as usize
+        ],
+        "players with a snapshot since the warp, by tick: the budget's worth first, then all"
+    );
+    for client in &clients {
+        assert!(
+            client
+                .events
+                .iter()
+                .any(|event| matches!(event, ServerMessage::Teleported { .. })),
+            "player {} had their warp confirmed in its tick",
+            client.id.0
+        );
+    }
 }
 
 #[test]
