@@ -311,6 +311,9 @@ pub struct ArenaRoom {
     order: Vec<PlayerId>,
     /// The next joiner's snapshot phase.
     next_phase: u32,
+    /// The tick of the last publish: a turn that ran several ticks publishes once, for
+    /// every player due in any of them.
+    published_tick: u64,
     sink: Arc<dyn StatSink>,
     stats: ArenaStats,
     /// A score, a join or a leave changed the scoreboard since it was last sent.
@@ -365,6 +368,7 @@ impl ArenaRoom {
             occupants: HashMap::new(),
             order: Vec::new(),
             next_phase: 0,
+            published_tick: 0,
             sink,
             stats: ArenaStats::default(),
             scores_changed: false,
@@ -788,6 +792,8 @@ impl Room for ArenaRoom {
         let budget = self.config.snapshot.packet_budget;
         let interval = u64::from(self.config.snapshot_interval_ticks);
         let tick = self.world.tick();
+        let ticks_since = tick.saturating_sub(self.published_tick).max(1);
+        self.published_tick = tick;
         // Snapshots out of turn (after a warp or a respawn) at most as many as are due in
         // turn: 5,000 players warping in one tick then cost at most two ticks' worth of
         // snapshots per tick, spread over the next ones, not 5,000 at once while their
@@ -801,7 +807,9 @@ impl Room for ArenaRoom {
             if !occupant.connected {
                 continue;
             }
-            let due = (tick + u64::from(occupant.phase)).is_multiple_of(interval);
+            // Due on one of the ticks since the last publish: `tick - k` for a `k` below
+            // `ticks_since` makes `(tick - k + phase) % interval` zero.
+            let due = (tick + u64::from(occupant.phase)) % interval < ticks_since;
             if !due {
                 if !occupant.refresh || out_of_turn == 0 {
                     continue;

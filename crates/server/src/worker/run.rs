@@ -124,6 +124,11 @@ impl Worker {
             self.sessions.shard_mut().tick_due(now, &mut Instant::now);
             self.route_outputs(now);
             self.flush().await?;
+            // What arrived while the ticks ran, read before the publish phase: with a crowd
+            // the two phases and their sends outlast what the socket's buffer holds, and a
+            // datagram the kernel drops is an input or an ack lost. Nothing read here
+            // changes what the publish sends (inputs wait for the next step).
+            self.take_waiting_datagrams()?;
             self.sessions
                 .shard_mut()
                 .publish_due(now, &mut Instant::now);
@@ -210,9 +215,19 @@ impl Worker {
     /// output buffers hold one batch's worth, not a turn's; what they queued is sent at the
     /// turn's end.
     fn take_datagrams(&mut self) -> io::Result<()> {
+        self.take_batches(true)
+    }
+
+    /// As [`take_datagrams`](Self::take_datagrams), between a turn's phases: whatever
+    /// waits in the socket, without waiting for it.
+    fn take_waiting_datagrams(&mut self) -> io::Result<()> {
+        self.take_batches(false)
+    }
+
+    fn take_batches(&mut self, first_in_hand: bool) -> io::Result<()> {
         let now = Instant::now();
         for turn in 0..RECV_BATCHES_PER_TURN {
-            if turn > 0 {
+            if turn > 0 || !first_in_hand {
                 match self.socket.try_recv_batch(&mut self.inbox) {
                     Ok(_) => {}
                     Err(error) if error.kind() == io::ErrorKind::WouldBlock => break,
