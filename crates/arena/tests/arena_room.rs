@@ -150,6 +150,24 @@ fn setup_for(config: ArenaConfig, capacity: u16) -> (Shard, Arc<Recorded>, Insta
     (shard, sink, start)
 }
 
+/// A room sending each player a snapshot every third tick, with `players` joined and
+/// their welcomes handed over.
+fn joined_every_third_tick(players: u64) -> (Shard, Vec<Client>, ArenaConfig, Instant) {
+    let config = ArenaConfig {
+        snapshot_interval_ticks: 3,
+        ..ArenaConfig::default()
+    };
+    let (mut shard, _sink, start) = setup_for(config.clone(), players as u16);
+    let mut clients: Vec<Client> = (1..=players).map(Client::new).collect();
+    for client in &clients {
+        shard
+            .join(start, RoomId(1), client.id, format!("p{}", client.id.0))
+            .unwrap();
+    }
+    route(&mut shard, &mut clients, &config);
+    (shard, clients, config, start)
+}
+
 #[test]
 fn two_players_join_fight_and_leave() {
     let config = ArenaConfig {
@@ -370,18 +388,7 @@ fn a_hostile_sender_is_counted_then_kicked() {
 
 #[test]
 fn snapshots_go_out_every_interval_and_at_once_after_a_warp() {
-    let config = ArenaConfig {
-        snapshot_interval_ticks: 3,
-        ..ArenaConfig::default()
-    };
-    let (mut shard, _sink, start) = setup(config.clone());
-    let mut clients = vec![Client::new(1), Client::new(2), Client::new(3)];
-    for client in &clients {
-        shard
-            .join(start, RoomId(1), client.id, format!("p{}", client.id.0))
-            .unwrap();
-    }
-    route(&mut shard, &mut clients, &config);
+    let (mut shard, mut clients, config, start) = joined_every_third_tick(3);
     let step = Duration::from_secs(1) / 60;
     let mut now = start;
     let mut per_tick = Vec::new();
@@ -460,18 +467,7 @@ fn snapshots_go_out_every_interval_and_at_once_after_a_warp() {
 /// more (a loaded shard had given a third of its players 12 of 20 snapshots a second).
 #[test]
 fn a_late_turn_sends_the_snapshots_of_every_tick_it_ran() {
-    let config = ArenaConfig {
-        snapshot_interval_ticks: 3,
-        ..ArenaConfig::default()
-    };
-    let (mut shard, _sink, start) = setup(config.clone());
-    let mut clients = vec![Client::new(1), Client::new(2), Client::new(3)];
-    for client in &clients {
-        shard
-            .join(start, RoomId(1), client.id, format!("p{}", client.id.0))
-            .unwrap();
-    }
-    route(&mut shard, &mut clients, &config);
+    let (mut shard, mut clients, config, start) = joined_every_third_tick(3);
     let step = Duration::from_secs(1) / 60;
     let mut now = start + step;
     shard.run(now);
@@ -496,18 +492,7 @@ fn a_late_turn_sends_the_snapshots_of_every_tick_it_ran() {
 #[test]
 fn a_crowds_warp_spreads_its_snapshots_out_of_turn_over_the_next_ticks() {
     const PLAYERS: u64 = 30;
-    let config = ArenaConfig {
-        snapshot_interval_ticks: 3,
-        ..ArenaConfig::default()
-    };
-    let (mut shard, _sink, start) = setup_for(config.clone(), PLAYERS as u16);
-    let mut clients: Vec<Client> = (1..=PLAYERS).map(Client::new).collect();
-    for client in &clients {
-        shard
-            .join(start, RoomId(1), client.id, format!("p{}", client.id.0))
-            .unwrap();
-    }
-    route(&mut shard, &mut clients, &config);
+    let (mut shard, mut clients, config, start) = joined_every_third_tick(PLAYERS);
     let step = Duration::from_secs(1) / 60;
     let mut now = start;
     // Until everyone has a baseline to ack.
