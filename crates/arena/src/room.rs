@@ -323,6 +323,8 @@ pub struct ArenaRoom {
     /// Snapshots are cut from here; once the transports drop last tick's, its space is
     /// reused and a tick allocates nothing for them.
     arena: BytesMut,
+    /// What the last publish's snapshots took, bytes: the arena is sized on it.
+    published_bytes: usize,
 }
 
 impl std::fmt::Debug for ArenaRoom {
@@ -373,6 +375,7 @@ impl ArenaRoom {
             stats: ArenaStats::default(),
             scores_changed: false,
             arena: BytesMut::new(),
+            published_bytes: 0,
         }
     }
 
@@ -800,6 +803,7 @@ impl Room for ArenaRoom {
         // inputs pile up unread. The others keep their flag for the next publish, or get
         // their snapshot in turn first.
         let mut out_of_turn = self.order.len().div_ceil(interval as usize).max(1);
+        let mut published = 0;
         for player in &self.order {
             let Some(occupant) = self.occupants.get_mut(player) else {
                 continue;
@@ -830,14 +834,24 @@ impl Room for ArenaRoom {
                 continue;
             }
             if self.arena.capacity() < len {
-                self.arena
-                    .reserve(budget.max(len) * self.order.len().max(1));
+                // Room for a publish like the last one and a quarter more: sized on what
+                // snapshots take (a few hundred bytes in a small room), not on the budget
+                // each may take, which held 1,100 bytes a player in every room's arena.
+                let expected = match self.published_bytes {
+                    0 => budget * self.order.len(),
+                    last => last + last / 4,
+                };
+                self.arena.reserve(expected.max(len));
             }
+            published += len;
             self.arena.extend_from_slice(&self.packet[..len]);
             let snapshot = self.arena.split().freeze();
             self.stats.snapshots += 1;
             self.stats.snapshot_bytes += len as u64;
             ctx.send(*player, SNAPSHOT, snapshot);
+        }
+        if published > 0 {
+            self.published_bytes = published;
         }
     }
 
