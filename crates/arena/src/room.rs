@@ -776,6 +776,7 @@ impl Room for ArenaRoom {
 
     fn tick(&mut self, ctx: &mut RoomContext<'_>) {
         self.world.step(&[]);
+        self.ids.set_tick(self.world.tick());
         while let Some(event) = self.world.poll_event() {
             self.handle_event(ctx, event);
         }

@@ -485,6 +485,37 @@ fn a_late_turn_sends_the_snapshots_of_every_tick_it_ran() {
     }
 }
 
+/// A player's wire id goes back to the room once it has rested longer than any baseline
+/// lasts: a newcomer then gets the lowest one, not a new one per join for the room's life.
+#[test]
+fn a_leavers_entity_id_is_handed_out_again_once_it_has_rested() {
+    let (mut shard, mut clients, config, start) = joined_every_third_tick(3);
+    let left_id = clients[1].you;
+    let step = Duration::from_secs(1) / 60;
+    let mut now = start + step;
+    shard.leave(now, clients[1].id, LeaveReason::Left);
+    let join = |shard: &mut Shard, clients: &mut Vec<Client>, now: Instant, id: u64| {
+        clients.push(Client::new(id));
+        shard
+            .join(now, RoomId(1), PlayerId(id), format!("p{id}"))
+            .unwrap();
+        route(shard, clients, &config);
+        clients.last().unwrap().you
+    };
+    shard.run(now);
+    let soon = join(&mut shard, &mut clients, now, 10);
+    assert_ne!(
+        soon, left_id,
+        "still resting: a baseline may hold the player who left"
+    );
+    shard.leave(now, PlayerId(10), LeaveReason::Left);
+    for _ in 0..=tickwire_arena::snapshot::ID_REST_TICKS {
+        now += step;
+        shard.run(now);
+    }
+    assert_eq!(join(&mut shard, &mut clients, now, 11), left_id.min(soon));
+}
+
 /// Seed 003's burst in small: every player warps in the same tick. The snapshots out of
 /// turn that follow are spread over the next ticks, at most as many per tick as are due in
 /// turn, so the tick after a crowd's warp costs at most twice a usual one; and still every

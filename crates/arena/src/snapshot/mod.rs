@@ -33,7 +33,8 @@ mod decode;
 mod encode;
 mod frame;
 
-use std::collections::HashMap;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
 
 use tickwire_wire::Quantize;
 
@@ -322,20 +323,44 @@ impl SnapshotConfig {
     }
 }
 
-/// Wire ids for players: assigned on join, released on leave, handed out round-robin so a
-/// released id is not reused until every other id has been (a client's baseline never
-/// confuses a newcomer with someone who just left).
+/// Ticks a released id rests before it is handed out again: more than any snapshot
+/// history (`SnapshotConfig::history` is at most 255), so no baseline a client may still
+/// ack holds the player who left under a newcomer's id. About 4 s at 60 Hz.
+pub const ID_REST_TICKS: u64 = 256;
+
+/// Wire ids for players: assigned on join, released on leave. A released id rests
+/// [`ID_REST_TICKS`] ticks (as [`set_tick`](Self::set_tick) tells them) and is then handed
+/// out again, lowest first; a new one is taken only when none is free. So the ids, and every
+/// array indexed by them, stay as large as the room's crowd: handed out round-robin, they
+/// grew with every join for the room's life (toward 65,536 entries in each frame of a busy
+/// room, 20 bytes a visit in an hour's soak), and larger ids cost more bits on the wire.
 #[derive(Debug, Clone, Default)]
 pub struct EntityIds {
     by_key: HashMap<PlayerKey, EntityId>,
     used: Vec<bool>,
-    next: EntityId,
+    /// Released ids and the tick of their release, oldest first.
+    resting: VecDeque<(u64, EntityId)>,
+    /// Ids done resting, lowest first.
+    free: BinaryHeap<Reverse<EntityId>>,
+    tick: u64,
 }
 
 impl EntityIds {
     /// No ids assigned.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// The room's tick now: ids released [`ID_REST_TICKS`] before it may be handed out.
+    pub fn set_tick(&mut self, tick: u64) {
+        self.tick = tick;
+        while let Some(&(released, id)) = self.resting.front() {
+            if released + ID_REST_TICKS > tick {
+                break;
+            }
+            self.resting.pop_front();
+            self.free.push(Reverse(id));
+        }
     }
 
     /// Assigns `key` an id (its existing one if it has one); `None` when all 65,535 are taken.
@@ -346,25 +371,25 @@ impl EntityIds {
         if self.by_key.len() > usize::from(MAX_ENTITY_ID) {
             return None;
         }
-        loop {
-            let id = self.next;
-            self.next = if id >= MAX_ENTITY_ID { 0 } else { id + 1 };
-            let index = usize::from(id);
-            if self.used.len() <= index {
-                self.used.resize(index + 1, false);
-            }
-            if !self.used[index] {
-                self.used[index] = true;
-                self.by_key.insert(key, id);
-                return Some(id);
-            }
-        }
+        let id = if let Some(Reverse(id)) = self.free.pop() {
+            id
+        } else if self.used.len() <= usize::from(MAX_ENTITY_ID) {
+            self.used.push(false);
+            (self.used.len() - 1) as EntityId
+        } else {
+            // Every id is taken or resting: the one resting longest.
+            self.resting.pop_front()?.1
+        };
+        self.used[usize::from(id)] = true;
+        self.by_key.insert(key, id);
+        Some(id)
     }
 
-    /// Releases `key`'s id; returns it.
+    /// Releases `key`'s id (to rest, then be handed out again); returns it.
     pub fn remove(&mut self, key: PlayerKey) -> Option<EntityId> {
         let id = self.by_key.remove(&key)?;
         self.used[usize::from(id)] = false;
+        self.resting.push_back((self.tick, id));
         Some(id)
     }
 
@@ -392,3 +417,63 @@ impl EntityIds {
 /// The most an id can take (ids are gaps from the previous one: `0`+4 bits below 16,
 /// `10`+8 bits below 272, `11`+16 bits): what the selection assumes before ids are sorted.
 pub(crate) const ID_BITS_MAX: usize = 18;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_released_id_rests_then_the_lowest_free_one_is_handed_out() {
+        let mut ids = EntityIds::new();
+        for key in 0..4 {
+            assert_eq!(ids.insert(PlayerKey(key)), Some(key as EntityId));
+        }
+        ids.set_tick(10);
+        ids.remove(PlayerKey(2));
+        ids.remove(PlayerKey(1));
+        // Resting: a newcomer gets a new id, not one a baseline may still hold.
+        ids.set_tick(10 + ID_REST_TICKS - 1);
+        assert_eq!(ids.insert(PlayerKey(10)), Some(4));
+        ids.set_tick(10 + ID_REST_TICKS);
+        assert_eq!(ids.insert(PlayerKey(11)), Some(1), "the lowest rested id");
+        assert_eq!(ids.insert(PlayerKey(12)), Some(2));
+        assert_eq!(ids.insert(PlayerKey(13)), Some(5), "none free: a new one");
+        assert_eq!(ids.get(PlayerKey(11)), Some(1));
+    }
+
+    /// A room whose crowd comes and goes for hours: its ids, and the arrays they index,
+    /// stay as many as the crowd and those resting, not one per join.
+    #[test]
+    fn churn_keeps_the_id_bound_at_the_crowd_not_the_joins() {
+        let mut ids = EntityIds::new();
+        let crowd = 150u64;
+        for key in 0..crowd {
+            ids.insert(PlayerKey(key)).unwrap();
+        }
+        // A join and a leave every 10 ticks for 100,000 joins (about 4.6 hours at 60 Hz).
+        for n in 0..100_000u64 {
+            ids.set_tick(n * 10);
+            ids.remove(PlayerKey(n));
+            ids.insert(PlayerKey(crowd + n)).unwrap();
+        }
+        let resting_at_most = (ID_REST_TICKS / 10 + 1) as usize;
+        assert!(
+            ids.id_bound() <= crowd as usize + resting_at_most,
+            "{} ids for a crowd of {crowd}",
+            ids.id_bound()
+        );
+        assert_eq!(ids.len(), crowd as usize);
+    }
+
+    #[test]
+    fn with_every_id_taken_or_resting_the_longest_resting_is_reused() {
+        let mut ids = EntityIds::new();
+        for key in 0..=u64::from(MAX_ENTITY_ID) {
+            ids.insert(PlayerKey(key)).unwrap();
+        }
+        assert_eq!(ids.insert(PlayerKey(u64::MAX)), None, "all 65,535 taken");
+        ids.remove(PlayerKey(7));
+        ids.remove(PlayerKey(3));
+        assert_eq!(ids.insert(PlayerKey(u64::MAX)), Some(7));
+    }
+}
