@@ -645,6 +645,11 @@ impl Shard {
         self.publish_rooms(now, Some(clock));
     }
 
+    /// Whether rooms ticked since the last [`publish_due`](Self::publish_due).
+    pub fn publish_pending(&self) -> bool {
+        !self.unpublished.is_empty()
+    }
+
     /// Tick durations by room kind.
     pub fn tick_times(&self) -> &HashMap<String, TickTimes> {
         &self.tick_times

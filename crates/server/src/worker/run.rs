@@ -128,7 +128,11 @@ impl Worker {
             // the two phases and their sends outlast what the socket's buffer holds, and a
             // datagram the kernel drops is an input or an ack lost. Nothing read here
             // changes what the publish sends (inputs wait for the next step).
-            self.take_waiting_datagrams()?;
+            // Only when a publish follows: most turns run no tick, and a read that finds the
+            // socket empty is a syscall for nothing.
+            if self.sessions.shard().publish_pending() {
+                self.take_waiting_datagrams()?;
+            }
             self.sessions
                 .shard_mut()
                 .publish_due(now, &mut Instant::now);
