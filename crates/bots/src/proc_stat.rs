@@ -10,10 +10,13 @@ pub struct ProcessSample {
     pub cpu_s: f64,
     /// Resident set size, in bytes.
     pub rss_bytes: u64,
+    /// Of it, anonymous memory (`RssAnon`): the heap, stacks and buffers, without the
+    /// executable's and libraries' pages mapped from their files.
+    pub anon_bytes: u64,
 }
 
 /// Reads `/proc/<pid>/stat` (utime + stime, in clock ticks of `sysconf(_SC_CLK_TCK)`) and
-/// `/proc/<pid>/status` (`VmRSS`). `pid` 0 means this process.
+/// `/proc/<pid>/status` (`VmRSS`, `RssAnon`). `pid` 0 means this process.
 pub fn sample(pid: u32) -> io::Result<ProcessSample> {
     let dir = if pid == 0 {
         "/proc/self".to_string()
@@ -28,7 +31,8 @@ pub fn sample(pid: u32) -> io::Result<ProcessSample> {
     let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
     Ok(ProcessSample {
         cpu_s: ticks as f64 / per_second,
-        rss_bytes: rss_bytes(&status).unwrap_or(0),
+        rss_bytes: status_kib(&status, "VmRSS:").unwrap_or(0) * 1024,
+        anon_bytes: status_kib(&status, "RssAnon:").unwrap_or(0) * 1024,
     })
 }
 
@@ -93,10 +97,10 @@ fn socket_drops(table: &str, inodes: &HashSet<u64>) -> u64 {
         .sum()
 }
 
-fn rss_bytes(status: &str) -> Option<u64> {
-    let line = status.lines().find(|line| line.starts_with("VmRSS:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
+/// The KiB figure of `/proc/<pid>/status`'s line starting with `field`.
+fn status_kib(status: &str, field: &str) -> Option<u64> {
+    let line = status.lines().find(|line| line.starts_with(field))?;
+    line.split_whitespace().nth(1)?.parse().ok()
 }
 
 #[cfg(test)]
@@ -107,10 +111,10 @@ mod tests {
     fn cpu_ticks_are_read_after_a_command_name_with_spaces() {
         let stat = "1234 (tw (x) y) S 1 1234 1234 0 -1 4194560 100 0 0 0 250 75 0 0 20 0 3 0";
         assert_eq!(cpu_ticks(stat), Some(325));
-        assert_eq!(
-            rss_bytes("Name:\tx\nVmRSS:\t   7900 kB\n"),
-            Some(7900 * 1024)
-        );
+        let status = "Name:\tx\nVmRSS:\t   7900 kB\nRssAnon:\t    2100 kB\n";
+        assert_eq!(status_kib(status, "VmRSS:"), Some(7900));
+        assert_eq!(status_kib(status, "RssAnon:"), Some(2100));
+        assert_eq!(status_kib(status, "RssShmem:"), None);
     }
 
     #[test]

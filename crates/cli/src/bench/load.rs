@@ -165,6 +165,12 @@ pub struct LoadBenchReport {
     pub server_idle_rss_bytes: u64,
     /// `(server_rss_bytes - server_idle_rss_bytes) / players`.
     pub rss_per_player_bytes: u64,
+    /// The same for the server's anonymous memory (`RssAnon`: the heap, stacks and
+    /// buffers; the RSS also counts pages of the executable first run under load).
+    pub anon_per_player_bytes: u64,
+    /// The same for the server's heap in use (`tickwire_heap_bytes`): the live data. What
+    /// the anonymous memory holds beyond it is the allocator's (free chunks, arenas).
+    pub heap_per_player_bytes: u64,
     /// Server RSS once every bot had gone (no player, no seat held, no room: see
     /// `server_empty_after_s`) and [`AFTER_LEAVE`] more: what the crowd kept.
     pub server_rss_after_leave_bytes: u64,
@@ -381,6 +387,8 @@ struct ServerSample {
     bots_udp_drops: u64,
     packets_sent: f64,
     packets_received: f64,
+    /// Heap in use (`tickwire_heap_bytes`).
+    heap_bytes: u64,
     /// `(le, cumulative count)` of the scenario kind's tick-duration histogram.
     tick_buckets: Vec<(f64, f64)>,
 }
@@ -429,6 +437,7 @@ pub fn run(name: &str, args: &LoadBenchArgs) -> anyhow::Result<LoadBenchReport> 
     let server = ServerProcess::start(args.server_cpu, &env)?;
     let (http, server_pid) = (server.http.clone(), server.pid);
     let idle = proc_stat::sample(server_pid).context("reading the server's /proc")?;
+    let idle_heap = metric(&scrape(&http)?, "tickwire_heap_bytes").unwrap_or(0.0) as u64;
 
     let mut bots = Command::new("taskset");
     bots.arg("-c")
@@ -516,6 +525,8 @@ pub fn run(name: &str, args: &LoadBenchArgs) -> anyhow::Result<LoadBenchReport> 
         bots_json,
     );
     report.burst_ticks = burst_ticks;
+    report.heap_per_player_bytes =
+        end.heap_bytes.saturating_sub(idle_heap) / report.players.max(1) as u64;
     report.server_rss_after_leave_bytes = after_leave.rss_bytes;
     report.server_heap_after_leave_bytes =
         metric(&after_leave_metrics, "tickwire_heap_bytes").unwrap_or(0.0) as u64;
@@ -740,6 +751,10 @@ fn figures(
         server_idle_rss_bytes: idle.rss_bytes,
         rss_per_player_bytes: end.process.rss_bytes.saturating_sub(idle.rss_bytes)
             / bots.players.max(1) as u64,
+        anon_per_player_bytes: end.process.anon_bytes.saturating_sub(idle.anon_bytes)
+            / bots.players.max(1) as u64,
+        // Set by the caller, which scraped the idle server's heap.
+        heap_per_player_bytes: 0,
         server_rss_after_leave_bytes: 0,
         server_heap_after_leave_bytes: 0,
         server_empty_after_s: 0.0,
@@ -778,6 +793,7 @@ fn sample_server(
         packets_sent: metric(&text, &format!("tickwire_packets_sent_total{label}")).unwrap_or(0.0),
         packets_received: metric(&text, &format!("tickwire_packets_received_total{label}"))
             .unwrap_or(0.0),
+        heap_bytes: metric(&text, "tickwire_heap_bytes").unwrap_or(0.0) as u64,
         tick_buckets: buckets(&text, "tickwire_tick_duration_seconds_bucket", kind),
     })
 }
@@ -995,6 +1011,13 @@ pub fn render(report: &LoadBenchReport) -> String {
             report.server_rss_bytes as f64 / 1e6,
             report.server_rss_after_leave_bytes as f64 / 1e6,
             report.rss_per_player_bytes
+        ),
+    );
+    row(
+        "server memory per player: anonymous, of it heap in use",
+        format!(
+            "{} B, {} B",
+            report.anon_per_player_bytes, report.heap_per_player_bytes
         ),
     );
     row(

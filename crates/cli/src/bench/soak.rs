@@ -478,11 +478,6 @@ impl Sampler {
             .find_map(|line| line.strip_prefix("Threads:"))
             .and_then(|count| count.trim().parse().ok())
             .unwrap_or(0);
-        let anon_kib: u64 = status
-            .lines()
-            .find_map(|line| line.strip_prefix("RssAnon:"))
-            .and_then(|kib| kib.trim().trim_end_matches("kB").trim().parse().ok())
-            .unwrap_or(0);
         let text = scrape(&self.http).context("scraping /metrics")?;
         let sum = |prefix: &str| -> f64 {
             text.lines()
@@ -496,7 +491,7 @@ impl Sampler {
         Ok(SoakSample {
             at_s,
             rss_bytes: process.rss_bytes,
-            anon_bytes: anon_kib * 1024,
+            anon_bytes: process.anon_bytes,
             heap_bytes: metric(&text, "tickwire_heap_bytes").unwrap_or(0.0) as u64,
             sqlite_bytes: metric(&text, "tickwire_store_sqlite_memory_bytes").unwrap_or(0.0) as u64,
             fds,
