@@ -123,7 +123,12 @@ impl Scene {
         self.world.step(&self.inputs);
         while self.world.poll_event().is_some() {}
         self.encoder.capture(&self.world, &self.ids);
-        for (index, (_, id, client)) in self.clients.iter_mut().enumerate() {
+        for index in 0..self.clients.len() {
+            // As the room does: the next recipient's baseline loads during this encode.
+            if let Some((_, _, next)) = self.clients.get(index + 1) {
+                next.prefetch_baseline();
+            }
+            let (_, id, client) = &mut self.clients[index];
             let len = self.encoder.encode(client, *id, &mut self.buf).unwrap();
             self.bytes += len as u64;
             if let (0, Some(observer)) = (index, &mut self.observer) {

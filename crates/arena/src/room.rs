@@ -34,6 +34,7 @@
 //!   [`StatEvent::SessionEnded`] with the session's kills, deaths, score and duration.
 
 use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -55,7 +56,7 @@ use crate::snapshot::{
     ClientSnapshots, EntityId, EntityIds, SchemaError, SnapshotConfig, SnapshotConfigError,
     SnapshotEncoder, SnapshotSchema,
 };
-use crate::world::World;
+use crate::world::{KeyHasher, World};
 
 /// The arena room's settings.
 #[derive(Debug, Clone, PartialEq)]
@@ -306,7 +307,7 @@ pub struct ArenaRoom {
     ids: EntityIds,
     encoder: SnapshotEncoder,
     config: ArenaConfig,
-    occupants: HashMap<PlayerId, Occupant>,
+    occupants: HashMap<PlayerId, Occupant, BuildHasherDefault<KeyHasher>>,
     /// Join order: snapshots are sent in it, so a room is deterministic.
     order: Vec<PlayerId>,
     /// The next joiner's snapshot phase.
@@ -367,7 +368,7 @@ impl ArenaRoom {
             ids: EntityIds::new(),
             encoder,
             config,
-            occupants: HashMap::new(),
+            occupants: HashMap::default(),
             order: Vec::new(),
             next_phase: 0,
             published_tick: 0,
@@ -805,7 +806,16 @@ impl Room for ArenaRoom {
         // their snapshot in turn first.
         let mut out_of_turn = self.order.len().div_ceil(interval as usize).max(1);
         let mut published = 0;
-        for player in &self.order {
+        for (index, player) in self.order.iter().enumerate() {
+            // The next recipient's baseline loads while this one's snapshot is encoded:
+            // each is a cache miss otherwise (9 % of a crowd's tick in `snapshot_encode`).
+            if let Some(next) = self
+                .order
+                .get(index + 1)
+                .and_then(|p| self.occupants.get(p))
+            {
+                next.snapshots.prefetch_baseline();
+            }
             let Some(occupant) = self.occupants.get_mut(player) else {
                 continue;
             };

@@ -726,10 +726,10 @@ fn random_within(rng: &mut ChaCha8Rng, min: f32, max: f32) -> f32 {
     }
 }
 
-/// Hashes player keys: they are chosen by the server, not by peers, so a multiply-rotate
-/// is enough and much cheaper than SipHash on every input.
+/// Hashes player keys and ids: they are chosen by the server, not by peers, so a
+/// multiply-rotate is enough and much cheaper than SipHash on every input and snapshot.
 #[derive(Default)]
-struct KeyHasher(u64);
+pub(crate) struct KeyHasher(u64);
 
 impl Hasher for KeyHasher {
     fn finish(&self) -> u64 {

@@ -11,13 +11,52 @@ use super::{
 use crate::geom::Vec2;
 use crate::world::World;
 
-/// An entity as one snapshot left it in the client's view.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// An entity as one snapshot left it in the client's view, packed into 12 bytes (an
+/// [`EntityState`] and a `u32` tick took 16): every recipient holds a history of these,
+/// so they are most of a player's memory in a room and the first thing each encode reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 struct Record {
     id: EntityId,
-    state: EntityState,
-    /// The tick whose state `state` is: the priority accumulator's zero.
-    refreshed: u32,
+    x: u16,
+    y: u16,
+    aim: u16,
+    /// Health (at most 1,023: [`SnapshotSchema::new`]) with [`ALIVE`] set while in play.
+    health: u16,
+    /// The low 16 bits of the tick whose state this is: the priority accumulator's zero.
+    /// An age past 65,535 ticks (18 minutes at 60 Hz) wraps and only lowers a long-starved
+    /// update's priority for one round.
+    refreshed: u16,
+}
+
+/// [`Record::health`]'s in-play bit.
+const ALIVE: u16 = 1 << 15;
+
+impl Record {
+    fn new(id: EntityId, state: &EntityState, tick: u32) -> Self {
+        Self {
+            id,
+            x: state.x,
+            y: state.y,
+            aim: state.aim,
+            health: state.health | if state.alive { ALIVE } else { 0 },
+            refreshed: tick as u16,
+        }
+    }
+
+    fn state(&self) -> EntityState {
+        EntityState {
+            x: self.x,
+            y: self.y,
+            aim: self.aim,
+            health: self.health & !ALIVE,
+            alive: self.health & ALIVE != 0,
+        }
+    }
+
+    /// Ticks since the state was current, as of `tick`.
+    fn age(&self, tick: u32) -> u16 {
+        (tick as u16).wrapping_sub(self.refreshed)
+    }
 }
 
 /// A recipient's last snapshots, as the views they left it with: possible baselines.
@@ -25,7 +64,7 @@ struct Record {
 /// One block of `slots × stride` records, both grown in powers of two as the recipient
 /// needs them, so a player allocates a handful of times in its life:
 /// - the stride is the largest view this recipient has had: one who sees three others
-///   holds 4 records per slot rather than `max_entities` (16 bytes each);
+///   holds 4 records per slot rather than `max_entities` (12 bytes each);
 /// - the slots (ticks back that a baseline may be) start at [`INITIAL_SLOTS`] and grow up
 ///   to the configured history when an ack arrives for a snapshot already overwritten: a
 ///   player whose acks come back within 8 ticks (133 ms at 60 Hz) never pays for the
@@ -33,14 +72,20 @@ struct Record {
 ///   room's memory per player at 32 slots.
 #[derive(Debug, Clone)]
 struct History {
-    /// The tick each slot holds, if any; slot = tick mod slots.
-    ticks: Vec<Option<u32>>,
-    /// Records in each slot's view.
-    lens: Vec<u32>,
+    /// Each slot's tick, if it holds one (slot = tick mod slots), and the records in its
+    /// view; one vector, so an encode's lookup touches one line besides the records.
+    heads: Vec<SlotHead>,
     stride: usize,
     records: Vec<Record>,
     /// The configured history: the most slots this may grow to.
     max_slots: usize,
+}
+
+/// What a history slot holds.
+#[derive(Debug, Clone, Copy, Default)]
+struct SlotHead {
+    tick: Option<u32>,
+    len: u32,
 }
 
 /// Slots a recipient's history starts with.
@@ -50,8 +95,7 @@ impl History {
     fn new(max_slots: usize) -> Self {
         let slots = INITIAL_SLOTS.min(max_slots);
         Self {
-            ticks: vec![None; slots],
-            lens: vec![0; slots],
+            heads: vec![SlotHead::default(); slots],
             stride: 0,
             records: Vec::new(),
             max_slots,
@@ -66,32 +110,22 @@ impl History {
         if slots <= self.slots() {
             return;
         }
-        let mut ticks = vec![None; slots];
-        let mut lens = vec![0; slots];
-        let mut records = vec![
-            Record {
-                id: 0,
-                state: EntityState::default(),
-                refreshed: 0,
-            };
-            slots * self.stride
-        ];
-        for (old, tick) in self.ticks.iter().enumerate() {
-            let Some(tick) = *tick else { continue };
+        let mut heads = vec![SlotHead::default(); slots];
+        let mut records = vec![Record::default(); slots * self.stride];
+        for (old, head) in self.heads.iter().enumerate() {
+            let Some(tick) = head.tick else { continue };
             let new = tick as usize % slots;
-            let len = self.lens[old] as usize;
+            let len = head.len as usize;
             records[new * self.stride..new * self.stride + len]
                 .copy_from_slice(&self.records[old * self.stride..old * self.stride + len]);
-            ticks[new] = Some(tick);
-            lens[new] = len as u32;
+            heads[new] = *head;
         }
-        self.ticks = ticks;
-        self.lens = lens;
+        self.heads = heads;
         self.records = records;
     }
 
     fn slots(&self) -> usize {
-        self.ticks.len()
+        self.heads.len()
     }
 
     fn slot(&self, tick: u32) -> usize {
@@ -101,9 +135,10 @@ impl History {
     /// The view `tick`'s snapshot left, while the history holds it.
     fn view(&self, tick: u32) -> Option<&[Record]> {
         let slot = self.slot(tick);
-        (self.ticks[slot] == Some(tick)).then(|| {
+        let head = self.heads[slot];
+        (head.tick == Some(tick)).then(|| {
             let start = slot * self.stride;
-            &self.records[start..start + self.lens[slot] as usize]
+            &self.records[start..start + head.len as usize]
         })
     }
 
@@ -114,15 +149,17 @@ impl History {
         let slot = self.slot(tick);
         let start = slot * self.stride;
         self.records[start..start + view.len()].copy_from_slice(view);
-        self.lens[slot] = view.len() as u32;
-        self.ticks[slot] = Some(tick);
+        self.heads[slot] = SlotHead {
+            tick: Some(tick),
+            len: view.len() as u32,
+        };
     }
 
     fn grow(&mut self, stride: usize, filler: Record) {
         let mut records = vec![filler; self.slots() * stride];
-        for (slot, &len) in self.lens.iter().enumerate() {
+        for (slot, head) in self.heads.iter().enumerate() {
             let (from, to) = (slot * self.stride, slot * stride);
-            let len = len as usize;
+            let len = head.len as usize;
             records[to..to + len].copy_from_slice(&self.records[from..from + len]);
         }
         self.records = records;
@@ -130,8 +167,37 @@ impl History {
     }
 
     fn forget(&mut self) {
-        self.ticks.fill(None);
+        self.heads.fill(SlotHead::default());
     }
+
+    /// Asks the CPU to start loading `tick`'s view (and its slot's tick and length), so
+    /// that the encode which reads it next finds it in cache.
+    fn prefetch(&self, tick: u32) {
+        if self.stride == 0 {
+            return;
+        }
+        let slot = self.slot(tick);
+        prefetch_bytes(self.heads.as_ptr().wrapping_add(slot).cast(), 1);
+        let start = self.records.as_ptr().wrapping_add(slot * self.stride);
+        prefetch_bytes(start.cast(), self.stride * std::mem::size_of::<Record>());
+    }
+}
+
+/// Prefetches the cache lines of `len` bytes from `start` (a hint: no read, no fault).
+fn prefetch_bytes(start: *const u8, len: usize) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+        let mut at = 0;
+        while at < len.max(1) {
+            // SAFETY: a prefetch is a hint; it neither reads nor faults, whatever the
+            // address, and SSE (its target feature) is part of every x86_64 CPU.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(start.wrapping_add(at).cast()) };
+            at += 64;
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (start, len);
 }
 
 /// Why an acknowledgement was not taken.
@@ -197,6 +263,16 @@ impl ClientSnapshots {
         Ok(())
     }
 
+    /// Starts loading the baseline the next [`SnapshotEncoder::encode`] for this client
+    /// will read: a room calls it for the next recipient before encoding the current one,
+    /// so the recipients' histories (one cache miss each otherwise) stream in while it
+    /// works.
+    pub fn prefetch_baseline(&self) {
+        if let Some(acked) = self.acked {
+            self.history.prefetch(acked);
+        }
+    }
+
     /// Forgets every baseline (after a reconnection): the next snapshot is a full one.
     pub fn reset(&mut self) {
         self.acked = None;
@@ -210,7 +286,7 @@ impl ClientSnapshots {
 
     /// Records each history slot has room for: the largest view this recipient has had,
     /// rounded up to a power of two (0 before the first snapshot). Its memory is
-    /// `history_slots × stride × 16` bytes.
+    /// `history_slots × stride × 12` bytes.
     pub fn history_stride(&self) -> usize {
         self.history.stride
     }
@@ -232,7 +308,7 @@ impl ClientSnapshots {
         self.history.view(tick).map(|records| {
             records.iter().map(|record| EntityView {
                 id: record.id,
-                state: record.state,
+                state: record.state(),
             })
         })
     }
@@ -629,12 +705,13 @@ impl SnapshotEncoder {
                 candidate.fate = Fate::Send;
             } else {
                 let record = &baseline[candidate.member as usize];
-                if record.state == state {
+                let old = record.state();
+                if old == state {
                     candidate.fate = Fate::Unchanged;
                     continue;
                 }
-                candidate.cost = (ID_BITS_MAX + update_bits(schema, &record.state, &state)) as u32;
-                candidate.priority = (tick.wrapping_sub(record.refreshed) as f32 + 1.0) * weight;
+                candidate.cost = (ID_BITS_MAX + update_bits(schema, &old, &state)) as u32;
+                candidate.priority = (f32::from(record.age(tick)) + 1.0) * weight;
                 candidate.fate = Fate::Send;
             }
             wanted += candidate.cost as usize;
@@ -666,11 +743,7 @@ impl SnapshotEncoder {
         for candidate in &self.candidates {
             let id = candidate.id;
             let state = frame.states[usize::from(id)];
-            let fresh = Record {
-                id,
-                state,
-                refreshed: tick,
-            };
+            let fresh = Record::new(id, &state, tick);
             match (candidate.member == NOT_MEMBER, candidate.fate) {
                 (true, Fate::Send) => {
                     self.creates.push((id, state));
@@ -679,7 +752,7 @@ impl SnapshotEncoder {
                 (true, _) => {}
                 (false, Fate::Send) => {
                     let record = baseline[candidate.member as usize];
-                    self.updates.push((id, record.state, state));
+                    self.updates.push((id, record.state(), state));
                     self.records.push(fresh);
                 }
                 (false, Fate::Unchanged) => self.records.push(fresh),
@@ -898,5 +971,40 @@ impl IdWriter {
         }
         self.next = u32::from(id) + 1;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_record_is_12_bytes_and_gives_back_the_state_it_packed() {
+        assert_eq!(std::mem::size_of::<Record>(), 12);
+        for (health, alive) in [
+            (0, false),
+            (0, true),
+            (1023, true),
+            (1023, false),
+            (77, true),
+        ] {
+            let state = EntityState {
+                x: u16::MAX,
+                y: 1,
+                aim: 1023,
+                health,
+                alive,
+            };
+            let record = Record::new(9, &state, 70_000);
+            assert_eq!((record.id, record.state()), (9, state));
+        }
+    }
+
+    #[test]
+    fn a_records_age_is_counted_across_the_16_bit_wrap() {
+        let record = Record::new(1, &EntityState::default(), 65_530);
+        assert_eq!(record.age(65_530), 0);
+        assert_eq!(record.age(65_540), 10);
+        assert_eq!(record.age(65_536 * 3 + 2), 8);
     }
 }
