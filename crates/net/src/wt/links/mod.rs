@@ -1,0 +1,871 @@
+//! The WebTransport sessions of one shard, driven by the shard's own thread: see [`WtLinks`].
+
+mod h3;
+mod session;
+
+use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::io;
+use std::net::{IpAddr, SocketAddr, UdpSocket};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::{Bytes, BytesMut};
+use quinn_proto::crypto::rustls::QuicServerConfig;
+use quinn_proto::{
+    ConnectionHandle, DatagramEvent, Endpoint, EndpointConfig, Incoming, ServerConfig, Transmit,
+};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+
+use self::session::{Conn, Ctx, Phase, Shared};
+use super::config::{
+    MIN_RENEWAL, RandomConnectionIds, WtCertificate, WtConfig, WtError, self_signed,
+    transport_config,
+};
+use super::framing::max_frame_bytes;
+use super::stats::{WtCounters, WtCounts};
+use crate::udp::{RecvBatch, RecvStats, SendBatch, SendStats};
+use crate::ws::{CloseCode, TlsIdentity, WsClosed, WsConfig, WsCounters, WsSendError, WsStats};
+
+/// Identifies one session among a [`WtLinks`]' for as long as it lives; never reused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct WtLinkId(u64);
+
+impl WtLinkId {
+    fn new(index: usize, generation: u32) -> Self {
+        Self(index as u64 | (u64::from(generation) << 32))
+    }
+
+    fn index(self) -> usize {
+        (self.0 & 0xFFFF_FFFF) as usize
+    }
+
+    fn generation(self) -> u32 {
+        (self.0 >> 32) as u32
+    }
+}
+
+/// What happened on a session.
+#[derive(Debug)]
+pub enum WtLinkEvent {
+    /// The client's connect token arrived on its control stream. The caller checks it (its
+    /// own admission) and answers with [`WtLinks::accept`] or [`WtLinks::refuse`] within
+    /// the handshake timeout (counted from the session's first packet); past it the session
+    /// is closed with [`CloseCode::ServerFull`] and reported [`Closed`](Self::Closed).
+    Token {
+        /// Which session.
+        link: WtLinkId,
+        /// The token frame's body (unchecked).
+        token: Bytes,
+        /// The client's address.
+        peer: SocketAddr,
+    },
+    /// A message from an accepted client: its channel and payload.
+    Message {
+        /// Which session.
+        link: WtLinkId,
+        /// The channel id (checked against the channels).
+        channel: u8,
+        /// The payload.
+        message: Bytes,
+    },
+    /// A session whose token the caller had ended or started closing, other than by
+    /// [`WtLinks::close`] or [`WtLinks::refuse`]; nothing more comes from it and sends to it
+    /// are refused. The client's close (its close frame, a page's session close or a QUIC
+    /// close with a code in 4000–4999) is [`WsClosed::ByClient`]; a session that broke or
+    /// went quiet past the idle timeout is [`WsClosed::Lost`]; one this side closed (a bad
+    /// frame, a slow client) is [`WsClosed::ByServer`].
+    Closed {
+        /// Which session.
+        link: WtLinkId,
+        /// How.
+        closed: WsClosed,
+    },
+}
+
+/// Counts kept on the thread and added to the shared counters at each flush.
+#[derive(Debug, Default)]
+struct LocalCounts {
+    messages_sent: u64,
+    bytes_sent: u64,
+    messages_received: u64,
+    bytes_received: u64,
+    datagrams_sent: u64,
+    datagrams_received: u64,
+    frames_sent: u64,
+    frames_received: u64,
+}
+
+/// Datagrams one [`WtLinks::handle_io`] reads at most before returning, so one turn of a
+/// flooded socket still ends.
+const READ_BUDGET: usize = 1024;
+/// Slots of the send batch: a flush to many sessions goes out in few `sendmmsg` calls.
+const SEND_BATCH: usize = 256;
+/// Datagrams one `poll_transmit` may build for one session (GSO-style, split into slots).
+const MAX_SEGMENTS: usize = 16;
+
+/// The WebTransport sessions of one shard on a UDP socket of its own, driven by the shard's
+/// thread as [`WsLinks`](crate::ws::WsLinks) drives WebSocket connections: QUIC
+/// (`quinn-proto`, sans-IO) and HTTP/3 (`wtransport-proto`) without a task, a lock or a
+/// channel per session. A datagram from a client goes from `recvmmsg` to quinn to the
+/// shard in one call; what the shard sends to many sessions in one turn leaves in a few
+/// `sendmmsg` calls.
+///
+/// A driver calls, each turn:
+///
+/// 1. [`handle_io`](Self::handle_io) when the socket ([`AsFd`]) is readable: reads every
+///    waiting datagram (up to a budget: it returns `false` if it left some), runs QUIC,
+///    HTTP/3 and each touched session, and queues [`WtLinkEvent`]s;
+/// 2. [`handle_timeout`](Self::handle_timeout) when [`poll_timeout`](Self::poll_timeout)
+///    is due: QUIC's timers (acknowledgements, loss, keepalive, idle), handshake and close
+///    deadlines, the certificate's renewal;
+/// 3. [`poll_event`](Self::poll_event) until `None`, answering each
+///    [`Token`](WtLinkEvent::Token) with [`accept`](Self::accept) or
+///    [`refuse`](Self::refuse);
+/// 4. [`send`](Self::send) and [`close`](Self::close) as the rooms decide;
+/// 5. [`flush`](Self::flush) once at the end: every session touched since the last flush
+///    (and only those) builds its packets, which go out batched across sessions. Call it
+///    before waiting again: it also files each touched session's next timer.
+///
+/// Unreliable messages ride QUIC datagrams, whose send buffer drops its oldest past 64 KiB,
+/// so a slow client never holds snapshots back; Reliable ones (and unreliable ones too large
+/// for the path's datagrams) are frames on the control stream, bounded per session by the
+/// outbox's `max_reliable_bytes` beyond what QUIC's windows hold (past it the session closes
+/// with [`CloseCode::SlowClient`]).
+pub struct WtLinks {
+    socket: UdpSocket,
+    socket_is_ipv6: bool,
+    endpoint: Endpoint,
+    /// What new connections get; replaced (same token key) when the certificate renews.
+    server_config: Arc<ServerConfig>,
+    config: WtConfig,
+    shared: Shared,
+    /// By quinn's connection handle, whose slot quinn frees only once the connection has
+    /// drained (and this entry is gone).
+    conns: Vec<Option<Conn>>,
+    generations: Vec<u32>,
+    live: usize,
+    per_ip: HashMap<IpAddr, usize>,
+    touched: Vec<usize>,
+    dirty: Vec<usize>,
+    /// Each session's next timer, earliest first.
+    timers: BTreeSet<(Instant, usize)>,
+    events: VecDeque<WtLinkEvent>,
+    recv: Option<RecvBatch>,
+    send: SendBatch,
+    /// Received datagrams are copied here and split off, so quinn gets owned buffers
+    /// without an allocation per datagram once earlier ones are dropped.
+    arena: BytesMut,
+    /// Where quinn writes a transmit.
+    transmit: Vec<u8>,
+    chunks: Vec<Bytes>,
+    counts: LocalCounts,
+    counters: Arc<WtCounters>,
+    messages: Arc<WsCounters>,
+    /// Datagrams dropped because the socket's send buffer was full.
+    dropped_would_block: u64,
+    self_signed_names: Option<Vec<String>>,
+    cert_sha256: Option<String>,
+    next_renewal: Option<Instant>,
+}
+
+impl std::fmt::Debug for WtLinks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WtLinks")
+            .field("sessions", &self.live)
+            .field("cert_sha256", &self.cert_sha256)
+            .finish_non_exhaustive()
+    }
+}
+
+impl WtLinks {
+    /// Serves WebTransport on `socket` (bound by the caller, so its address can go into the
+    /// connect tokens), with the connection parameters, close timeout and outbox bounds of
+    /// `ws` (the WebSocket transport's, so both dictate the same). Makes or loads the
+    /// certificate; the socket is made nonblocking.
+    pub fn new(
+        socket: UdpSocket,
+        config: WtConfig,
+        certificate: WtCertificate,
+        ws: &WsConfig,
+    ) -> Result<Self, WtError> {
+        ws.params
+            .validate()
+            .map_err(crate::ws::WsConfigError::from)?;
+        let (crypto, cert_sha256, self_signed_names) = match certificate {
+            WtCertificate::SelfSigned(names) => {
+                let (identity, hash) = self_signed(&names)?;
+                (quic_crypto_of(&identity)?, Some(hash), Some(names))
+            }
+            WtCertificate::PemFiles { cert, key } => {
+                let identity = TlsIdentity::from_pem_files(&cert, &key)
+                    .map_err(|error| WtError::Certificate(error.to_string()))?;
+                let (chain, key) = identity.into_parts();
+                (quic_crypto(chain, key)?, None, None)
+            }
+        };
+        socket.set_nonblocking(true)?;
+        let local = socket.local_addr()?;
+        // Path MTU discovery needs datagrams that are never fragmented.
+        let allow_mtud = dont_fragment(&socket, local.is_ipv6()).is_ok();
+        let mut server_config = ServerConfig::with_crypto(crypto);
+        server_config.transport_config(Arc::new(transport_config(&ws.params)));
+        let mut endpoint_config = EndpointConfig::default();
+        endpoint_config.cid_generator(|| Box::new(RandomConnectionIds));
+        let server_config = Arc::new(server_config);
+        let endpoint = Endpoint::new(
+            Arc::new(endpoint_config),
+            Some(server_config.clone()),
+            allow_mtud,
+            None,
+        );
+        let shared = Shared {
+            channels: ws.params.channels.clone().into(),
+            max_frame: max_frame_bytes(ws.params.max_message_size),
+            max_payload: ws.params.max_message_size as usize,
+            max_reliable_bytes: ws.outbox.max_reliable_bytes,
+            handshake_timeout: config.handshake_timeout,
+            close_timeout: ws.close_timeout,
+            control_opening: h3::control_stream_opening(),
+        };
+        let next_renewal = self_signed_names
+            .as_ref()
+            .map(|_| Instant::now() + config.renew_self_signed_every.max(MIN_RENEWAL));
+        Ok(Self {
+            socket,
+            socket_is_ipv6: local.is_ipv6(),
+            endpoint,
+            server_config,
+            config,
+            shared,
+            conns: Vec::new(),
+            generations: Vec::new(),
+            live: 0,
+            per_ip: HashMap::new(),
+            touched: Vec::new(),
+            dirty: Vec::new(),
+            timers: BTreeSet::new(),
+            events: VecDeque::new(),
+            recv: Some(RecvBatch::new()),
+            send: SendBatch::with_capacity(SEND_BATCH, SendBatch::DEFAULT_SLOT_SIZE),
+            arena: BytesMut::new(),
+            transmit: Vec::new(),
+            chunks: Vec::new(),
+            counts: LocalCounts::default(),
+            counters: Arc::new(WtCounters::default()),
+            messages: Arc::new(WsCounters::default()),
+            dropped_would_block: 0,
+            self_signed_names,
+            cert_sha256,
+            next_renewal,
+        })
+    }
+
+    /// The bound UDP address.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.socket.local_addr()
+    }
+
+    /// Lowercase hex SHA-256 of the self-signed certificate in use (its DER), for a
+    /// browser's `serverCertificateHashes`; `None` with an operator certificate.
+    pub fn cert_sha256(&self) -> Option<&str> {
+        self.cert_sha256.as_deref()
+    }
+
+    /// Sessions held: in their handshakes, open, or closing.
+    pub fn len(&self) -> usize {
+        self.live
+    }
+
+    /// Whether no session is held.
+    pub fn is_empty(&self) -> bool {
+        self.live == 0
+    }
+
+    /// Whether `link` is accepted and open: not closing, not gone.
+    pub fn is_open(&self, link: WtLinkId) -> bool {
+        self.conn(link)
+            .is_some_and(|conn| conn.phase == Phase::Open)
+    }
+
+    /// This transport's message-layer counters (accepted, refused by reason, messages).
+    pub fn stats(&self) -> WsStats {
+        self.messages.snapshot()
+    }
+
+    /// This transport's own counters (sessions, datagrams, frames, refusals at the door).
+    pub fn counts(&self) -> WtCounts {
+        self.counters.snapshot()
+    }
+
+    /// The socket's receive counters (`recvmmsg` calls, datagrams, drops).
+    pub fn recv_stats(&self) -> RecvStats {
+        self.recv
+            .as_ref()
+            .map(|recv| *recv.stats())
+            .unwrap_or_default()
+    }
+
+    /// The socket's send counters: `syscalls` is the `sendmmsg` calls, `datagrams` the
+    /// UDP datagrams they carried (many sessions' per call).
+    pub fn send_stats(&self) -> SendStats {
+        let mut stats = *self.send.stats();
+        stats.dropped_other += self.dropped_would_block;
+        stats
+    }
+
+    /// The next event, if any.
+    pub fn poll_event(&mut self) -> Option<WtLinkEvent> {
+        self.events.pop_front()
+    }
+
+    /// Accepts the session whose [`Token`](WtLinkEvent::Token) the caller admitted: sends
+    /// `accepted` (the connection parameters' message, framed here) first, then whatever the
+    /// room sends. Messages the client sent after its token follow as events.
+    pub fn accept(&mut self, link: WtLinkId, accepted: &[u8]) -> Result<(), WsSendError> {
+        let now = Instant::now();
+        let Some((conn, mut ctx)) = self.split(link, now) else {
+            return Err(WsSendError::Closed);
+        };
+        conn.accept(accepted, &mut ctx)?;
+        self.mark_dirty(link.index());
+        Ok(())
+    }
+
+    /// Refuses the session whose token the caller did not admit: a close frame with `code`
+    /// and `reason`, then the QUIC close with the same code once the client closes (or the
+    /// close timeout passes). No [`Closed`](WtLinkEvent::Closed) follows.
+    pub fn refuse(&mut self, link: WtLinkId, code: CloseCode, reason: &str) {
+        self.close(link, code, reason);
+    }
+
+    /// Queues `message` for `link` on `channel`, without waiting: a datagram for an
+    /// unreliable channel when it fits the path, a frame on the control stream otherwise.
+    /// Sent at the next [`flush`](Self::flush).
+    pub fn send(&mut self, link: WtLinkId, channel: u8, message: Bytes) -> Result<(), WsSendError> {
+        let now = Instant::now();
+        let Some((conn, mut ctx)) = self.split(link, now) else {
+            return Err(WsSendError::Closed);
+        };
+        let sent = conn.send(channel, &message, &mut ctx);
+        self.mark_dirty(link.index());
+        sent
+    }
+
+    /// Closes `link` with `code` and `reason` (a kick, a replacement, a refusal, a
+    /// shutdown): reliable data already queued, then a close frame, then the QUIC close with
+    /// the same code once the client closes or the close timeout passes. No
+    /// [`Closed`](WtLinkEvent::Closed) follows: the caller knows.
+    pub fn close(&mut self, link: WtLinkId, code: CloseCode, reason: &str) {
+        let now = Instant::now();
+        if let Some((conn, mut ctx)) = self.split(link, now) {
+            if code == CloseCode::AlreadyConnected {
+                WsCounters::bump(&ctx.messages.connections_replaced);
+            }
+            conn.close_server(code, reason, false, &mut ctx);
+            self.mark_dirty(link.index());
+        }
+    }
+
+    /// Closes every session as [`close`](Self::close) does, those still in their QUIC or
+    /// HTTP/3 handshake or before their token included (the ones without a stream yet get
+    /// the QUIC close with `code` at once). A server shutting down calls it with
+    /// [`CloseCode::ServerShutdown`], then keeps driving the links until
+    /// [`is_empty`](Self::is_empty) or its grace period ends.
+    pub fn close_all(&mut self, code: CloseCode, reason: &str) {
+        let now = Instant::now();
+        for index in 0..self.conns.len() {
+            let Some(generation) = self.conns[index].as_ref().map(|conn| conn.generation) else {
+                continue;
+            };
+            let link = WtLinkId::new(index, generation);
+            if let Some((conn, mut ctx)) = self.split(link, now) {
+                if code == CloseCode::ServerShutdown
+                    && matches!(conn.phase, Phase::AwaitToken | Phase::AwaitAdmission)
+                {
+                    WsCounters::bump(&ctx.messages.refused_shutdown);
+                }
+                conn.close_server(code, reason, false, &mut ctx);
+            }
+            self.mark_dirty(index);
+        }
+    }
+
+    /// Reads every datagram waiting on the socket (at most 1024: returns `false` if it
+    /// stopped with more waiting, so the driver calls it again without waiting for
+    /// readiness), hands them to QUIC, sorts new connections (Retry, the caps), and runs
+    /// every session they touched.
+    pub fn handle_io(&mut self, now: Instant) -> bool {
+        let Some(mut recv) = self.recv.take() else {
+            return true;
+        };
+        let mut read = 0;
+        let drained = loop {
+            match recv.recv_from_fd(self.socket.as_fd()) {
+                Ok(_) => {}
+                Err(error) if error.kind() == io::ErrorKind::WouldBlock => break true,
+                Err(error) => {
+                    tracing::debug!(%error, "webtransport: receive failed");
+                    break true;
+                }
+            }
+            for (from, data) in recv.iter() {
+                self.datagram(now, from, data);
+            }
+            read += recv.len();
+            if read >= READ_BUDGET {
+                break false;
+            }
+        };
+        self.recv = Some(recv);
+        self.drive_touched(now);
+        drained
+    }
+
+    /// One datagram into quinn's endpoint, which routes it.
+    fn datagram(&mut self, now: Instant, from: SocketAddr, data: &[u8]) {
+        self.arena.reserve(data.len());
+        self.arena.extend_from_slice(data);
+        let data = self.arena.split();
+        let mut buf = std::mem::take(&mut self.transmit);
+        buf.clear();
+        match self.endpoint.handle(now, from, None, None, data, &mut buf) {
+            Some(DatagramEvent::ConnectionEvent(handle, event)) => {
+                if let Some(conn) = self.conns.get_mut(handle.0).and_then(Option::as_mut) {
+                    conn.quic.handle_event(event);
+                    self.touch(handle.0);
+                }
+            }
+            Some(DatagramEvent::NewConnection(incoming)) => self.incoming(now, incoming, &mut buf),
+            Some(DatagramEvent::Response(transmit)) => self.queue_transmit(&transmit, &buf),
+            None => {}
+        }
+        self.transmit = buf;
+    }
+
+    /// A new connection attempt: Retry, a refusal at a cap, or a new session.
+    fn incoming(&mut self, now: Instant, incoming: Incoming, buf: &mut Vec<u8>) {
+        WtCounters::bump(&self.counters.incoming);
+        if self.config.retry && !incoming.remote_address_validated() {
+            WtCounters::bump(&self.counters.retries_sent);
+            match self.endpoint.retry(incoming, buf) {
+                Ok(transmit) => self.queue_transmit(&transmit, buf),
+                Err(error) => self.endpoint.ignore(error.into_incoming()),
+            }
+            return;
+        }
+        let ip = incoming.remote_address().ip().to_canonical();
+        let at_ip = self.per_ip.get(&ip).copied().unwrap_or(0);
+        let refused = if self.live >= self.config.max_sessions {
+            Some(&self.counters.refused_total)
+        } else if at_ip >= self.config.max_sessions_per_ip && !self.config.exempt.contains(&ip) {
+            Some(&self.counters.refused_per_ip)
+        } else {
+            None
+        };
+        if let Some(counter) = refused {
+            WtCounters::bump(counter);
+            let transmit = self.endpoint.refuse(incoming, buf);
+            self.queue_transmit(&transmit, buf);
+            return;
+        }
+        match self.endpoint.accept(incoming, now, buf, None) {
+            Ok((handle, quic)) => {
+                let index = handle.0;
+                if self.conns.len() <= index {
+                    self.conns.resize_with(index + 1, || None);
+                    self.generations.resize(index + 1, 0);
+                }
+                self.generations[index] = self.generations[index].wrapping_add(1);
+                let conn = Conn::new(quic, self.generations[index], now, &self.shared);
+                self.conns[index] = Some(conn);
+                self.live += 1;
+                *self.per_ip.entry(ip).or_default() += 1;
+                self.touch(index);
+            }
+            Err(error) => {
+                WtCounters::bump(&self.counters.handshakes_failed);
+                if let Some(transmit) = error.response {
+                    self.queue_transmit(&transmit, buf);
+                }
+            }
+        }
+    }
+
+    /// The earliest deadline: a session's QUIC timer, handshake or close deadline, or the
+    /// certificate's renewal.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let first = self.timers.first().map(|&(at, _)| at);
+        match (first, self.next_renewal) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Runs what is due at `now`.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        while let Some(&(at, index)) = self.timers.first() {
+            if at > now {
+                break;
+            }
+            self.timers.pop_first();
+            let link = match self.conns[index].as_mut() {
+                Some(conn) => {
+                    conn.timer = None;
+                    if conn.quic.poll_timeout().is_some_and(|at| at <= now) {
+                        conn.quic.handle_timeout(now);
+                    }
+                    WtLinkId::new(index, conn.generation)
+                }
+                None => continue,
+            };
+            if let Some((conn, mut ctx)) = self.split(link, now) {
+                conn.handle_deadline(&mut ctx);
+            }
+            self.touch(index);
+        }
+        if self.next_renewal.is_some_and(|at| at <= now) {
+            self.renew_self_signed(now);
+        }
+        self.drive_touched(now);
+    }
+
+    /// Builds the packets of every session touched since the last flush and sends them,
+    /// batched across sessions (`sendmmsg`).
+    pub fn flush(&mut self, now: Instant) {
+        let mut buf = std::mem::take(&mut self.transmit);
+        for index in std::mem::take(&mut self.dirty) {
+            let Some(generation) = self.conns[index].as_mut().map(|conn| {
+                conn.dirty = false;
+                conn.generation
+            }) else {
+                continue;
+            };
+            if let Some((conn, mut ctx)) = self.split(WtLinkId::new(index, generation), now) {
+                conn.write_out(&mut ctx);
+            }
+            loop {
+                if self.send.is_full() {
+                    self.send_batch();
+                }
+                let room = (self.send.capacity() - self.send.len()).clamp(1, MAX_SEGMENTS);
+                buf.clear();
+                let Some(conn) = self.conns[index].as_mut() else {
+                    break;
+                };
+                let Some(transmit) = conn.quic.poll_transmit(now, room, &mut buf) else {
+                    break;
+                };
+                self.queue_transmit(&transmit, &buf);
+            }
+            // Sending may move QUIC's timers (loss detection, pacing) and the control
+            // stream's events may have closed the session.
+            self.forward_endpoint_events(index);
+            self.rearm(index);
+        }
+        self.transmit = buf;
+        self.send_batch();
+        self.publish_counts();
+    }
+
+    /// Runs each session touched since the last call: QUIC's endpoint events both ways,
+    /// then the session's own events.
+    fn drive_touched(&mut self, now: Instant) {
+        for index in std::mem::take(&mut self.touched) {
+            if let Some(conn) = self.conns[index].as_mut() {
+                conn.touched = false;
+            }
+            self.drive(index, now);
+        }
+    }
+
+    fn drive(&mut self, index: usize, now: Instant) {
+        loop {
+            let drained = self.forward_endpoint_events(index);
+            let Some(generation) = self.conns[index].as_ref().map(|conn| conn.generation) else {
+                return;
+            };
+            if drained {
+                return self.remove(index);
+            }
+            let Some((conn, mut ctx)) = self.split(WtLinkId::new(index, generation), now) else {
+                return;
+            };
+            let mut any = false;
+            while let Some(event) = conn.quic.poll() {
+                conn.handle_event(event, &mut ctx);
+                any = true;
+            }
+            if !any {
+                break;
+            }
+        }
+        self.mark_dirty(index);
+        self.rearm(index);
+    }
+
+    /// Hands a session's endpoint events to quinn's endpoint and its answers back; true if
+    /// the session has drained (quinn forgot it).
+    fn forward_endpoint_events(&mut self, index: usize) -> bool {
+        let Some(conn) = self.conns[index].as_mut() else {
+            return false;
+        };
+        let mut drained = false;
+        while let Some(event) = conn.quic.poll_endpoint_events() {
+            drained |= event.is_drained();
+            if let Some(answer) = self.endpoint.handle_event(ConnectionHandle(index), event) {
+                conn.quic.handle_event(answer);
+            }
+        }
+        if drained {
+            self.remove(index);
+        }
+        drained
+    }
+
+    /// Files the session's next timer.
+    fn rearm(&mut self, index: usize) {
+        let Some(conn) = self.conns[index].as_mut() else {
+            return;
+        };
+        let next = conn.next_timeout();
+        if next == conn.timer {
+            return;
+        }
+        if let Some(old) = conn.timer.take() {
+            self.timers.remove(&(old, index));
+        }
+        if let Some(at) = next {
+            self.timers.insert((at, index));
+        }
+        conn.timer = next;
+    }
+
+    fn remove(&mut self, index: usize) {
+        let Some(mut conn) = self.conns[index].take() else {
+            return;
+        };
+        if let Some(at) = conn.timer.take() {
+            self.timers.remove(&(at, index));
+        }
+        self.live -= 1;
+        let ip = conn.peer.ip().to_canonical();
+        if let Some(count) = self.per_ip.get_mut(&ip) {
+            *count -= 1;
+            if *count == 0 {
+                self.per_ip.remove(&ip);
+            }
+        }
+        if conn.opened {
+            WtCounters::bump(&self.counters.sessions_closed);
+        }
+        if conn.accepted {
+            WsCounters::bump(&self.messages.connections_closed);
+        }
+        if conn.announced {
+            self.events.push_back(WtLinkEvent::Closed {
+                link: WtLinkId::new(index, conn.generation),
+                closed: WsClosed::Lost,
+            });
+        }
+    }
+
+    /// Puts a transmit's datagrams in the send batch, one slot each (sending the batch
+    /// whenever it fills).
+    fn queue_transmit(&mut self, transmit: &Transmit, buf: &[u8]) {
+        let size = transmit.size.min(buf.len());
+        let segment = transmit.segment_size.unwrap_or(size).max(1);
+        for datagram in buf[..size].chunks(segment) {
+            if self.send.is_full() {
+                self.send_batch();
+            }
+            if datagram.len() > self.send.slot_size() {
+                self.dropped_would_block += 1;
+                continue;
+            }
+            self.send.push(transmit.destination, datagram);
+        }
+    }
+
+    /// One `sendmmsg` round for what the batch holds. A full socket buffer drops the rest
+    /// (counted): QUIC takes it as loss and sends again, and nothing waits behind it.
+    fn send_batch(&mut self) {
+        if self.send.is_empty() {
+            return;
+        }
+        if let Err(error) = self
+            .send
+            .send_to_fd(self.socket.as_fd(), self.socket_is_ipv6)
+        {
+            if error.kind() != io::ErrorKind::WouldBlock {
+                tracing::debug!(%error, "webtransport: send failed");
+            }
+            self.dropped_would_block += self.send.len() as u64;
+            self.send.clear();
+        }
+    }
+
+    /// A fresh self-signed certificate for new connections; open sessions keep theirs. On
+    /// failure the old one stays (and is logged).
+    fn renew_self_signed(&mut self, now: Instant) {
+        let every = self.config.renew_self_signed_every.max(MIN_RENEWAL);
+        self.next_renewal = Some(now + every);
+        let Some(names) = self.self_signed_names.as_deref() else {
+            return;
+        };
+        let renewed = self_signed(names).and_then(|(identity, hash)| {
+            let crypto = quic_crypto_of(&identity)?;
+            Ok((crypto, hash))
+        });
+        match renewed {
+            Ok((crypto, hash)) => {
+                // The same transport settings and Retry token key: a client between its
+                // Retry and its next Initial is not refused.
+                let mut config = (*self.server_config).clone();
+                config.crypto = crypto;
+                self.server_config = Arc::new(config);
+                self.endpoint
+                    .set_server_config(Some(self.server_config.clone()));
+                tracing::info!(cert_sha256 = %hash, "webtransport: self-signed certificate renewed");
+                self.cert_sha256 = Some(hash);
+            }
+            Err(error) => {
+                tracing::warn!(%error, "webtransport: could not renew the self-signed certificate; keeping the old one");
+            }
+        }
+    }
+
+    fn publish_counts(&mut self) {
+        let counts = std::mem::take(&mut self.counts);
+        let (wt, ws) = (&*self.counters, &*self.messages);
+        for (counter, n) in [
+            (&ws.messages_sent, counts.messages_sent),
+            (&ws.bytes_sent, counts.bytes_sent),
+            (&ws.messages_received, counts.messages_received),
+            (&ws.bytes_received, counts.bytes_received),
+            (&wt.datagrams_sent, counts.datagrams_sent),
+            (&wt.datagrams_received, counts.datagrams_received),
+            (&wt.stream_frames_sent, counts.frames_sent),
+            (&wt.stream_frames_received, counts.frames_received),
+        ] {
+            if n > 0 {
+                WsCounters::add(counter, n);
+            }
+        }
+    }
+
+    fn conn(&self, link: WtLinkId) -> Option<&Conn> {
+        self.conns
+            .get(link.index())?
+            .as_ref()
+            .filter(|conn| conn.generation == link.generation())
+    }
+
+    /// The session `link` and what it reaches while it handles something.
+    fn split(&mut self, link: WtLinkId, now: Instant) -> Option<(&mut Conn, Ctx<'_>)> {
+        let conn = self
+            .conns
+            .get_mut(link.index())?
+            .as_mut()
+            .filter(|conn| conn.generation == link.generation())?;
+        Some((
+            conn,
+            Ctx {
+                now,
+                link,
+                shared: &self.shared,
+                counters: &self.counters,
+                messages: &self.messages,
+                counts: &mut self.counts,
+                events: &mut self.events,
+                chunks: &mut self.chunks,
+            },
+        ))
+    }
+
+    fn touch(&mut self, index: usize) {
+        if let Some(conn) = self.conns[index].as_mut()
+            && !conn.touched
+        {
+            conn.touched = true;
+            self.touched.push(index);
+        }
+    }
+
+    fn mark_dirty(&mut self, index: usize) {
+        if let Some(conn) = self.conns[index].as_mut()
+            && !conn.dirty
+        {
+            conn.dirty = true;
+            self.dirty.push(index);
+        }
+    }
+}
+
+impl AsFd for WtLinks {
+    /// The UDP socket, for the driver's readiness (`AsyncFd`, epoll).
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.socket.as_fd()
+    }
+}
+
+impl AsRawFd for WtLinks {
+    fn as_raw_fd(&self) -> RawFd {
+        self.socket.as_raw_fd()
+    }
+}
+
+/// QUIC's TLS for a wtransport identity (a self-signed one).
+fn quic_crypto_of(identity: &wtransport::Identity) -> Result<Arc<QuicServerConfig>, WtError> {
+    let chain = identity
+        .certificate_chain()
+        .as_slice()
+        .iter()
+        .map(|cert| CertificateDer::from(cert.der().to_vec()))
+        .collect();
+    let key = PrivatePkcs8KeyDer::from(identity.private_key().secret_der().to_vec());
+    quic_crypto(chain, key.into())
+}
+
+/// QUIC's TLS as wtransport builds it: TLS 1.3 on `ring`, ALPN `h3`.
+fn quic_crypto(
+    chain: Vec<CertificateDer<'static>>,
+    key: PrivateKeyDer<'static>,
+) -> Result<Arc<QuicServerConfig>, WtError> {
+    let certificate = |error: &dyn std::fmt::Display| WtError::Certificate(error.to_string());
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut tls = rustls::ServerConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .map_err(|error| certificate(&error))?
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .map_err(|error| certificate(&error))?;
+    tls.alpn_protocols = vec![wtransport_proto::WEBTRANSPORT_ALPN.to_vec()];
+    let quic = QuicServerConfig::try_from(tls).map_err(|error| certificate(&error))?;
+    Ok(Arc::new(quic))
+}
+
+/// Datagrams never fragmented, so quinn may probe the path's MTU: IPv4's don't-fragment
+/// bit, or on an IPv6 socket (dual stack) IPv6's (and IPv4's for mapped peers, where the
+/// kernel takes it).
+fn dont_fragment(socket: &UdpSocket, ipv6: bool) -> io::Result<()> {
+    if !ipv6 {
+        return crate::udp::set_dont_fragment(socket);
+    }
+    let _ = crate::udp::set_dont_fragment(socket);
+    let on: libc::c_int = 1;
+    // SAFETY: a valid descriptor and a c_int option value of its true size.
+    let result = unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::IPPROTO_IPV6,
+            libc::IPV6_DONTFRAG,
+            (&raw const on).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if result < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
