@@ -14,7 +14,9 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use tickwire_net::udp::SendStats;
-use tickwire_net::ws::{CloseCode, WsClosed, WsConfig, WsStats, accepted_message};
+use tickwire_net::ws::{
+    CloseCode, OutboxLimits, WsClosed, WsConfig, WsSendError, WsStats, accepted_message,
+};
 use tickwire_net::wt::{
     WT_PATH, WtCertificate, WtClient, WtClientError, WtConfig, WtCounts, WtLinkEvent, WtLinkId,
     WtLinks, WtRawSession, parse_cert_sha256,
@@ -36,6 +38,15 @@ enum Seen {
 /// What the test asks the server thread.
 enum Command {
     Send(WtLinkId, u8, Bytes),
+    /// Sends `count` messages of `size` bytes on `channel`, one a turn, until one is
+    /// refused; answers with the refusal.
+    SendUntilRefused {
+        link: WtLinkId,
+        channel: u8,
+        count: usize,
+        size: usize,
+        done: oneshot::Sender<Option<WsSendError>>,
+    },
     /// Sends `count` messages on `channel` to every accepted link in one turn, then one
     /// flush; answers with the send counters before and after that flush.
     Burst {
@@ -72,6 +83,10 @@ impl Server {
             close_timeout: Duration::from_millis(500),
             ..WsConfig::default()
         };
+        Self::start_with(config, ws)
+    }
+
+    fn start_with(config: WtConfig, ws: WsConfig) -> Self {
         let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
         let links = WtLinks::new(
             socket,
@@ -161,6 +176,7 @@ fn serve(
     stop: &AtomicBool,
 ) {
     let mut open: Vec<WtLinkId> = Vec::new();
+    let mut sending = None;
     while !stop.load(Ordering::Relaxed) {
         let wait = links
             .poll_timeout()
@@ -197,6 +213,13 @@ fn serve(
                 Command::Send(link, channel, message) => {
                     links.send(link, channel, message).unwrap();
                 }
+                Command::SendUntilRefused {
+                    link,
+                    channel,
+                    count,
+                    size,
+                    done,
+                } => sending = Some((link, channel, count, Bytes::from(vec![1u8; size]), done)),
                 Command::Burst {
                     channel,
                     count,
@@ -221,6 +244,17 @@ fn serve(
                     let cert = links.cert_sha256().map(str::to_owned);
                     let _ = done.send((links.counts(), links.stats(), cert, links.len()));
                 }
+            }
+        }
+        if let Some((link, channel, count, message, done)) = sending.take() {
+            match links.send(link, channel, message.clone()) {
+                Err(error) => {
+                    let _ = done.send(Some(error));
+                }
+                Ok(()) if count == 1 => {
+                    let _ = done.send(None);
+                }
+                Ok(()) => sending = Some((link, channel, count - 1, message, done)),
             }
         }
         links.flush(Instant::now());
@@ -651,6 +685,51 @@ async fn an_oversize_frame_closes_with_message_too_large() {
         }
         other => panic!("expected the close frame, got {other:?}"),
     }
+}
+
+#[tokio::test]
+async fn a_client_that_stops_reading_is_closed_as_slow_past_the_reliable_bound() {
+    let ws = WsConfig {
+        params: ConnectionParams {
+            max_message_size: 16 << 10,
+            ..params(Duration::from_secs(10))
+        },
+        close_timeout: Duration::from_millis(300),
+        outbox: OutboxLimits {
+            max_reliable_bytes: 64 << 10,
+            ..OutboxLimits::default()
+        },
+        ..WsConfig::default()
+    };
+    let mut server = Server::start_with(config(), ws);
+    let mut raw = server.raw().await.unwrap();
+    raw.send_frame(b"sleeper").await.unwrap();
+    let (link, _, _) = server.token().await;
+    raw.recv_frame(4096).await.expect("the parameters");
+    // The client reads nothing more: QUIC's windows fill, then the bound.
+    let (done, refused) = oneshot::channel();
+    server.command(Command::SendUntilRefused {
+        link,
+        channel: 0,
+        count: 10_000,
+        size: 8 << 10,
+        done,
+    });
+    let refused = tokio::time::timeout(WAIT, refused).await.unwrap().unwrap();
+    assert!(
+        matches!(refused, Some(WsSendError::SlowClient { max, .. }) if max == 64 << 10),
+        "the send past the bound is refused: {refused:?}"
+    );
+    match server.next().await {
+        Seen::Closed(closed, WsClosed::ByServer { code, .. }) => {
+            assert_eq!((closed, code), (link, CloseCode::SlowClient));
+        }
+        other => panic!("expected the slow client's close, got {other:?}"),
+    }
+    let (_, stats) = counts_until(&server, "session dropped", |_, _, len| len == 0).await;
+    // Whether the close frame got through before the close timeout depends on when QUIC's
+    // acknowledgements come (its send window drains once they do), so it is not asserted.
+    assert_eq!(stats.closed_slow_client, 1);
 }
 
 #[tokio::test]

@@ -127,6 +127,41 @@ const MAX_SEGMENTS: usize = 16;
 ///    (and only those) builds its packets, which go out batched across sessions. Call it
 ///    before waiting again: it also files each touched session's next timer.
 ///
+/// [`send`](Self::send), [`accept`](Self::accept) and [`close`](Self::close) take no time
+/// argument: they act at the latest `now` the driver gave.
+///
+/// ```no_run
+/// # use std::time::Instant;
+/// # use tickwire_net::ws::{CloseCode, WsConfig, accepted_message};
+/// # use tickwire_net::wt::{WtCertificate, WtConfig, WtLinkEvent, WtLinks};
+/// # fn run(admit: impl Fn(&[u8]) -> bool) -> Result<(), tickwire_net::wt::WtError> {
+/// let ws = WsConfig::default();
+/// let accepted = accepted_message(&ws.params).unwrap();
+/// let socket = std::net::UdpSocket::bind("0.0.0.0:4433")?;
+/// let names = vec!["localhost".to_owned()];
+/// let mut links = WtLinks::new(socket, WtConfig::default(), WtCertificate::SelfSigned(names), &ws)?;
+/// loop {
+///     // Wait for the socket (`links` is `AsFd`) or `links.poll_timeout()`, then:
+///     let now = Instant::now();
+///     while !links.handle_io(now) {}
+///     links.handle_timeout(now);
+///     while let Some(event) = links.poll_event() {
+///         match event {
+///             WtLinkEvent::Token { link, token, .. } if admit(&token) => {
+///                 let _ = links.accept(link, &accepted);
+///             }
+///             WtLinkEvent::Token { link, .. } => links.refuse(link, CloseCode::BadToken, "bad token"),
+///             WtLinkEvent::Message { link, channel, message } => {
+///                 let _ = links.send(link, channel, message); // echo
+///             }
+///             WtLinkEvent::Closed { .. } => {}
+///         }
+///     }
+///     links.flush(now);
+/// }
+/// # }
+/// ```
+///
 /// Unreliable messages ride QUIC datagrams, whose send buffer drops its oldest past 64 KiB,
 /// so a slow client never holds snapshots back; Reliable ones (and unreliable ones too large
 /// for the path's datagrams) are frames on the control stream, bounded per session by the
@@ -167,6 +202,9 @@ pub struct WtLinks {
     self_signed_names: Option<Vec<String>>,
     cert_sha256: Option<String>,
     next_renewal: Option<Instant>,
+    /// The latest `now` the driver gave: the time of `send`, `accept` and `close`, which
+    /// take none (as [`WsLinks`](crate::ws::WsLinks)' do not), without a clock read each.
+    clock: Instant,
 }
 
 impl std::fmt::Debug for WtLinks {
@@ -181,8 +219,8 @@ impl std::fmt::Debug for WtLinks {
 impl WtLinks {
     /// Serves WebTransport on `socket` (bound by the caller, so its address can go into the
     /// connect tokens), with the connection parameters, close timeout and outbox bounds of
-    /// `ws` (the WebSocket transport's, so both dictate the same). Makes or loads the
-    /// certificate; the socket is made nonblocking.
+    /// `ws` (the WebSocket transport's, so both dictate the same; checked as the WebSocket
+    /// endpoint checks it). Makes or loads the certificate; the socket is made nonblocking.
     pub fn new(
         socket: UdpSocket,
         config: WtConfig,
@@ -258,6 +296,7 @@ impl WtLinks {
             self_signed_names,
             cert_sha256,
             next_renewal,
+            clock: Instant::now(),
         })
     }
 
@@ -323,7 +362,7 @@ impl WtLinks {
     /// `accepted` (the connection parameters' message, framed here) first, then whatever the
     /// room sends. Messages the client sent after its token follow as events.
     pub fn accept(&mut self, link: WtLinkId, accepted: &[u8]) -> Result<(), WsSendError> {
-        let now = Instant::now();
+        let now = self.clock;
         let Some((conn, mut ctx)) = self.split(link, now) else {
             return Err(WsSendError::Closed);
         };
@@ -343,7 +382,7 @@ impl WtLinks {
     /// unreliable channel when it fits the path, a frame on the control stream otherwise.
     /// Sent at the next [`flush`](Self::flush).
     pub fn send(&mut self, link: WtLinkId, channel: u8, message: Bytes) -> Result<(), WsSendError> {
-        let now = Instant::now();
+        let now = self.clock;
         let Some((conn, mut ctx)) = self.split(link, now) else {
             return Err(WsSendError::Closed);
         };
@@ -357,7 +396,7 @@ impl WtLinks {
     /// the same code once the client closes or the close timeout passes. No
     /// [`Closed`](WtLinkEvent::Closed) follows: the caller knows.
     pub fn close(&mut self, link: WtLinkId, code: CloseCode, reason: &str) {
-        let now = Instant::now();
+        let now = self.clock;
         if let Some((conn, mut ctx)) = self.split(link, now) {
             if code == CloseCode::AlreadyConnected {
                 WsCounters::bump(&ctx.messages.connections_replaced);
@@ -373,7 +412,7 @@ impl WtLinks {
     /// [`CloseCode::ServerShutdown`], then keeps driving the links until
     /// [`is_empty`](Self::is_empty) or its grace period ends.
     pub fn close_all(&mut self, code: CloseCode, reason: &str) {
-        let now = Instant::now();
+        let now = self.clock;
         for index in 0..self.conns.len() {
             let Some(generation) = self.conns[index].as_ref().map(|conn| conn.generation) else {
                 continue;
@@ -396,6 +435,7 @@ impl WtLinks {
     /// readiness), hands them to QUIC, sorts new connections (Retry, the caps), and runs
     /// every session they touched.
     pub fn handle_io(&mut self, now: Instant) -> bool {
+        self.clock = self.clock.max(now);
         let Some(mut recv) = self.recv.take() else {
             return true;
         };
@@ -504,6 +544,7 @@ impl WtLinks {
 
     /// Runs what is due at `now`.
     pub fn handle_timeout(&mut self, now: Instant) {
+        self.clock = self.clock.max(now);
         while let Some(&(at, index)) = self.timers.first() {
             if at > now {
                 break;
@@ -533,6 +574,7 @@ impl WtLinks {
     /// Builds the packets of every session touched since the last flush and sends them,
     /// batched across sessions (`sendmmsg`).
     pub fn flush(&mut self, now: Instant) {
+        self.clock = self.clock.max(now);
         let mut buf = std::mem::take(&mut self.transmit);
         for index in std::mem::take(&mut self.dirty) {
             let Some(generation) = self.conns[index].as_mut().map(|conn| {
