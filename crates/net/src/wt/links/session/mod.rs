@@ -3,28 +3,28 @@
 //! control stream (the token, frames both ways) and datagrams, then the close. It never
 //! touches a socket; [`WtLinks`](super::WtLinks) moves its packets and calls it.
 
+mod outbound;
+mod streams;
+
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::{Buf, Bytes, BytesMut};
-use quinn_proto::{
-    Connection, ConnectionError, Dir, Event, ReadError, SendDatagramError, StreamEvent, StreamId,
-    VarInt, WriteError,
-};
+use quinn_proto::{Connection, ConnectionError, Event, ReadError, StreamEvent, StreamId, VarInt};
 use tickwire_proto::reliable::ChannelKind;
 use tickwire_proto::websocket::clamp_close_reason;
 use wtransport_proto::error::ErrorCode;
-use wtransport_proto::session::SessionResponse;
 
-use super::h3::{self, FrameReader, RequestError, frame_type, stream_type};
+use self::streams::H3Stream;
+use super::h3;
 use super::{LocalCounts, WtLinkEvent, WtLinkId};
 use crate::ws::{CloseCode, WsClosed, WsCounters, WsSendError};
 use crate::wt::config::{MAX_EXTRA_STREAMS, client_close};
 use crate::wt::framing::{
-    DatagramReceiver, FRAME_HEADER_BYTES, Frame, FrameLengthError, WT_PATH, check_frame_length,
-    close_frame, datagram_header_bytes, parse_frame, put_data_frame, put_frame,
+    DatagramReceiver, FRAME_HEADER_BYTES, Frame, FrameLengthError, check_frame_length, close_frame,
+    parse_frame, put_frame,
 };
 use crate::wt::stats::WtCounters;
 
@@ -80,26 +80,6 @@ pub(super) enum Phase {
     Closing { code: CloseCode, reason: String },
     /// QUIC closed (either side): quinn drains the connection, then it is dropped.
     Closed,
-}
-
-/// An HTTP/3 stream the client opened, by what it has shown itself to be.
-enum Role {
-    /// A unidirectional stream whose type has not arrived.
-    UniOpening,
-    /// The client's control stream.
-    PeerControl { settings: bool },
-    /// A QPACK stream: read and dropped (the dynamic table is 0 bytes).
-    Discard,
-    /// A bidirectional stream whose first frame has not arrived.
-    BiOpening,
-    /// The CONNECT request's stream, after its HEADERS: capsules.
-    Connect,
-}
-
-struct H3Stream {
-    id: StreamId,
-    role: Role,
-    reader: FrameReader,
 }
 
 /// How a stream read ended.
@@ -210,20 +190,7 @@ impl Conn {
         match event {
             Event::Connected => self.open_local_control(ctx),
             Event::ConnectionLost { reason } => self.connection_lost(reason, ctx),
-            Event::Stream(StreamEvent::Opened { dir }) => {
-                while let Some(id) = self.quic.streams().accept(dir) {
-                    let role = match dir {
-                        Dir::Uni => Role::UniOpening,
-                        Dir::Bi => Role::BiOpening,
-                    };
-                    self.streams.push(H3Stream {
-                        id,
-                        role,
-                        reader: FrameReader::default(),
-                    });
-                    self.read_h3(id, ctx);
-                }
-            }
+            Event::Stream(StreamEvent::Opened { dir }) => self.streams_opened(dir, ctx),
             Event::Stream(StreamEvent::Readable { id }) => {
                 if Some(id) == self.control {
                     self.read_control(ctx);
@@ -258,22 +225,6 @@ impl Conn {
         }
     }
 
-    /// Opens the server's HTTP/3 control stream with its SETTINGS, as soon as the QUIC
-    /// handshake is done (the client waits for them before its CONNECT).
-    fn open_local_control(&mut self, ctx: &mut Ctx<'_>) {
-        let Some(id) = self.quic.streams().open(Dir::Uni) else {
-            self.connection_error(ErrorCode::ClosedCriticalStream, ctx);
-            return;
-        };
-        self.local_control = Some(id);
-        let opening = &ctx.shared.control_opening;
-        // A fresh stream takes these few bytes whole: the client's initial stream window
-        // is far larger.
-        if !matches!(self.quic.send_stream(id).write(opening), Ok(n) if n == opening.len()) {
-            self.connection_error(ErrorCode::ClosedCriticalStream, ctx);
-        }
-    }
-
     fn connection_lost(&mut self, reason: ConnectionError, ctx: &mut Ctx<'_>) {
         let closed = match reason {
             ConnectionError::ApplicationClosed(close) => {
@@ -293,241 +244,6 @@ impl Conn {
         self.report(closed, ctx);
         self.phase = Phase::Closed;
         self.deadline = None;
-    }
-
-    /// Reads what an HTTP/3 stream has and acts on it by its role.
-    fn read_h3(&mut self, id: StreamId, ctx: &mut Ctx<'_>) {
-        let Some(at) = self.streams.iter().position(|stream| stream.id == id) else {
-            return;
-        };
-        let end = pull(&mut self.quic, id, ctx.chunks);
-        let discard = matches!(self.streams[at].role, Role::Discard);
-        for chunk in ctx.chunks.drain(..) {
-            if !discard {
-                self.streams[at].reader.feed(&chunk);
-            }
-        }
-        self.parse_h3(at, end, ctx);
-    }
-
-    fn parse_h3(&mut self, at: usize, end: ReadEnd, ctx: &mut Ctx<'_>) {
-        let id = self.streams[at].id;
-        let result = match self.streams[at].role {
-            Role::UniOpening => return self.uni_opening(at, end, ctx),
-            Role::BiOpening => return self.bi_opening(at, end, ctx),
-            Role::PeerControl { settings } => self.peer_control(at, settings, ctx),
-            Role::Discard => Ok(()),
-            Role::Connect => return self.connect_stream(at, end, ctx),
-        };
-        if let Err(error) = result {
-            return self.connection_error(error, ctx);
-        }
-        if end != ReadEnd::Open {
-            // The client's control and QPACK streams live as long as the connection.
-            self.streams.retain(|stream| stream.id != id);
-            if self.phase != Phase::Closed {
-                self.connection_error(ErrorCode::ClosedCriticalStream, ctx);
-            }
-        }
-    }
-
-    fn uni_opening(&mut self, at: usize, end: ReadEnd, ctx: &mut Ctx<'_>) {
-        let stream = &mut self.streams[at];
-        let id = stream.id;
-        let Some((kind, len)) = h3::read_varint(stream.reader.peek()) else {
-            if end != ReadEnd::Open {
-                self.streams.remove(at);
-            }
-            return;
-        };
-        stream.reader.consume(len);
-        match kind {
-            stream_type::CONTROL if !self.peer_control => {
-                self.peer_control = true;
-                stream.role = Role::PeerControl { settings: false };
-                self.parse_h3(at, end, ctx);
-            }
-            stream_type::CONTROL => self.connection_error(ErrorCode::StreamCreation, ctx),
-            stream_type::QPACK_ENCODER | stream_type::QPACK_DECODER => {
-                stream.role = Role::Discard;
-                stream.reader = FrameReader::default();
-                self.parse_h3(at, end, ctx);
-            }
-            stream_type::WEBTRANSPORT => {
-                self.streams.remove(at);
-                let _ = self.quic.recv_stream(id).stop(refusal());
-                self.extra_stream(ctx);
-            }
-            // Reserved and unknown types are read no further (RFC 9114 §6.2).
-            _ => {
-                self.streams.remove(at);
-                let _ = self
-                    .quic
-                    .recv_stream(id)
-                    .stop(varint(h3::code(ErrorCode::StreamCreation)));
-            }
-        }
-    }
-
-    fn peer_control(&mut self, at: usize, seen: bool, ctx: &mut Ctx<'_>) -> Result<(), ErrorCode> {
-        if !seen {
-            let Some((kind, payload)) = self.streams[at].reader.next(|_| true)? else {
-                return Ok(());
-            };
-            if kind != frame_type::SETTINGS {
-                return Err(ErrorCode::MissingSettings);
-            }
-            h3::check_settings(&payload)?;
-            self.streams[at].role = Role::PeerControl { settings: true };
-            self.settings = true;
-        }
-        // Anything after SETTINGS (GOAWAY, grease) needs no answer from this server.
-        self.streams[at].reader.next(|_| false)?;
-        if !seen {
-            // Last: answering the request may change the stream list.
-            self.take_request(ctx);
-        }
-        Ok(())
-    }
-
-    fn bi_opening(&mut self, at: usize, end: ReadEnd, ctx: &mut Ctx<'_>) {
-        let id = self.streams[at].id;
-        let start = self.streams[at].reader.peek();
-        match h3::read_varint(start) {
-            None => {}
-            Some((frame_type::WEBTRANSPORT_STREAM, len)) => {
-                let Some((session, session_len)) = h3::read_varint(&start[len..]) else {
-                    if end != ReadEnd::Open {
-                        self.streams.remove(at);
-                    }
-                    return;
-                };
-                let mut stream = self.streams.remove(at);
-                stream.reader.consume(len + session_len);
-                let ours = self.phase == Phase::AwaitToken
-                    && self.control.is_none()
-                    && self.connect.map(u64::from) == Some(session);
-                if ours {
-                    self.control = Some(id);
-                    self.inbuf.extend_from_slice(&stream.reader.take_rest());
-                    self.parse_control(ctx);
-                    if end != ReadEnd::Open {
-                        self.control_ended(ctx);
-                    }
-                } else {
-                    let _ = self.quic.recv_stream(id).stop(refusal());
-                    let _ = self.quic.send_stream(id).reset(refusal());
-                    self.extra_stream(ctx);
-                }
-                return;
-            }
-            Some(_) => {
-                let wanted = |kind| kind == frame_type::HEADERS || kind == frame_type::DATA;
-                match self.streams[at].reader.next(wanted) {
-                    Err(error) => return self.connection_error(error, ctx),
-                    Ok(None) => {}
-                    Ok(Some((frame_type::HEADERS, payload))) if self.connect.is_none() => {
-                        self.connect = Some(id);
-                        self.request = Some(payload);
-                        self.streams[at].role = Role::Connect;
-                        self.take_request(ctx);
-                        return;
-                    }
-                    Ok(Some((frame_type::HEADERS, _))) => {
-                        // One session per connection, as the SETTINGS said.
-                        self.streams.remove(at);
-                        self.reject_stream(id, ErrorCode::RequestRejected);
-                        return;
-                    }
-                    Ok(Some(_)) => return self.connection_error(ErrorCode::FrameUnexpected, ctx),
-                }
-            }
-        }
-        if end != ReadEnd::Open {
-            self.streams.remove(at);
-        }
-    }
-
-    /// Answers the CONNECT request once both it and the client's SETTINGS are in.
-    fn take_request(&mut self, ctx: &mut Ctx<'_>) {
-        if !self.settings || self.phase != Phase::Handshake {
-            return;
-        }
-        let (Some(id), Some(request)) = (self.connect, self.request.take()) else {
-            return;
-        };
-        match h3::connect_path(&request) {
-            Err(RequestError::Connection(error)) => self.connection_error(error, ctx),
-            Err(RequestError::Stream(error)) => {
-                self.streams.retain(|stream| stream.id != id);
-                self.connect = None;
-                self.reject_stream(id, error);
-            }
-            Ok(path) if path != WT_PATH => {
-                WtCounters::bump(&ctx.counters.refused_path);
-                let answer = h3::response(&SessionResponse::not_found());
-                let mut send = self.quic.send_stream(id);
-                let _ = send.write(&answer);
-                let _ = send.finish();
-                self.phase = Phase::Rejected;
-            }
-            Ok(_) => {
-                let answer = h3::response(&SessionResponse::ok());
-                let _ = self.quic.send_stream(id).write(&answer);
-                self.prefix = h3::datagram_prefix(u64::from(id));
-                self.phase = Phase::AwaitToken;
-                self.opened = true;
-                WtCounters::bump(&ctx.counters.sessions_opened);
-            }
-        }
-    }
-
-    /// Capsules on the CONNECT stream: a page's `close({closeCode, reason})` ends the
-    /// session; so does the stream's end.
-    fn connect_stream(&mut self, at: usize, end: ReadEnd, ctx: &mut Ctx<'_>) {
-        loop {
-            match self.streams[at]
-                .reader
-                .next(|kind| kind == frame_type::DATA)
-            {
-                Err(error) => return self.connection_error(error, ctx),
-                Ok(None) => break,
-                Ok(Some((_, payload))) => match h3::session_close(&payload) {
-                    None => {}
-                    Some(Err(error)) => return self.connection_error(error, ctx),
-                    Some(Ok((code, reason))) => {
-                        let closed = match client_close(code, reason.as_bytes()) {
-                            Some((code, reason)) => WsClosed::ByClient {
-                                code: Some(code),
-                                reason,
-                            },
-                            None => WsClosed::Lost,
-                        };
-                        return self.session_ended(closed, ctx);
-                    }
-                },
-            }
-        }
-        if end != ReadEnd::Open {
-            self.streams.remove(at);
-            // Ending the CONNECT stream without a capsule is a close with code 0.
-            self.session_ended(WsClosed::Lost, ctx);
-        }
-    }
-
-    /// The client ended the session on its CONNECT stream: the QUIC close follows, as
-    /// wtransport does it.
-    fn session_ended(&mut self, closed: WsClosed, ctx: &mut Ctx<'_>) {
-        if matches!(self.phase, Phase::Rejected | Phase::Closed) {
-            return;
-        }
-        if let Phase::Closing { code, reason } = &self.phase {
-            // The client's answer to our close.
-            let (code, reason) = (*code, reason.clone());
-            return self.close_quic(code.code().into(), &reason, ctx.now);
-        }
-        self.report(closed, ctx);
-        self.close_quic(h3::code(ErrorCode::NoError), "", ctx.now);
     }
 
     /// Reads tickwire's control stream, except while the caller decides on the token.
@@ -728,130 +444,6 @@ impl Conn {
         Ok(())
     }
 
-    /// Queues `message`: a datagram for an unreliable channel when it fits, a frame
-    /// otherwise. Returns whether anything was queued for the next flush.
-    pub(super) fn send(
-        &mut self,
-        channel: u8,
-        message: &[u8],
-        ctx: &mut Ctx<'_>,
-    ) -> Result<(), WsSendError> {
-        if self.phase != Phase::Open {
-            return Err(WsSendError::Closed);
-        }
-        let shared = ctx.shared;
-        let Some(&kind) = shared.channels.get(usize::from(channel)) else {
-            return Err(WsSendError::UnknownChannel {
-                channel,
-                count: shared.channels.len(),
-            });
-        };
-        let len = message.len();
-        if len > shared.max_payload {
-            WsCounters::bump(&ctx.messages.sends_too_large);
-            return Err(WsSendError::TooLarge {
-                len,
-                max: shared.max_payload,
-            });
-        }
-        if kind != ChannelKind::Reliable {
-            if self.send_datagram(channel, kind, message, ctx) {
-                return Ok(());
-            }
-            WtCounters::bump(&ctx.counters.datagrams_too_large);
-            if self.blocked {
-                // An unreliable message waits for nobody: behind a backlog it is stale.
-                WsCounters::bump(&ctx.messages.unreliable_dropped);
-                return Ok(());
-            }
-        }
-        let queued = self.out.len();
-        if queued + FRAME_HEADER_BYTES + 1 + len > shared.max_reliable_bytes {
-            WsCounters::bump(&ctx.messages.closed_slow_client);
-            let error = WsSendError::SlowClient {
-                queued,
-                len,
-                max: shared.max_reliable_bytes,
-            };
-            self.close_server(CloseCode::SlowClient, &error.to_string(), true, ctx);
-            return Err(error);
-        }
-        put_data_frame(&mut self.out, channel, message);
-        ctx.counts.frames_sent += 1;
-        ctx.counts.messages_sent += 1;
-        ctx.counts.bytes_sent += len as u64;
-        Ok(())
-    }
-
-    /// Hands a datagram to QUIC (whose send buffer drops its oldest past 64 KiB, so a slow
-    /// client never holds snapshots back); false if it does not fit the path.
-    fn send_datagram(
-        &mut self,
-        channel: u8,
-        kind: ChannelKind,
-        message: &[u8],
-        ctx: &mut Ctx<'_>,
-    ) -> bool {
-        let size = self.prefix.len() + datagram_header_bytes(kind) + message.len();
-        if self
-            .quic
-            .datagrams()
-            .max_size()
-            .is_none_or(|max| size > max)
-        {
-            return false;
-        }
-        let mut datagram = BytesMut::with_capacity(size);
-        datagram.extend_from_slice(&self.prefix);
-        datagram.extend_from_slice(&[channel]);
-        if kind == ChannelKind::UnreliableSequenced {
-            let sequence = &mut self.sequences[usize::from(channel)];
-            *sequence = sequence.wrapping_add(1);
-            datagram.extend_from_slice(&sequence.to_le_bytes());
-        }
-        datagram.extend_from_slice(message);
-        match self.quic.datagrams().send(datagram.freeze(), true) {
-            Ok(()) => {
-                ctx.counts.datagrams_sent += 1;
-                ctx.counts.messages_sent += 1;
-                ctx.counts.bytes_sent += message.len() as u64;
-                true
-            }
-            Err(SendDatagramError::TooLarge) => false,
-            // The client took no datagrams: an unreliable message is dropped.
-            Err(_) => true,
-        }
-    }
-
-    /// Moves framed bytes into QUIC's stream (one write per flush), and finishes the stream
-    /// behind a close frame.
-    pub(super) fn write_out(&mut self, ctx: &mut Ctx<'_>) {
-        let Some(id) = self.control else {
-            self.out.clear();
-            return;
-        };
-        while !self.out.is_empty() {
-            match self.quic.send_stream(id).write(&self.out) {
-                Ok(0) | Err(WriteError::Blocked) => {
-                    self.blocked = true;
-                    return;
-                }
-                Ok(n) => self.out.advance(n),
-                Err(WriteError::Stopped(_) | WriteError::ClosedStream) => {
-                    return self.control_stopped(ctx);
-                }
-            }
-        }
-        self.blocked = false;
-        if self.out.capacity() > KEEP_BUFFER_BYTES {
-            self.out = BytesMut::new();
-        }
-        if self.finish {
-            self.finish = false;
-            let _ = self.quic.send_stream(id).finish();
-        }
-    }
-
     /// Starts a server close: reliable data already framed goes first, then the close
     /// frame; or, with no control stream yet, the QUIC close at once. `loud` tells the
     /// caller (an event) if it knows the link. False if the session was already ending.
@@ -936,21 +528,6 @@ impl Conn {
         self.phase = Phase::Closed;
         self.deadline = None;
         self.out.clear();
-    }
-
-    /// The client broke HTTP/3: the connection closes with the error.
-    fn connection_error(&mut self, error: ErrorCode, ctx: &mut Ctx<'_>) {
-        if self.phase == Phase::Handshake {
-            WtCounters::bump(&ctx.counters.handshakes_failed);
-        }
-        self.report(WsClosed::Lost, ctx);
-        self.close_quic(h3::code(error), "", ctx.now);
-    }
-
-    fn reject_stream(&mut self, id: StreamId, error: ErrorCode) {
-        let code = varint(h3::code(error));
-        let _ = self.quic.recv_stream(id).stop(code);
-        let _ = self.quic.send_stream(id).reset(code);
     }
 
     /// A stream past the control stream: stopped at once, and past a few the session closes.
