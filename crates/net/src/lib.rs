@@ -43,6 +43,7 @@
 //! | [`udp::bind_reuseport`] | the socket setup: `SO_REUSEPORT`, buffer sizes, dual stack |
 //! | `ws::WsEndpoint`, `ws::HttpListener` | (`server`) the WebSocket transport: `/ws`, tokens, bounded per-connection outboxes, TLS |
 //! | `wt::WtEndpoint` | (`server`) the WebTransport transport: `/wt` over HTTP/3, datagrams for unreliable channels |
+//! | `wt::WtLinks` | (`server`) the same transport driven by a shard's own loop: quinn-proto and HTTP/3 sans-IO, packets batched across sessions |
 //! | [`wt::WtClient`] | a player over WebTransport |
 
 pub mod driver;

@@ -71,6 +71,29 @@ impl WsConfig {
     }
 }
 
+impl WsConfig {
+    /// Whether this configuration can work: valid parameters, a reliable bound that holds
+    /// one largest message, timeouts above zero. Both transports' endpoints check it.
+    pub(crate) fn validate(&self) -> Result<(), WsConfigError> {
+        self.params.validate()?;
+        if self.outbox.max_reliable_bytes < self.params.max_message_size as usize {
+            return Err(WsConfigError::ReliableBound {
+                bound: self.outbox.max_reliable_bytes,
+                max_message_size: self.params.max_message_size,
+            });
+        }
+        for (name, timeout) in [
+            ("handshake_timeout", self.handshake_timeout),
+            ("close_timeout", self.close_timeout),
+        ] {
+            if timeout.is_zero() {
+                return Err(WsConfigError::ZeroTimeout { name });
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Why a [`WsConfig`] cannot work.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum WsConfigError {
@@ -226,21 +249,7 @@ impl WsEndpoint {
         admission: Admission,
         handoff: mpsc::Sender<Arrival>,
     ) -> Result<Self, WsConfigError> {
-        config.params.validate()?;
-        if config.outbox.max_reliable_bytes < config.params.max_message_size as usize {
-            return Err(WsConfigError::ReliableBound {
-                bound: config.outbox.max_reliable_bytes,
-                max_message_size: config.params.max_message_size,
-            });
-        }
-        for (name, timeout) in [
-            ("handshake_timeout", config.handshake_timeout),
-            ("close_timeout", config.close_timeout),
-        ] {
-            if timeout.is_zero() {
-                return Err(WsConfigError::ZeroTimeout { name });
-            }
-        }
+        config.validate()?;
         let accepted = accepted_message(&config.params).ok_or(ParamsError::DurationRange)?;
         let params = &config.params;
         let shared = Arc::new(Shared {

@@ -78,6 +78,11 @@ impl TlsIdentity {
         &self.chain[0]
     }
 
+    /// The chain and the key, for a TLS configuration built elsewhere (WebTransport's QUIC).
+    pub(crate) fn into_parts(self) -> (Vec<CertificateDer<'static>>, PrivateKeyDer<'static>) {
+        (self.chain, self.key)
+    }
+
     /// A rustls server configuration serving this identity over TLS 1.2 and 1.3 with the
     /// `ring` provider, offering only HTTP/1.1 by ALPN (WebSocket upgrades are HTTP/1.1).
     pub fn server_config(&self) -> Result<Arc<rustls::ServerConfig>, TlsError> {

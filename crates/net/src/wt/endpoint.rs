@@ -7,7 +7,6 @@
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -18,11 +17,12 @@ use tokio::time::Instant;
 use wtransport::endpoint::IncomingSession;
 use wtransport::endpoint::endpoint_side::Server;
 use wtransport::error::{ConnectionError, SendDatagramError, StreamReadExactError};
-use wtransport::quinn::{ConnectionId, ConnectionIdGenerator};
-use wtransport::tls::Sha256DigestFmt;
-use wtransport::tls::self_signed::time::{Duration as CertDuration, OffsetDateTime};
 use wtransport::{Connection, Endpoint, Identity, RecvStream, SendStream, ServerConfig, VarInt};
 
+use super::config::{
+    MAX_EXTRA_STREAMS, MIN_RENEWAL, RandomConnectionIds, WtCertificate, WtConfig, WtError,
+    client_close, self_signed, transport_config,
+};
 use super::framing::{
     DatagramReceiver, FRAME_HEADER_BYTES, Frame, FrameLengthError, WT_PATH, check_frame_length,
     close_frame, datagram_header_bytes, max_frame_bytes, parse_frame, put_data_frame, put_frame,
@@ -31,73 +31,6 @@ use super::framing::{
 use super::stats::{WtCounters, WtCounts};
 use crate::ws::{CloseCode, WsEndpoint, WsStats};
 use crate::ws::{Closing, Outbox, Take, WsCounters};
-
-/// How the WebTransport endpoint runs. The connection parameters, hand-off and close
-/// timeout are the WebSocket endpoint's, whose core it shares.
-#[derive(Debug, Clone)]
-pub struct WtConfig {
-    /// Most sessions open at once (handshakes included); more are refused at the first
-    /// packet.
-    pub max_sessions: usize,
-    /// Most sessions open at once from one IP address.
-    pub max_sessions_per_ip: usize,
-    /// Addresses the per-address cap does not apply to (the total cap still does): a load
-    /// generator on the same machine, a trusted proxy.
-    pub exempt: Vec<IpAddr>,
-    /// Time from the first packet to the connect token's arrival on the control stream;
-    /// past it the session is closed with [`CloseCode::HandshakeTimedOut`].
-    pub handshake_timeout: Duration,
-    /// Answer each new address with a QUIC Retry first, so a spoofed source address cannot
-    /// make the server send its handshake (amplification) or hold a session slot.
-    pub retry: bool,
-    /// How often a self-signed certificate is replaced by a fresh one (at least 100 ms). It
-    /// is valid for 13 days, so a server up longer would otherwise present an expired one;
-    /// open sessions keep the certificate they began with, and matchmaking hands out the new
-    /// hash from the moment it is in use.
-    pub renew_self_signed_every: Duration,
-}
-
-impl Default for WtConfig {
-    /// 4096 sessions, 16 per address, a 5 s handshake, Retry on, a new self-signed
-    /// certificate every 12 days (a day before the last one expires).
-    fn default() -> Self {
-        Self {
-            max_sessions: 4096,
-            max_sessions_per_ip: 16,
-            exempt: Vec::new(),
-            handshake_timeout: Duration::from_secs(5),
-            retry: true,
-            renew_self_signed_every: Duration::from_secs(12 * 24 * 3600),
-        }
-    }
-}
-
-/// The certificate the endpoint presents.
-#[derive(Debug, Clone)]
-pub enum WtCertificate {
-    /// A self-signed ECDSA P-256 certificate for these names, valid from an hour ago for
-    /// 13 days (browsers accept a certificate by its hash only if its validity is at most
-    /// 14 days), made at start and renewed every [`WtConfig::renew_self_signed_every`].
-    SelfSigned(Vec<String>),
-    /// The operator's certificate chain and private key, PEM files.
-    PemFiles {
-        /// The certificate chain.
-        cert: PathBuf,
-        /// The private key.
-        key: PathBuf,
-    },
-}
-
-/// Why the endpoint could not start.
-#[derive(Debug, thiserror::Error)]
-pub enum WtError {
-    /// The certificate could not be made or loaded.
-    #[error("webtransport certificate: {0}")]
-    Certificate(String),
-    /// The socket could not be bound.
-    #[error("webtransport socket: {0}")]
-    Bind(#[from] std::io::Error),
-}
 
 /// The WebTransport transport of one server. Authenticated sessions are handed over as
 /// [`WtSession`](super::WtSession)s through the [`WsEndpoint`] given at bind:
@@ -182,83 +115,6 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|poison| poison.into_inner())
 }
 
-/// A self-signed certificate for `names`, valid from an hour ago (clocks differ) for 13
-/// days, and its hash as matchmaking hands it out.
-fn self_signed(names: &[String]) -> Result<(Identity, String), WtError> {
-    let now = OffsetDateTime::now_utc();
-    let identity = Identity::self_signed_builder()
-        .subject_alt_names(names)
-        .validity_period(now - CertDuration::hours(1), now + CertDuration::days(13))
-        .build()
-        .map_err(|error| WtError::Certificate(error.to_string()))?;
-    let hash = identity
-        .certificate_chain()
-        .as_slice()
-        .first()
-        .map(|cert| {
-            cert.hash()
-                .fmt(Sha256DigestFmt::DottedHex)
-                .replace(':', "")
-                .to_ascii_lowercase()
-        })
-        .ok_or_else(|| WtError::Certificate("self-signed chain is empty".to_owned()))?;
-    Ok((identity, hash))
-}
-
-/// QUIC's settings for sessions carrying `ws`'s connection parameters.
-fn transport_config(ws: &WsEndpoint) -> wtransport::quinn::TransportConfig {
-    let ws_config = ws.config();
-    let params = &ws_config.params;
-    let max_frame = max_frame_bytes(params.max_message_size);
-    let mut transport = wtransport::quinn::TransportConfig::default();
-    // The dictated timeout and keepalive: QUIC keeps the session alive, no ping frames.
-    transport
-        .max_idle_timeout(params.timeout.try_into().ok())
-        .keep_alive_interval(Some(params.keepalive_interval))
-        // The HTTP/3 CONNECT stream and the control stream, and room to see (and stop)
-        // a stray one; HTTP/3's control and QPACK streams one way.
-        .max_concurrent_bidi_streams(4u32.into())
-        .max_concurrent_uni_streams(8u32.into())
-        // One largest frame in flight per stream, a little more per connection.
-        .stream_receive_window(window(max_frame))
-        .receive_window(window(max_frame * 2))
-        .send_window((max_frame as u64 * 2).max(256 << 10))
-        // Datagrams waiting to be read or sent: beyond these the oldest are dropped.
-        .datagram_receive_buffer_size(Some(64 << 10))
-        .datagram_send_buffer_size(64 << 10);
-    transport
-}
-
-/// The server's QUIC connection IDs: 8 random bytes.
-///
-/// quinn's default generator draws only 3 random bytes (the other 5 are a keyed hash, so junk
-/// can be told apart cheaply), and quinn (0.11) puts a fresh ID in each Retry without checking
-/// it against the IDs in use. The client's next Initials carry that ID, and quinn routes them
-/// to whichever connection (or earlier Retry's client) already has it, where they are dropped:
-/// the client hears nothing more until its timeout. With a thousand sessions open and as many
-/// arriving at 500/s, about one client in 3,000 drew such an ID; with 64 random bits a repeat
-/// is negligible. The cost: a short packet for an unknown ID is no longer recognised as junk
-/// and may get a stateless reset (quinn sends at most one every 20 ms, each smaller than the
-/// packet that caused it).
-struct RandomConnectionIds;
-
-impl ConnectionIdGenerator for RandomConnectionIds {
-    fn generate_cid(&mut self) -> ConnectionId {
-        ConnectionId::new(&rand::random::<[u8; CONNECTION_ID_BYTES]>())
-    }
-
-    fn cid_len(&self) -> usize {
-        CONNECTION_ID_BYTES
-    }
-
-    fn cid_lifetime(&self) -> Option<Duration> {
-        None
-    }
-}
-
-/// Length of the server's connection IDs (quinn's default length).
-const CONNECTION_ID_BYTES: usize = 8;
-
 impl WtEndpoint {
     /// Makes or loads the certificate and serves on `socket` (bound by the caller, so its
     /// address can go into the connect tokens `ws` checks first). Sessions are admitted by
@@ -290,7 +146,7 @@ impl WtEndpoint {
         socket.set_nonblocking(true)?;
         let mut server = ServerConfig::builder()
             .with_bind_socket(socket)
-            .with_custom_transport(identity, transport_config(&ws))
+            .with_custom_transport(identity, transport_config(&ws.config().params))
             .build();
         server
             .quic_endpoint_config_mut()
@@ -330,7 +186,7 @@ impl WtEndpoint {
             // The address is ignored: the endpoint keeps its socket (no rebind).
             let config = ServerConfig::builder()
                 .with_bind_address(address)
-                .with_custom_transport(identity, transport_config(&self.inner.ws))
+                .with_custom_transport(identity, transport_config(&self.inner.ws.config().params))
                 .build();
             self.inner.endpoint.reload_config(config, false)?;
             Ok(hash)
@@ -384,11 +240,7 @@ impl WtEndpoint {
     /// still open ends with [`CloseCode::ServerShutdown`]).
     pub async fn serve(self, stop: impl Future<Output = ()>) {
         tokio::pin!(stop);
-        let every = self
-            .inner
-            .config
-            .renew_self_signed_every
-            .max(Duration::from_millis(100));
+        let every = self.inner.config.renew_self_signed_every.max(MIN_RENEWAL);
         let mut renew = tokio::time::interval_at(Instant::now() + every, every);
         renew.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let names = self.inner.self_signed_names.clone();
@@ -634,16 +486,6 @@ impl WtEndpoint {
     }
 }
 
-/// Streams a session may open besides its control stream (each reset at once) before it is
-/// closed with [`CloseCode::ProtocolViolation`].
-const MAX_EXTRA_STREAMS: u32 = 8;
-
-/// A stream window that holds one largest frame, and never less than 64 KiB.
-fn window(max_frame: usize) -> wtransport::quinn::VarInt {
-    let bytes = (max_frame + FRAME_HEADER_BYTES).max(64 << 10) as u64;
-    wtransport::quinn::VarInt::from_u64(bytes).unwrap_or(wtransport::quinn::VarInt::MAX)
-}
-
 /// Closes the QUIC connection with a tickwire close code as the application error code.
 fn close_connection(connection: &Connection, code: CloseCode, reason: &str) {
     connection.close(
@@ -845,12 +687,9 @@ async fn read_datagrams(
 fn closed_by(error: ConnectionError) -> Closing {
     match error {
         ConnectionError::ApplicationClosed(close) => {
-            match u16::try_from(close.code().into_inner()) {
-                Ok(code @ 4000..=4999) => Closing::Peer(
-                    Some(code),
-                    String::from_utf8_lossy(close.reason()).into_owned(),
-                ),
-                _ => Closing::Lost,
+            match client_close(close.code().into_inner(), close.reason()) {
+                Some((code, reason)) => Closing::Peer(Some(code), reason),
+                None => Closing::Lost,
             }
         }
         _ => Closing::Lost,
@@ -999,26 +838,5 @@ async fn finish(
             let code = CloseCode::TimedOut;
             close_connection(connection, code, code.default_reason());
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use std::collections::HashSet;
-
-    use super::*;
-
-    /// A Retry's connection ID is drawn without looking at the IDs in use, so drawing many
-    /// must not repeat one: quinn's default generator (3 random bytes) repeats about 1,200
-    /// times in these 200,000 draws, and a repeated Retry ID leaves that client unanswered.
-    #[test]
-    fn connection_ids_do_not_repeat_among_200_000() {
-        let mut ids = RandomConnectionIds;
-        let mut seen = HashSet::new();
-        let repeats = (0..200_000)
-            .filter(|_| !seen.insert(ids.generate_cid()))
-            .count();
-        assert_eq!(repeats, 0, "{repeats} of 200,000 connection ids repeated");
-        assert!(seen.iter().all(|id| id.len() == ids.cid_len()));
     }
 }

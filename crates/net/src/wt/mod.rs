@@ -21,16 +21,21 @@
 //!
 //! | type | role |
 //! |---|---|
-//! | [`WtEndpoint`] | the UDP endpoint: caps, Retry, sessions, counters |
+//! | [`WtEndpoint`] | the UDP endpoint: caps, Retry, sessions, counters (a task per session) |
+//! | [`WtLinks`], [`WtLinkEvent`] | the sessions one shard drives itself: the same wire, QUIC and HTTP/3 sans-IO, packets batched across sessions |
 //! | [`WtConfig`], [`WtCertificate`] | how it runs; a self-signed or the operator's certificate |
 //! | [`WtClient`] | a player over WebTransport (the Rust client, bots, tests); [`WtRawSession`] before the handshake |
 //! | [`framing`] | frames, close frames and datagrams, for servers and clients |
 
 mod client;
 #[cfg(feature = "server")]
+mod config;
+#[cfg(feature = "server")]
 mod endpoint;
 /// The session's byte layouts, sans-IO in `tickwire-proto`.
 pub use tickwire_proto::webtransport as framing;
+#[cfg(feature = "server")]
+mod links;
 #[cfg(feature = "server")]
 mod stats;
 
@@ -41,7 +46,11 @@ mod stats;
 pub use crate::ws::{connection::WtSession, outbox::WtSender};
 pub use client::{WtClient, WtClientError, WtRawSession, parse_cert_sha256};
 #[cfg(feature = "server")]
-pub use endpoint::{WtCertificate, WtConfig, WtEndpoint, WtError};
+pub use config::{WtCertificate, WtConfig, WtError};
+#[cfg(feature = "server")]
+pub use endpoint::WtEndpoint;
 pub use framing::WT_PATH;
+#[cfg(feature = "server")]
+pub use links::{WtLinkEvent, WtLinkId, WtLinks};
 #[cfg(feature = "server")]
 pub use stats::WtCounts;
