@@ -195,7 +195,7 @@ pub fn init_logging() -> bool {
         .is_ok()
 }
 
-/// `listening http=… https=… udp=…,… wt=… console=… admin=…` (absent parts left out).
+/// `listening http=… https=… udp=…,… wt=…,… console=… admin=…` (absent parts left out).
 pub fn listening_line(addresses: &Addresses) -> String {
     let mut line = format!("listening http={}", addresses.http);
     if let Some(https) = addresses.https {
@@ -203,8 +203,9 @@ pub fn listening_line(addresses: &Addresses) -> String {
     }
     let udp: Vec<String> = addresses.udp.iter().map(ToString::to_string).collect();
     line.push_str(&format!(" udp={}", udp.join(",")));
-    if let Some(wt) = addresses.wt {
-        line.push_str(&format!(" wt={wt}"));
+    if !addresses.wt.is_empty() {
+        let wt: Vec<String> = addresses.wt.iter().map(ToString::to_string).collect();
+        line.push_str(&format!(" wt={}", wt.join(",")));
     }
     if let Some(console) = addresses.console {
         line.push_str(&format!(" console={console}"));

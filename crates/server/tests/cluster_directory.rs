@@ -46,7 +46,7 @@ fn node_state(id: &str, range: u32, rooms: Vec<RoomState>) -> NodeState {
             http: format!("127.0.0.1:{}", 8000 + range),
             ws: format!("ws://127.0.0.1:{}/ws", 8000 + range),
             wss: None,
-            wt: None,
+            wt: Vec::new(),
             udp: vec![udp(7000 + range as u16)],
         },
         kinds: vec!["relay".into()],

@@ -115,7 +115,7 @@ async fn metric_positive(http_address: std::net::SocketAddr, name: &str) {
 async fn a_webtransport_player_meets_websocket_and_udp_players_in_one_room() {
     let runtime = Runtime::start(test_config(), relay_kinds()).await.unwrap();
     let http_address = runtime.addresses().http;
-    let wt_address = runtime.addresses().wt.expect("webtransport on by default");
+    let wt_address = runtime.addresses().wt[0];
 
     let ann = matchmake(http_address, json!({"kind": "relay", "name": "ann"})).await;
     let bob = matchmake(http_address, json!({"kind": "relay", "name": "bob"})).await;
@@ -449,10 +449,7 @@ async fn the_self_signed_certificate_is_renewed_and_open_sessions_keep_theirs() 
         panic!("{name} found no certificate in use");
     };
     let (first_hash, mut ann_wt) = connect("ann").await;
-    let url = format!(
-        "https://127.0.0.1:{}/wt",
-        runtime.addresses().wt.unwrap().port()
-    );
+    let url = format!("https://127.0.0.1:{}/wt", runtime.addresses().wt[0].port());
 
     // Matchmaking hands out the new hash once the certificate has been replaced.
     tokio::time::sleep(Duration::from_millis(1100)).await;

@@ -1,16 +1,13 @@
-//! A WebTransport session as the application sees it: the messages its reader tasks
-//! queued, and a [`WtSender`] into the [`Outbox`] its writer task drains. (WebSocket
-//! connections are driven by their shard instead: [`WsLinks`](super::WsLinks).)
+//! How a connection ended, and the timings it is held to: the same for a WebSocket link
+//! ([`WsLinks`](super::WsLinks)) and a WebTransport session
+//! ([`WtLinks`](crate::wt::WtLinks)).
 
 use std::time::Duration;
 
-use bytes::Bytes;
-use tokio::sync::mpsc;
-
 use super::framing::CloseCode;
-use super::outbox::{Closing, Outbox, WtSender};
 
-/// How a connection ended, as [`WtSession::recv`] reports it.
+/// How a connection ended, as a [`WsLinkEvent::Closed`](super::WsLinkEvent::Closed) or
+/// [`WtLinkEvent::Closed`](crate::wt::WtLinkEvent::Closed) reports it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum WsClosed {
     /// The server closed it (a send to a slow client, a kick, a timeout, a bad message).
@@ -45,81 +42,4 @@ pub(crate) struct Timings {
     pub(crate) ping_interval: Duration,
     /// How long a close may take to write what is queued and the close frame.
     pub(crate) close_timeout: Duration,
-}
-
-/// Messages read from the session and not yet taken by [`WtSession::recv`]. A reader
-/// that finds the queue full stops reading, so QUIC's flow control holds the client back
-/// rather than the server buffering for it.
-pub(crate) const INBOUND_QUEUE: usize = 8;
-
-/// A WebTransport session that presented a valid connect token and was sent the accepted
-/// message: the player [`client`](Self::client) names.
-///
-/// The application (the runtime, attaching it to a shard) loops on
-/// [`recv`](Self::recv) to take the client's messages, and gives the shard a
-/// [`WtSender`] from [`sender`](Self::sender) to send without waiting. The session's own
-/// tasks read and write its stream and datagrams whether or not `recv` is being awaited
-/// (QUIC keeps it alive and times it out); at most 8 messages wait for `recv` before reading
-/// stops. Dropping the session closes it ([`CloseCode::Kicked`], "released by the server")
-/// if it is still open.
-pub struct WtSession {
-    pub(crate) client: super::socket::AdmittedClient,
-    pub(crate) inbound: mpsc::Receiver<(u8, Bytes)>,
-    pub(crate) sender: WtSender,
-    /// Its place among the endpoint's open connections.
-    pub(crate) _slot: super::socket::ConnectionSlot,
-}
-
-impl std::fmt::Debug for WtSession {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("WtSession")
-            .field("client", &self.client)
-            .finish_non_exhaustive()
-    }
-}
-
-impl WtSession {
-    /// Who the client is.
-    pub fn client(&self) -> &super::socket::AdmittedClient {
-        &self.client
-    }
-
-    /// A handle that queues messages to this client without waiting.
-    pub fn sender(&self) -> WtSender {
-        self.sender.clone()
-    }
-
-    /// Closes the connection; see [`WtSender::close`].
-    pub fn close(&self, code: CloseCode, reason: &str) {
-        self.sender.close(code, reason);
-    }
-
-    /// The next message from the client: its channel id and payload. Messages that arrived
-    /// before the connection started closing are still returned; after them, why it closed.
-    /// A message that breaks the framing (text, empty, unknown channel, too large) closes
-    /// the connection with its code.
-    pub async fn recv(&mut self) -> Result<(u8, Bytes), WsClosed> {
-        match self.inbound.recv().await {
-            Some(message) => Ok(message),
-            None => Err(closed_by(&self.sender.outbox)),
-        }
-    }
-}
-
-impl Drop for WtSession {
-    fn drop(&mut self) {
-        self.sender
-            .close(CloseCode::Kicked, "released by the server");
-    }
-}
-
-fn closed_by(outbox: &Outbox) -> WsClosed {
-    match outbox.closing_reason() {
-        Some(Closing::Server(code, reason)) => WsClosed::ByServer {
-            code,
-            reason: reason.to_string(),
-        },
-        Some(Closing::Peer(code, reason)) => WsClosed::ByClient { code, reason },
-        Some(Closing::Lost) | None => WsClosed::Lost,
-    }
 }

@@ -2,10 +2,8 @@
 //! timeout, answers with the accepted message or a close, and hands the connection to the
 //! application.
 
-use std::collections::HashMap;
-use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use axum::Router;
@@ -16,9 +14,9 @@ use tickwire_proto::token::CONNECT_TOKEN_BYTES;
 use tickwire_proto::{ConnectionParams, ParamsError};
 use tokio::sync::{Notify, mpsc, watch};
 
-use super::connection::{INBOUND_QUEUE, Timings, WtSession};
+use super::connection::Timings;
 use super::framing::{CloseCode, accepted_message};
-use super::outbox::{Closing, Outbox, OutboxLimits, WtSender};
+use super::outbox::OutboxLimits;
 use super::socket::{ConnectionSlot, WsSocket};
 use super::stats::{WsCounters, WsStats};
 
@@ -121,11 +119,9 @@ pub enum WsConfigError {
 #[derive(Debug)]
 pub enum Arrival {
     /// A WebSocket client: the shard drives its socket itself
-    /// ([`WsLinks`](super::WsLinks)).
+    /// ([`WsLinks`](super::WsLinks)). (WebTransport sessions arrive at their shard's own
+    /// port: [`WtLinks`](crate::wt::WtLinks).)
     WebSocket(WsSocket),
-    /// A WebTransport session: its own tasks drive it; the shard sends through its
-    /// [`WtSender`].
-    WebTransport(WtSession),
 }
 
 impl Arrival {
@@ -133,7 +129,6 @@ impl Arrival {
     pub fn client(&self) -> &super::socket::AdmittedClient {
         match self {
             Self::WebSocket(socket) => socket.client(),
-            Self::WebTransport(connection) => connection.client(),
         }
     }
 
@@ -141,7 +136,6 @@ impl Arrival {
     pub fn refuse(self, code: CloseCode, reason: &str) {
         match self {
             Self::WebSocket(socket) => socket.refuse(code, reason),
-            Self::WebTransport(connection) => connection.close(code, reason),
         }
     }
 }
@@ -210,9 +204,6 @@ struct Inner {
     shared: Arc<Shared>,
     /// Connections open, WebSocket and WebTransport: the `max_connections` bound.
     open: Arc<AtomicUsize>,
-    /// WebTransport sessions' outboxes by serial, so `shutdown` can close them.
-    live: Mutex<Live>,
-    next_serial: AtomicU64,
     /// True once [`WsEndpoint::shutdown`] was called: clients still in their handshake
     /// (either transport) wait on it beside their token.
     stopping: watch::Sender<bool>,
@@ -220,11 +211,6 @@ struct Inner {
     handshakes: AtomicUsize,
     /// Told when `handshakes` comes back to 0.
     handshakes_done: Notify,
-}
-
-#[derive(Default)]
-struct Live {
-    sessions: HashMap<u64, Arc<Outbox>>,
 }
 
 /// A WebSocket client in its handshake, counted until this is dropped.
@@ -274,8 +260,6 @@ impl WsEndpoint {
                 handoff,
                 shared,
                 open: Arc::new(AtomicUsize::new(0)),
-                live: Mutex::new(Live::default()),
-                next_serial: AtomicU64::new(0),
                 stopping: watch::Sender::new(false),
                 handshakes: AtomicUsize::new(0),
                 handshakes_done: Notify::new(),
@@ -303,29 +287,13 @@ impl WsEndpoint {
         self.inner.open.load(Ordering::Acquire)
     }
 
-    /// Refuses new clients with [`CloseCode::ServerShutdown`], closes every client still in
-    /// its handshake (upgraded or with a session open, token not yet admitted) and every
-    /// WebTransport session the same way. Attached WebSocket connections belong to the
-    /// shards driving them, which close them as they stop.
+    /// Refuses new clients with [`CloseCode::ServerShutdown`] (a WebTransport session's
+    /// token too: [`WtLinks::admit`](crate::wt::WtLinks::admit) asks this endpoint) and
+    /// closes every WebSocket client still in its handshake the same way. Attached
+    /// connections and WebTransport sessions belong to the shards driving them, which close
+    /// them as they stop.
     pub fn shutdown(&self) {
-        let outboxes: Vec<_> = {
-            let live = self.live();
-            self.inner.stopping.send_replace(true);
-            live.sessions.values().cloned().collect()
-        };
-        for outbox in outboxes {
-            outbox.close(Closing::Server(
-                CloseCode::ServerShutdown,
-                CloseCode::ServerShutdown.default_reason().into(),
-            ));
-        }
-    }
-
-    fn live(&self) -> MutexGuard<'_, Live> {
-        self.inner
-            .live
-            .lock()
-            .unwrap_or_else(|poison| poison.into_inner())
+        self.inner.stopping.send_replace(true);
     }
 
     pub(crate) fn shared(&self) -> &Arc<Shared> {
@@ -448,70 +416,8 @@ impl WsEndpoint {
         }
     }
 
-    /// [`admit_token`](Self::admit_token) for a WebTransport session, whose own tasks
-    /// drive it: its outbox and inbound queue, and room in the hand-off queue by
-    /// `deadline`. Give the serial back with [`forget`](Self::forget) when it ends.
-    pub(crate) async fn admit(
-        &self,
-        token: &[u8],
-        peer: Option<SocketAddr>,
-        transport: &'static str,
-        counters: &Arc<WsCounters>,
-        deadline: tokio::time::Instant,
-    ) -> Result<AdmittedSession<'_>, (CloseCode, String)> {
-        let inner = &*self.inner;
-        let (admitted, slot) = self.admit_token(token, counters)?;
-        let client_id = admitted.client_id;
-        let outbox = Arc::new(Outbox::new(
-            inner.shared.channels.clone(),
-            inner.config.outbox,
-            inner.config.params.max_message_size as usize,
-            counters.clone(),
-        ));
-        let serial = inner.next_serial.fetch_add(1, Ordering::Relaxed);
-        self.live().sessions.insert(serial, outbox.clone());
-        let permit = match self.reserve(counters, deadline).await {
-            Ok(permit) => permit,
-            Err((code, reason)) => {
-                self.forget(serial, &outbox);
-                return Err((code, reason.into()));
-            }
-        };
-        let sender = WtSender {
-            outbox: outbox.clone(),
-            client_id,
-            transport,
-        };
-        let (inbound, inbound_queue) = mpsc::channel(INBOUND_QUEUE);
-        let connection = WtSession {
-            client: super::socket::AdmittedClient::new(client_id, admitted.user_data, peer),
-            inbound: inbound_queue,
-            sender,
-            _slot: slot,
-        };
-        Ok(AdmittedSession {
-            permit,
-            connection,
-            outbox,
-            inbound,
-            serial,
-        })
-    }
-
-    /// Forgets a session admitted with `serial`.
-    pub(crate) fn forget(&self, serial: u64, outbox: &Arc<Outbox>) {
-        let mut live = self.live();
-        if live
-            .sessions
-            .get(&serial)
-            .is_some_and(|held| Arc::ptr_eq(held, outbox))
-        {
-            live.sessions.remove(&serial);
-        }
-    }
-
-    /// The connection parameters every client is sent first.
-    pub(crate) fn accepted(&self) -> &Bytes {
+    /// The connection parameters every client is sent first (the accepted message's body).
+    pub fn accepted(&self) -> &Bytes {
         &self.inner.shared.accepted
     }
 
@@ -519,24 +425,4 @@ impl WsEndpoint {
     pub(crate) fn config(&self) -> &WsConfig {
         &self.inner.config
     }
-
-    /// Each channel's kind, by channel id.
-    pub(crate) fn channels(&self) -> &Arc<[ChannelKind]> {
-        &self.inner.shared.channels
-    }
-}
-
-/// A WebTransport session admitted by [`WsEndpoint::admit`]: it holds a place among the open
-/// connections and the hand-off queue has room for it.
-pub(crate) struct AdmittedSession<'a> {
-    /// Room in the hand-off queue: `send` the connection once the accepted message is out.
-    pub(crate) permit: mpsc::Permit<'a, Arrival>,
-    /// What the application gets.
-    pub(crate) connection: WtSession,
-    /// The connection's queues, which the transport's writer drains.
-    pub(crate) outbox: Arc<Outbox>,
-    /// Where the transport's reader puts the client's messages.
-    pub(crate) inbound: mpsc::Sender<(u8, Bytes)>,
-    /// Identifies the session to [`WsEndpoint::forget`].
-    pub(crate) serial: u64,
 }

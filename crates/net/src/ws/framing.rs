@@ -186,8 +186,6 @@ impl From<&FrameError> for CloseCode {
 }
 
 pub use tickwire_proto::websocket::MAX_CLOSE_REASON_BYTES;
-#[cfg(feature = "server")]
-pub(crate) use tickwire_proto::websocket::clamp_close_reason as clamp_reason;
 
 /// The server's first message: the same bytes as the UDP accepted packet's body.
 pub fn accepted_message(params: &ConnectionParams) -> Option<Bytes> {

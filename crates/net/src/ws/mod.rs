@@ -41,7 +41,7 @@ mod listen;
 #[cfg(feature = "server")]
 pub(crate) mod outbox;
 #[cfg(feature = "server")]
-mod socket;
+pub(crate) mod socket;
 #[cfg(feature = "server")]
 mod stats;
 #[cfg(feature = "server")]
@@ -59,7 +59,7 @@ pub use links::{WsLinkDepth, WsLinkEvent, WsLinkId, WsLinks};
 #[cfg(feature = "server")]
 pub use listen::{HttpListener, ListenConfig, ListenMetrics, ListenStats};
 #[cfg(feature = "server")]
-pub use outbox::{OutboxDepth, OutboxLimits, WsSendError};
+pub use outbox::{OutboxLimits, WsSendError};
 #[cfg(feature = "server")]
 pub use socket::{AdmittedClient, WsSocket};
 #[cfg(feature = "server")]
@@ -68,6 +68,5 @@ pub use stats::WsStats;
 pub use tls::{TlsError, TlsIdentity};
 
 #[cfg(feature = "server")]
-pub(crate) use outbox::{Closing, Outbox, Take};
 #[cfg(feature = "server")]
 pub(crate) use stats::WsCounters;

@@ -1,6 +1,6 @@
-//! What both WebTransport servers share, the task-driven [`WtEndpoint`](super::WtEndpoint)
-//! and the shard-driven [`WtLinks`](super::WtLinks): their configuration, the certificate,
-//! QUIC's settings, the server's connection IDs, and how a client's QUIC close is read.
+//! What a shard's WebTransport sessions ([`WtLinks`](super::WtLinks)) are configured with:
+//! the caps and timeouts, the certificate, QUIC's settings, the server's connection IDs,
+//! and how a client's QUIC close is read.
 
 use std::net::IpAddr;
 use std::path::PathBuf;

@@ -14,15 +14,16 @@
 //!   | <~~~~~~ datagrams [channel (‖ seq)] msg ~~ |  Unreliable and UnreliableSequenced
 //! ```
 //!
-//! Sessions are admitted through the [`WsEndpoint`](crate::ws::WsEndpoint)'s core (token
-//! checks, one connection per client id, the hand-off queue) and handed over as
-//! [`WtSession`]s, so the application attaches them exactly as
-//! WebSocket ones.
+//! Each shard serves its own sessions on a UDP port of its own ([`WtLinks`]), driven by the
+//! shard's thread: QUIC and HTTP/3 run sans-IO there, a session's token is checked by the
+//! one check every transport shares ([`WtLinks::admit`], through the
+//! [`WsEndpoint`](crate::ws::WsEndpoint)'s admission), and what the shard sends to many
+//! sessions in one turn leaves in a few `sendmmsg` calls.
 //!
 //! | type | role |
 //! |---|---|
-//! | [`WtEndpoint`] | the UDP endpoint: caps, Retry, sessions, counters (a task per session) |
-//! | [`WtLinks`], [`WtLinkEvent`] | the sessions one shard drives itself: the same wire, QUIC and HTTP/3 sans-IO, packets batched across sessions |
+//! | [`WtLinks`], [`WtLinkEvent`] | one shard's sessions: caps, Retry, the HTTP/3 session, frames and datagrams, packets batched across sessions |
+//! | [`WtMeters`], [`WtCounts`] | the transport's counters, shared by every shard's links |
 //! | [`WtConfig`], [`WtCertificate`] | how it runs; a self-signed or the operator's certificate |
 //! | [`WtClient`] | a player over WebTransport (the Rust client, bots, tests); [`WtRawSession`] before the handshake |
 //! | [`framing`] | frames, close frames and datagrams, for servers and clients |
@@ -30,8 +31,6 @@
 mod client;
 #[cfg(feature = "server")]
 mod config;
-#[cfg(feature = "server")]
-mod endpoint;
 /// The session's byte layouts, sans-IO in `tickwire-proto`.
 pub use tickwire_proto::webtransport as framing;
 #[cfg(feature = "server")]
@@ -39,18 +38,11 @@ mod links;
 #[cfg(feature = "server")]
 mod stats;
 
-/// A WebTransport session as the shard sees it ([`WtSession`]: its messages, its identity)
-/// and the outbox its writer task drains ([`WtSender`]: send without waiting). They live
-/// beside the WebSocket code they once shared.
-#[cfg(feature = "server")]
-pub use crate::ws::{connection::WtSession, outbox::WtSender};
 pub use client::{WtClient, WtClientError, WtRawSession, parse_cert_sha256};
 #[cfg(feature = "server")]
 pub use config::{WtCertificate, WtConfig, WtError};
-#[cfg(feature = "server")]
-pub use endpoint::WtEndpoint;
 pub use framing::WT_PATH;
 #[cfg(feature = "server")]
-pub use links::{WtLinkEvent, WtLinkId, WtLinks};
+pub use links::{WtLinkEvent, WtLinkId, WtLinks, WtMeters};
 #[cfg(feature = "server")]
 pub use stats::WtCounts;

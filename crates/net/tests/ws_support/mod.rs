@@ -242,7 +242,6 @@ async fn run_shard(
                         return;
                     }
                 }
-                Some(Arrival::WebTransport(_)) => {}
                 None => return,
             },
             _ = tick.tick() => {}

@@ -63,12 +63,21 @@ pub struct NodeInfo {
     /// `wss://host:port/ws`, with TLS.
     #[serde(default)]
     pub wss: Option<String>,
-    /// WebTransport, when served.
+    /// Each shard's WebTransport endpoint, in the order of `udp`, when served (a shard
+    /// serves its own rooms' sessions on its own port).
     #[serde(default)]
-    pub wt: Option<WtEndpointInfo>,
+    pub wt: Vec<WtEndpointInfo>,
     /// Each shard's public UDP address.
     #[serde(default)]
     pub udp: Vec<SocketAddr>,
+}
+
+impl NodeInfo {
+    /// The WebTransport endpoint of the shard whose UDP address is `udp`.
+    pub fn wt_of(&self, udp: SocketAddr) -> Option<WtEndpointInfo> {
+        let shard = self.udp.iter().position(|address| *address == udp)?;
+        self.wt.get(shard).cloned()
+    }
 }
 
 /// One room as its node lists it.

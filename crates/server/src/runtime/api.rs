@@ -203,18 +203,18 @@ async fn matchmake(
     .encode()
     .ok_or_else(|| ApiError::new(StatusCode::BAD_REQUEST, "name too long"))?;
     let (udp, endpoints) = match seat.at {
-        SeatAt::Shard(shard) => {
-            let udp = app.shards[shard].udp_public;
-            (udp, local_endpoints(&app, &headers, udp))
-        }
+        SeatAt::Shard(shard) => (
+            app.shards[shard].udp_public,
+            local_endpoints(&app, &headers, shard),
+        ),
         // A room on another node of the cluster: its addresses as it listed them.
         SeatAt::Node { udp, info } => (
             udp,
             Endpoints {
                 udp,
+                wt: info.wt_of(udp),
                 ws: info.ws,
                 wss: info.wss,
-                wt: info.wt,
             },
         ),
     };
@@ -245,10 +245,12 @@ async fn matchmake(
     }))
 }
 
-/// This server's endpoints for a room on shard UDP address `udp`: the name the client used
-/// to reach us (so a browser's page and socket agree), with each listener's own port: the
-/// request may have come through either.
-fn local_endpoints(app: &App, headers: &HeaderMap, udp: SocketAddr) -> Endpoints {
+/// This server's endpoints for a room on `shard`: the name the client used to reach us (so
+/// a browser's page and socket agree), with each listener's own port (the request may have
+/// come through either), and the shard's own UDP and WebTransport ports.
+fn local_endpoints(app: &App, headers: &HeaderMap, shard: usize) -> Endpoints {
+    let link = &app.shards[shard];
+    let udp = link.udp_public;
     let host = request_host(headers).unwrap_or_else(|| app.http_public.to_string());
     let host_name = host_without_port(&host);
     let mut ws = format!("ws://{host_name}:{}/ws", app.http_public.port());
@@ -261,9 +263,9 @@ fn local_endpoints(app: &App, headers: &HeaderMap, udp: SocketAddr) -> Endpoints
         Ok(Some((false, url))) => ws = url,
         Ok(None) | Err(_) => {}
     }
-    let wt = app.wt.as_ref().map(|(endpoint, public)| WtEndpointInfo {
-        url: format!("https://{host_name}:{}/wt", public.port()),
-        cert_sha256: endpoint.cert_sha256(),
+    let wt = link.wt.as_ref().map(|wt| WtEndpointInfo {
+        url: format!("https://{host_name}:{}/wt", wt.public.port()),
+        cert_sha256: wt.cert.get(),
     });
     Endpoints { udp, ws, wss, wt }
 }

@@ -260,10 +260,15 @@ fn node_info(app: &App, id: &str) -> NodeInfo {
         http: http.to_string(),
         ws,
         wss,
-        wt: app.wt.as_ref().map(|(endpoint, public)| WtEndpointInfo {
-            url: format!("https://{public}/wt"),
-            cert_sha256: endpoint.cert_sha256(),
-        }),
+        wt: app
+            .shards
+            .iter()
+            .filter_map(|shard| shard.wt.as_ref())
+            .map(|wt| WtEndpointInfo {
+                url: format!("https://{}/wt", wt.public),
+                cert_sha256: wt.cert.get(),
+            })
+            .collect(),
         udp: app.shards.iter().map(|shard| shard.udp_public).collect(),
     }
 }

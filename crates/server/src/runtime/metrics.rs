@@ -317,7 +317,7 @@ impl Metrics {
             let heap = tickwire_alloc_count::live_bytes().max(0);
             self.gauge("tickwire_heap_bytes", &[], heap as f64);
         }
-        if let Some((wt, _)) = &app.wt {
+        if let Some(wt) = &app.wt {
             self.render_wt(wt);
         }
         self.render_http(app);
@@ -380,7 +380,7 @@ impl Metrics {
     }
 
     /// The WebTransport endpoint's counters (`docs/OPERATIONS.md`, metrics).
-    fn render_wt(&self, wt: &tickwire_net::wt::WtEndpoint) {
+    fn render_wt(&self, wt: &tickwire_net::wt::WtMeters) {
         let stats = wt.stats();
         let counts = wt.counts();
         self.counter("tickwire_wt_sessions_total", &[], counts.sessions_opened);

@@ -31,14 +31,14 @@ mod memory;
 mod metrics;
 
 use std::io;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use tickwire_net::ws::{
     Arrival, HttpListener, ListenConfig, ListenMetrics, TlsIdentity, WsConfig, WsEndpoint,
 };
-use tickwire_net::wt::{WtCertificate, WtConfig, WtEndpoint};
+use tickwire_net::wt::{WtCertificate, WtConfig, WtLinks, WtMeters};
 use tickwire_proto::ServerConfig;
 use tickwire_proto::admission::{Admission, UsedTokens};
 use tickwire_proto::crypto::Key;
@@ -74,8 +74,9 @@ pub struct Addresses {
     pub https: Option<SocketAddr>,
     /// Each shard's UDP socket.
     pub udp: Vec<SocketAddr>,
-    /// WebTransport's UDP socket, when enabled.
-    pub wt: Option<SocketAddr>,
+    /// Each shard's WebTransport UDP socket, when enabled (empty when not): a shard serves
+    /// the sessions of its own rooms, as its UDP socket does.
+    pub wt: Vec<SocketAddr>,
     /// The admin console, when enabled.
     pub console: Option<SocketAddr>,
     /// The operator's HTTP listener (`/metrics`, the admin API, health), when separate.
@@ -127,7 +128,7 @@ pub enum StartError {
     /// The TLS certificate or key could not be used.
     #[error("tls: {0}")]
     Tls(#[from] tickwire_net::ws::TlsError),
-    /// The WebTransport endpoint could not start.
+    /// A shard's WebTransport sessions could not start.
     #[error(transparent)]
     WebTransport(#[from] tickwire_net::wt::WtError),
     /// Anything else.
@@ -139,9 +140,17 @@ pub enum StartError {
 struct ShardLink {
     control: mpsc::Sender<Control>,
     udp_public: SocketAddr,
+    /// Its WebTransport port as players reach it, and the certificate it presents.
+    wt: Option<ShardWt>,
     view: SharedView,
     /// False once the worker's thread has ended: readiness reports the shard degraded.
     running: crate::worker::Running,
+}
+
+/// A shard's WebTransport port as matchmaking hands it out.
+struct ShardWt {
+    public: SocketAddr,
+    cert: crate::worker::CertHash,
 }
 
 /// Traffic rates, sampled once a second from the workers' and the endpoint's counters.
@@ -162,8 +171,8 @@ pub(crate) struct App {
     http_public: SocketAddr,
     https_public: Option<SocketAddr>,
     ws: WsEndpoint,
-    /// The WebTransport endpoint and the address tokens name for it, when enabled.
-    wt: Option<(WtEndpoint, SocketAddr)>,
+    /// The WebTransport transport's counters (every shard's), when enabled.
+    wt: Option<WtMeters>,
     phase: watch::Sender<Phase>,
     /// The console password and admin API token, and the throttle on guessing it.
     credentials: Arc<crate::credentials::Credentials>,
@@ -404,21 +413,6 @@ impl Runtime {
         }
         drop(events_in);
 
-        let wt_socket = if config.webtransport.enabled {
-            let address = config.webtransport.listen;
-            // The UDP port's large buffers, not the kernel's 208 KiB default: a connect storm's
-            // Initials overflowed that (hundreds of drops per thousand handshakes, each one a
-            // QUIC retransmission a second later).
-            let socket =
-                tickwire_net::udp::bind(address).map_err(bind_error("webtransport", address))?;
-            let bound = socket
-                .local_addr()
-                .map_err(bind_error("webtransport", address))?;
-            Some((socket, SocketAddr::new(public_ip, bound.port())))
-        } else {
-            None
-        };
-
         let (handoff, connections) = mpsc::channel(HANDOFF_QUEUE);
         // A token names the UDP address of its room's shard, the only address a UDP client
         // may try with it; the browser transports find their endpoints in the matchmaking
@@ -432,44 +426,19 @@ impl Runtime {
                 .collect(),
             used_tokens,
         );
-        let ws = WsEndpoint::new(
-            WsConfig {
-                params: config.connection_params(),
-                max_connections: config.limits.max_ws_connections,
-                ..WsConfig::default()
-            },
-            admission,
-            handoff,
-        )
-        .map_err(|error| StartError::Other(error.to_string()))?;
-        let wt = match wt_socket {
-            Some((socket, public)) => {
-                let settings = &config.webtransport;
-                let certificate = match (&settings.cert, &settings.key) {
-                    (Some(cert), Some(key)) => WtCertificate::PemFiles {
-                        cert: cert.clone(),
-                        key: key.clone(),
-                    },
-                    _ => WtCertificate::SelfSigned(
-                        ["localhost", "127.0.0.1", "::1"]
-                            .into_iter()
-                            .map(str::to_owned)
-                            .chain((!public_ip.is_loopback()).then(|| public_ip.to_string()))
-                            .collect(),
-                    ),
-                };
-                let wt_config = WtConfig {
-                    max_sessions: settings.max_sessions,
-                    max_sessions_per_ip: settings.max_sessions_per_ip,
-                    exempt: config.limits.exempt.clone(),
-                    handshake_timeout: WsConfig::default().handshake_timeout,
-                    retry: settings.retry,
-                    renew_self_signed_every: Duration::from_secs(settings.renew_self_signed_secs),
-                };
-                let endpoint = WtEndpoint::bind(socket, wt_config, certificate, ws.clone()).await?;
-                Some((endpoint, public))
-            }
-            None => None,
+        let ws_config = WsConfig {
+            params: config.connection_params(),
+            max_connections: config.limits.max_ws_connections,
+            ..WsConfig::default()
+        };
+        let ws = WsEndpoint::new(ws_config.clone(), admission, handoff)
+            .map_err(|error| StartError::Other(error.to_string()))?;
+        let (wt_meters, wt_shards) = if config.webtransport.enabled {
+            let (meters, shards) =
+                serve_webtransport(&config, public_ip, &workers, &ws, &ws_config).await?;
+            (Some(meters), shards)
+        } else {
+            (None, Vec::new())
         };
 
         let admin_token = if config.admin.token.is_empty() {
@@ -484,11 +453,14 @@ impl Runtime {
             config.admin.token.clone()
         };
 
+        let wt_addresses: Vec<SocketAddr> = wt_shards.iter().map(|(bound, _)| *bound).collect();
+        let mut wt_shards = wt_shards.into_iter();
         let shards = workers
             .iter()
             .map(|worker| ShardLink {
                 control: worker.control(),
                 udp_public: SocketAddr::new(public_ip, worker.udp_address().port()),
+                wt: wt_shards.next().map(|(_, wt)| wt),
                 view: worker.shared_view(),
                 running: worker.running(),
             })
@@ -570,7 +542,7 @@ impl Runtime {
             http_public,
             https_public,
             ws: ws.clone(),
-            wt: wt.clone(),
+            wt: wt_meters,
             phase,
             credentials: Arc::new(crate::credentials::Credentials::new(admin_token)),
             metrics,
@@ -591,19 +563,6 @@ impl Runtime {
         tasks.spawn(cluster::run(app.clone()));
 
         let (stop_listeners, stopped) = watch::channel(false);
-        let wt_address = match &wt {
-            Some((endpoint, _)) => {
-                let address = endpoint
-                    .local_addr()
-                    .map_err(bind_error("webtransport", app.config.webtransport.listen))?;
-                let mut stopped = stopped.clone();
-                tasks.spawn(endpoint.clone().serve(async move {
-                    let _ = stopped.wait_for(|stop| *stop).await;
-                }));
-                Some(address)
-            }
-            None => None,
-        };
         let mut router = api::router(app.clone())
             .merge(ws.router())
             .merge(extras.routes);
@@ -654,7 +613,7 @@ impl Runtime {
             http: http_address,
             https: https_address,
             udp: workers.iter().map(ShardWorker::udp_address).collect(),
-            wt: wt_address,
+            wt: wt_addresses,
             console,
             admin: admin_address,
         };
@@ -715,21 +674,84 @@ impl Runtime {
         for worker in self.workers.drain(..) {
             report.workers.push(worker.stop().await?);
         }
-        // Connections still in their handshake, and any not yet attached: closed with 4003
-        // on their own tasks. Closing the listeners (or the QUIC endpoint) under them would
-        // turn that into a bare "connection lost", or nothing at all once the process exits.
+        // WebSocket connections still in their handshake, and any not yet attached: closed
+        // with 4003 on their own tasks. Closing the listeners under them would turn that
+        // into a bare "connection lost", or nothing at all once the process exits. (Each
+        // worker closed its WebTransport sessions, in whatever state, as it stopped.)
         self.app.ws.shutdown();
-        let wt_closed = async {
-            if let Some((endpoint, _)) = &self.app.wt {
-                endpoint.sessions_closed().await;
-            }
-        };
-        tokio::join!(self.app.ws.handshakes_closed(), wt_closed);
+        self.app.ws.handshakes_closed().await;
         let _ = self.stop_listeners.send(true);
         self.tasks.abort_all();
         while self.tasks.join_next().await.is_some() {}
         Ok(report)
     }
+}
+
+/// Binds each shard's WebTransport port (the configured one, moved up by the shard's index
+/// as its UDP port is) and hands the shard its sessions to serve: the bound address and
+/// the address and certificate matchmaking names, per shard, and the counters they share.
+async fn serve_webtransport(
+    config: &ServeConfig,
+    public_ip: IpAddr,
+    workers: &[ShardWorker],
+    ws: &WsEndpoint,
+    ws_config: &WsConfig,
+) -> Result<(WtMeters, Vec<(SocketAddr, ShardWt)>), StartError> {
+    let settings = &config.webtransport;
+    let certificate = match (&settings.cert, &settings.key) {
+        (Some(cert), Some(key)) => WtCertificate::PemFiles {
+            cert: cert.clone(),
+            key: key.clone(),
+        },
+        _ => WtCertificate::SelfSigned(
+            ["localhost", "127.0.0.1", "::1"]
+                .into_iter()
+                .map(str::to_owned)
+                .chain((!public_ip.is_loopback()).then(|| public_ip.to_string()))
+                .collect(),
+        ),
+    };
+    let wt_config = WtConfig {
+        max_sessions: settings.max_sessions,
+        max_sessions_per_ip: settings.max_sessions_per_ip,
+        exempt: config.limits.exempt.clone(),
+        handshake_timeout: WsConfig::default().handshake_timeout,
+        retry: settings.retry,
+        renew_self_signed_every: Duration::from_secs(settings.renew_self_signed_secs),
+    };
+    let meters = WtMeters::default();
+    let mut shards = Vec::new();
+    for (index, worker) in workers.iter().enumerate() {
+        let address = shard_address(settings.listen, index);
+        // The UDP port's large buffers, not the kernel's 208 KiB default: a connect storm's
+        // Initials overflowed that (hundreds of drops per thousand handshakes, each one a
+        // QUIC retransmission a second later).
+        let socket =
+            tickwire_net::udp::bind(address).map_err(bind_error("webtransport", address))?;
+        let bound = socket
+            .local_addr()
+            .map_err(bind_error("webtransport", address))?;
+        let links = WtLinks::with_meters(
+            socket,
+            wt_config.clone(),
+            certificate.clone(),
+            ws_config,
+            meters.clone(),
+        )?;
+        let cert = crate::worker::CertHash::default();
+        let serve = crate::worker::WebTransport {
+            links,
+            doorman: ws.clone(),
+            cert: cert.clone(),
+        };
+        worker
+            .send(Control::WebTransport(Box::new(serve)))
+            .await
+            .map_err(|error| StartError::Other(error.to_string()))?;
+        let public = SocketAddr::new(public_ip, bound.port());
+        shards.push((bound, ShardWt { public, cert }));
+    }
+    Ok((meters, shards))
 }
 
 /// Shard `index`'s UDP address: the configured one, its port moved up by `index` (port 0

@@ -3,13 +3,16 @@
 //! connection is which player, their seat; it owns the [`Shard`](crate::shard::Shard) and
 //! its rooms), the protocol [`Server`](tickwire_proto::Server) (UDP connections) and the
 //! [`WsLinks`](tickwire_net::ws::WsLinks) (WebSocket connections, read and written by this
-//! thread). Nothing is shared with other threads but bounded control queues, the seat
-//! events it reports and the view it publishes ([`WorkerLinks`]).
+//! thread) and the [`WtLinks`](tickwire_net::wt::WtLinks) (WebTransport sessions on the
+//! shard's own WebTransport port, QUIC and HTTP/3 run by this thread). Nothing is shared
+//! with other threads but bounded control queues, the seat events it reports, the view it
+//! publishes ([`WorkerLinks`]) and the certificate hash ([`CertHash`]).
 //!
 //! A player's connect token carries a [`SeatTicket`] in its user data: the room to join and
-//! the name to show. UDP players connect to the worker's port; WebSocket and WebTransport
-//! players are admitted by the HTTP side and handed over with [`Control::Attach`] (a
-//! WebSocket player's socket itself), so all share the rooms. When
+//! the name to show. UDP players connect to the worker's port, WebTransport players to its
+//! WebTransport port (both named by matchmaking for the room's shard); WebSocket players
+//! are admitted by the HTTP side and their socket handed over with [`Control::Attach`], so
+//! all share the rooms. When
 //! the connection is established the player joins that room (or takes back their held seat);
 //! their messages go to the room; the room's sends go out on their connection, whichever
 //! transport it is; a lost connection holds their seat for the reconnect grace period, and
@@ -17,6 +20,7 @@
 
 mod run;
 mod view;
+mod wt;
 
 use std::io;
 use std::net::SocketAddr;
@@ -33,6 +37,7 @@ use tokio::sync::{mpsc, oneshot};
 
 pub use tickwire_room::ticket::{MAX_TICKET_NAME_BYTES, SeatTicket};
 pub use view::{PUBLISH_INTERVAL, SharedIpLimiter, SharedView, WorkerLinks, WorkerView};
+pub use wt::{CertHash, WebTransport};
 
 use crate::room::{PlayerId, Room};
 use crate::shard::{CreateError, RoomId, Shard, ShardConfig};
@@ -74,8 +79,11 @@ pub enum Control {
         /// Told whether the room existed.
         done: oneshot::Sender<bool>,
     },
-    /// A WebSocket or WebTransport player, admitted by the HTTP side, to seat in a room.
+    /// A WebSocket player, admitted by the HTTP side, to seat in a room.
     Attach(Arrival),
+    /// Serve WebTransport: the shard's own sessions on its own UDP port, admitted and
+    /// driven by this worker.
+    WebTransport(Box<WebTransport>),
     /// Remove a player from their room and disconnect them.
     Kick {
         /// Who.

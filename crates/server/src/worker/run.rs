@@ -3,26 +3,22 @@
 use std::io;
 use std::time::Instant;
 
-use bytes::Bytes;
 use tickwire_net::driver::{MIN_WAIT, sleep_until, transmit};
 use tickwire_net::udp::{BatchSocket, RecvBatch, SendBatch};
 use tickwire_net::ws::{
     AdmittedClient, Arrival, CloseCode, WsClosed, WsLinkEvent, WsLinkId, WsLinks, WsSocket,
 };
-use tickwire_net::wt::{WtSender, WtSession};
+use tickwire_net::wt::{WtLinkEvent, WtLinkId};
 use tickwire_proto::{ConnectionId, DisconnectReason, MAX_DATAGRAM_BYTES, Server, ServerEvent};
 use tokio::sync::mpsc;
 
 use super::view::{PUBLISH_INTERVAL, WorkerLinks, WorkerView};
+use super::wt::WtHost;
 use super::{Control, WorkerReport};
 use crate::console::{LinkQuality, PlayerSummary};
 use crate::room::PlayerId;
-use crate::sessions::{Admission, IdMap, LinkClosed, SessionOutput, Sessions};
+use crate::sessions::{Admission, LinkClosed, SessionOutput, Sessions};
 use crate::shard::{SeatChange, Shard};
-
-/// Messages from WebTransport players waiting for the worker; past this, their readers wait
-/// and QUIC flow control holds the clients back.
-const WT_EVENT_QUEUE: usize = 4096;
 
 /// Most `recvmmsg` batches one turn of the loop takes in before it answers them. Whatever
 /// is already waiting in the socket when a turn starts is ready together with it: taking it
@@ -33,27 +29,14 @@ const WT_EVENT_QUEUE: usize = 4096;
 /// timers and ticks still run.
 const RECV_BATCHES_PER_TURN: usize = 64;
 
-/// What a WebTransport session's reader task reports; `attach` is its [`Link::Wt`].
-enum WtEvent {
-    Message {
-        attach: u64,
-        channel: u8,
-        message: Bytes,
-    },
-    Closed {
-        attach: u64,
-        how: LinkClosed,
-    },
-}
-
 /// How a connected player is reached: the link handle the session table keys players by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Link {
     Udp(ConnectionId),
     /// A WebSocket connection this worker drives itself.
     Ws(WsLinkId),
-    /// A WebTransport session, driven by its own tasks; its sender is in `wt_senders`.
-    Wt(u64),
+    /// A WebTransport session this worker drives itself.
+    Wt(WtLinkId),
 }
 
 pub(super) struct Worker {
@@ -63,11 +46,10 @@ pub(super) struct Worker {
     sessions: Sessions<Link>,
     links: WorkerLinks,
     ws: WsLinks,
-    /// The WebTransport sessions' outboxes, by attachment.
-    wt_senders: IdMap<u64, WtSender>,
-    wt_events: mpsc::Receiver<WtEvent>,
-    wt_events_in: mpsc::Sender<WtEvent>,
-    wt_attaches: u64,
+    /// The shard's WebTransport sessions, once the runtime has handed them over.
+    wt: Option<WtHost>,
+    /// Events taken from `wt`, handled with the whole worker at hand.
+    wt_events: Vec<WtLinkEvent>,
     inbox: RecvBatch,
     outbox: SendBatch,
     scratch: Box<[u8; MAX_DATAGRAM_BYTES]>,
@@ -82,7 +64,6 @@ impl Worker {
         shard: Shard,
         links: WorkerLinks,
     ) -> io::Result<Self> {
-        let (wt_events_in, wt_events) = mpsc::channel(WT_EVENT_QUEUE);
         let mut sessions = Sessions::new(shard);
         if let Some(limiter) = &links.limiter {
             sessions.set_address_limit(Box::new(limiter.clone()));
@@ -93,10 +74,8 @@ impl Worker {
             sessions,
             links,
             ws: WsLinks::new()?,
-            wt_senders: IdMap::default(),
-            wt_events,
-            wt_events_in,
-            wt_attaches: 0,
+            wt: None,
+            wt_events: Vec::new(),
             inbox: RecvBatch::new(),
             outbox: SendBatch::new(),
             scratch: Box::new([0; MAX_DATAGRAM_BYTES]),
@@ -118,6 +97,10 @@ impl Worker {
             if self.ws.poll_timeout().is_some_and(|at| at <= now) {
                 self.ws.handle_timeout(now);
                 self.take_ws_events(now);
+            }
+            if let Some(wt) = &mut self.wt {
+                wt.handle_timeout(now);
+                self.take_wt_events(now);
             }
             // Ticks, then their events on the wire, then the rooms' publish phase
             // (snapshots): a confirmation never waits behind every player's snapshot.
@@ -146,6 +129,7 @@ impl Worker {
             let deadline = [
                 self.server.poll_timeout(),
                 self.ws.poll_timeout(),
+                self.wt.as_ref().and_then(|wt| wt.links.poll_timeout()),
                 self.sessions.shard().next_deadline(),
                 Some(self.next_publish),
             ]
@@ -165,11 +149,14 @@ impl Worker {
                     self.take_ws_events(now);
                     self.route_outputs(now);
                 }
-                event = self.wt_events.recv() => {
-                    // The worker holds a sender itself, so the queue never closes.
-                    if let Some(event) = event {
-                        self.wt_event(Instant::now(), event);
+                readable = wt_readable(self.wt.as_ref()) => {
+                    readable?;
+                    let now = Instant::now();
+                    if let Some(wt) = &mut self.wt {
+                        wt.handle_io(now);
                     }
+                    self.take_wt_events(now);
+                    self.route_outputs(now);
                 }
                 message = control.recv() => {
                     let now = Instant::now();
@@ -198,9 +185,12 @@ impl Worker {
                             let _ = done.send(found);
                         }
                         Some(Control::Attach(Arrival::WebSocket(socket))) => self.attach_ws(now, socket),
-                        Some(Control::Attach(Arrival::WebTransport(session))) => {
-                            self.attach_wt(now, session)
-                        }
+                        Some(Control::WebTransport(serve)) => match WtHost::new(*serve) {
+                            Ok(host) => self.wt = Some(host),
+                            Err(error) => {
+                                tracing::error!(%error, "webtransport sessions not served by this shard");
+                            }
+                        },
                         Some(Control::Kick { player, reason }) => {
                             self.sessions.kick(now, player, &reason);
                         }
@@ -316,24 +306,34 @@ impl Worker {
         }
     }
 
-    fn wt_event(&mut self, now: Instant, event: WtEvent) {
-        match event {
-            WtEvent::Message {
-                attach,
-                channel,
-                message,
-            } => self
-                .sessions
-                .message(now, Link::Wt(attach), channel, message),
-            WtEvent::Closed { attach, how } => {
-                // A kicked or replaced attachment was unlisted already.
-                let _ = self.sessions.closed(now, Link::Wt(attach), how);
-                self.wt_senders.remove(&attach);
+    /// Tokens, messages and closes from the WebTransport sessions, into the session table.
+    fn take_wt_events(&mut self, now: Instant) {
+        let Some(wt) = &mut self.wt else {
+            return;
+        };
+        let mut events = std::mem::take(&mut self.wt_events);
+        events.extend(std::iter::from_fn(|| wt.links.poll_event()));
+        for event in events.drain(..) {
+            match event {
+                WtLinkEvent::Token { link, token, .. } => self.attach_wt(now, link, &token),
+                WtLinkEvent::Message {
+                    link,
+                    channel,
+                    message,
+                } => self.sessions.message(now, Link::Wt(link), channel, message),
+                // A link the worker closed itself (a kick, a replacement) is unlisted
+                // already and changes nothing.
+                WtLinkEvent::Closed { link, closed } => {
+                    let _ = self
+                        .sessions
+                        .closed(now, Link::Wt(link), link_closed(&closed));
+                }
             }
         }
+        self.wt_events = events;
     }
 
-    /// Seats a client the HTTP side admitted (WebSocket or WebTransport): the table's
+    /// Seats a client admitted by its connect token (WebSocket or WebTransport): the table's
     /// answer, carried out; see [`admitted`](Self::admitted).
     fn seat(
         &mut self,
@@ -391,37 +391,39 @@ impl Worker {
         }
     }
 
-    fn attach_wt(&mut self, now: Instant, mut connection: WtSession) {
-        let player = PlayerId(connection.client().client_id());
-        if let Err(refused) = self.seat(now, connection.client()) {
-            connection.close(CloseCode::Kicked, &refused.to_string());
+    /// A WebTransport session whose connect token arrived: checked (the check every
+    /// transport shares), seated, then accepted, so the accepted message is the first thing
+    /// on its stream and everything the room sends after it follows.
+    fn attach_wt(&mut self, now: Instant, link: WtLinkId, token: &[u8]) {
+        let Some(wt) = &mut self.wt else {
+            return;
+        };
+        let client = match wt.links.admit(link, token, &wt.doorman) {
+            Ok(client) => client,
+            Err((code, reason)) => {
+                wt.links.refuse(link, code, &reason);
+                return;
+            }
+        };
+        let player = PlayerId(client.client_id());
+        if let Err(refused) = self.seat(now, &client) {
+            if let Some(wt) = &mut self.wt {
+                wt.links
+                    .refuse(link, CloseCode::Kicked, &refused.to_string());
+            }
             return;
         }
-        self.report.ws_attached += 1;
-        self.wt_attaches += 1;
-        let attach = self.wt_attaches;
-        self.wt_senders.insert(attach, connection.sender());
-        self.sessions.bind(player, Link::Wt(attach));
-        let events = self.wt_events_in.clone();
-        tokio::spawn(async move {
-            loop {
-                let event = match connection.recv().await {
-                    Ok((channel, message)) => WtEvent::Message {
-                        attach,
-                        channel,
-                        message,
-                    },
-                    Err(closed) => WtEvent::Closed {
-                        attach,
-                        how: link_closed(&closed),
-                    },
-                };
-                let closed = matches!(event, WtEvent::Closed { .. });
-                if events.send(event).await.is_err() || closed {
-                    return;
-                }
+        let Some(wt) = &mut self.wt else {
+            return;
+        };
+        match wt.links.accept(link, wt.doorman.accepted()) {
+            Ok(()) => {
+                self.report.ws_attached += 1;
+                self.sessions.bind(player, Link::Wt(link));
             }
-        });
+            // Gone while it was seated (its client closed in this same turn).
+            Err(_) => self.sessions.abandon(now, player),
+        }
     }
 
     /// Ends a link the session table has unlisted, telling the client `reason` on whichever
@@ -430,7 +432,7 @@ impl Worker {
         end_link(
             &mut self.server,
             &mut self.ws,
-            &mut self.wt_senders,
+            self.wt.as_mut(),
             now,
             link,
             reason,
@@ -455,16 +457,16 @@ impl Worker {
                     Link::Ws(link) => {
                         let _ = self.ws.send(link, channel, message);
                     }
-                    Link::Wt(attach) => {
-                        if let Some(sender) = self.wt_senders.get(&attach) {
-                            let _ = sender.send(channel, message);
+                    Link::Wt(link) => {
+                        if let Some(wt) = &mut self.wt {
+                            let _ = wt.links.send(link, channel, message);
                         }
                     }
                 },
                 SessionOutput::Close { link, reason, text } => end_link(
                     &mut self.server,
                     &mut self.ws,
-                    &mut self.wt_senders,
+                    self.wt.as_mut(),
                     now,
                     link,
                     reason,
@@ -485,6 +487,9 @@ impl Worker {
 
     async fn flush(&mut self) -> io::Result<()> {
         self.ws.flush();
+        if let Some(wt) = &mut self.wt {
+            wt.links.flush(Instant::now());
+        }
         transmit(
             &mut self.server,
             &self.socket,
@@ -520,10 +525,7 @@ impl Worker {
                     transport: match link {
                         Link::Udp(_) => "udp",
                         Link::Ws(_) => "ws",
-                        Link::Wt(attach) => self
-                            .wt_senders
-                            .get(&attach)
-                            .map_or("wt", WtSender::transport),
+                        Link::Wt(_) => "wt",
                     }
                     .to_string(),
                     room: Some(room.id.0),
@@ -544,41 +546,21 @@ impl Worker {
         self.links.view.publish(view);
     }
 
-    /// After a shutdown's close frames: waits (within their close timeout) for the clients'
-    /// close answers, so no socket is dropped with unread data (a reset that can destroy the
-    /// close frame in flight).
-    async fn linger_ws(&mut self) {
-        while !self.ws.is_empty() {
-            let now = Instant::now();
-            self.ws.handle_timeout(now);
-            let wake = self
-                .ws
-                .poll_timeout()
-                .map_or(now + MIN_WAIT, |at| at.max(now + MIN_WAIT));
-            tokio::select! {
-                readable = self.ws.readable() => {
-                    if readable.is_err() {
-                        return;
-                    }
-                    self.ws.handle_io(Instant::now());
-                }
-                () = sleep_until(Some(wake)) => {}
-            }
-            while self.ws.poll_event().is_some() {}
-            self.ws.flush();
-        }
-    }
-
     async fn stop(mut self) -> io::Result<WorkerReport> {
         let now = Instant::now();
         // The rooms' last words, then every link closes with "server shutting down".
         self.sessions.shut_down(now);
         self.route_outputs(now);
-        // Sockets attached to no player (refused, or closing already) go too.
+        // Sockets attached to no player (refused, or closing already) go too, and
+        // WebTransport sessions in any state (in their handshake, before their token).
         self.ws
             .close_all(CloseCode::ServerShutdown, "server shutting down");
+        if let Some(wt) = &mut self.wt {
+            wt.links
+                .close_all(CloseCode::ServerShutdown, "server shutting down");
+        }
         self.flush().await?;
-        self.linger_ws().await;
+        tokio::join!(linger_ws(&mut self.ws), linger_wt(self.wt.as_mut()));
         self.publish();
         self.report.joins_refused = self.sessions.stats().joins_refused;
         let stats = self.server.stats();
@@ -602,7 +584,7 @@ fn link_closed(closed: &WsClosed) -> LinkClosed {
 fn end_link(
     server: &mut Server,
     ws: &mut WsLinks,
-    wt_senders: &mut IdMap<u64, WtSender>,
+    wt: Option<&mut WtHost>,
     now: Instant,
     link: Link,
     reason: DisconnectReason,
@@ -612,10 +594,75 @@ fn end_link(
     match link {
         Link::Udp(connection) => server.disconnect_saying(now, connection, reason, text),
         Link::Ws(link) => ws.close(link, code, text),
-        Link::Wt(attach) => {
-            if let Some(sender) = wt_senders.remove(&attach) {
-                sender.close(code, text);
+        Link::Wt(link) => {
+            if let Some(wt) = wt {
+                wt.links.close(link, code, text);
             }
+        }
+    }
+}
+
+/// Resolves when `wt`'s socket may hold datagrams; never without WebTransport.
+async fn wt_readable(wt: Option<&WtHost>) -> io::Result<()> {
+    match wt {
+        Some(wt) => wt.readable().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// After a shutdown's close frames: waits (within their close timeout) for the clients'
+/// close answers, so no socket is dropped with unread data (a reset that can destroy the
+/// close frame in flight).
+async fn linger_ws(ws: &mut WsLinks) {
+    while !ws.is_empty() {
+        let now = Instant::now();
+        ws.handle_timeout(now);
+        let wake = ws
+            .poll_timeout()
+            .map_or(now + MIN_WAIT, |at| at.max(now + MIN_WAIT));
+        tokio::select! {
+            readable = ws.readable() => {
+                if readable.is_err() {
+                    return;
+                }
+                ws.handle_io(Instant::now());
+            }
+            () = sleep_until(Some(wake)) => {}
+        }
+        while ws.poll_event().is_some() {}
+        ws.flush();
+    }
+}
+
+/// After a shutdown's close frames: drives the WebTransport sessions until each has
+/// closed (the client answered its close frame, or the close timeout passed), so every
+/// client reads its close code rather than a lost connection.
+async fn linger_wt(wt: Option<&mut WtHost>) {
+    let Some(wt) = wt else {
+        return;
+    };
+    loop {
+        let now = Instant::now();
+        wt.handle_timeout(now);
+        while wt.links.poll_event().is_some() {}
+        wt.links.flush(now);
+        // Checked after the timers ran: the last session may have just drained, and the
+        // next deadline is then the certificate's renewal, days away.
+        if wt.links.is_empty() {
+            return;
+        }
+        let wake = wt
+            .links
+            .poll_timeout()
+            .map_or(now + MIN_WAIT, |at| at.max(now + MIN_WAIT));
+        tokio::select! {
+            readable = wt.readable() => {
+                if readable.is_err() {
+                    return;
+                }
+                wt.handle_io(Instant::now());
+            }
+            () = sleep_until(Some(wake)) => {}
         }
     }
 }

@@ -25,7 +25,10 @@ use super::config::{
 use super::framing::max_frame_bytes;
 use super::stats::{WtCounters, WtCounts};
 use crate::udp::{RecvBatch, RecvStats, SendBatch, SendStats};
-use crate::ws::{CloseCode, TlsIdentity, WsClosed, WsConfig, WsCounters, WsSendError, WsStats};
+use crate::ws::{
+    AdmittedClient, CloseCode, TlsIdentity, WsClosed, WsConfig, WsCounters, WsEndpoint,
+    WsSendError, WsStats,
+};
 
 /// Identifies one session among a [`WtLinks`]' for as long as it lives; never reused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -81,6 +84,28 @@ pub enum WtLinkEvent {
         /// How.
         closed: WsClosed,
     },
+}
+
+/// The WebTransport transport's counters: its own ([`WtCounts`]) and the message layer's
+/// ([`WsStats`], kept apart from the WebSocket transport's). Every shard's [`WtLinks`]
+/// adds into one set ([`WtLinks::with_meters`]), so a server reads its transport's totals
+/// in one place.
+#[derive(Debug, Clone, Default)]
+pub struct WtMeters {
+    counters: Arc<WtCounters>,
+    messages: Arc<WsCounters>,
+}
+
+impl WtMeters {
+    /// The message layer's counters (accepted, refused by reason, messages).
+    pub fn stats(&self) -> WsStats {
+        self.messages.snapshot()
+    }
+
+    /// The transport's own counters (sessions, datagrams, frames, refusals at the door).
+    pub fn counts(&self) -> WtCounts {
+        self.counters.snapshot()
+    }
 }
 
 /// Counts kept on the thread and added to the shared counters at each flush.
@@ -227,6 +252,17 @@ impl WtLinks {
         certificate: WtCertificate,
         ws: &WsConfig,
     ) -> Result<Self, WtError> {
+        Self::with_meters(socket, config, certificate, ws, WtMeters::default())
+    }
+
+    /// As [`new`](Self::new), counting into `meters` (shared with other shards' links).
+    pub fn with_meters(
+        socket: UdpSocket,
+        config: WtConfig,
+        certificate: WtCertificate,
+        ws: &WsConfig,
+        meters: WtMeters,
+    ) -> Result<Self, WtError> {
         ws.params
             .validate()
             .map_err(crate::ws::WsConfigError::from)?;
@@ -290,8 +326,8 @@ impl WtLinks {
             transmit: Vec::new(),
             chunks: Vec::new(),
             counts: LocalCounts::default(),
-            counters: Arc::new(WtCounters::default()),
-            messages: Arc::new(WsCounters::default()),
+            counters: meters.counters,
+            messages: meters.messages,
             dropped_would_block: 0,
             self_signed_names,
             cert_sha256,
@@ -356,6 +392,35 @@ impl WtLinks {
     /// The next event, if any.
     pub fn poll_event(&mut self) -> Option<WtLinkEvent> {
         self.events.pop_front()
+    }
+
+    /// Checks `link`'s connect token with `doorman`'s admission: the one check every
+    /// transport makes (the token with the used-token set they share, the server's phase,
+    /// its connection cap). On success the session holds a place among the server's open
+    /// connections until it ends, and the answer says who the client is: the caller seats
+    /// them and calls [`accept`](Self::accept). On refusal (counted here), the code and
+    /// reason to [`refuse`](Self::refuse) it with.
+    pub fn admit(
+        &mut self,
+        link: WtLinkId,
+        token: &[u8],
+        doorman: &WsEndpoint,
+    ) -> Result<AdmittedClient, (CloseCode, String)> {
+        let (admitted, slot) = doorman.admit_token(token, &self.messages)?;
+        let Some(conn) = self
+            .conns
+            .get_mut(link.index())
+            .and_then(Option::as_mut)
+            .filter(|conn| conn.generation == link.generation())
+        else {
+            return Err((CloseCode::Requested, "session gone".to_owned()));
+        };
+        conn.slot = Some(slot);
+        Ok(AdmittedClient::new(
+            admitted.client_id,
+            admitted.user_data,
+            Some(conn.peer),
+        ))
     }
 
     /// Accepts the session whose [`Token`](WtLinkEvent::Token) the caller admitted: sends

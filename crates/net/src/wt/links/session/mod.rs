@@ -115,6 +115,9 @@ pub(super) struct Conn {
     pub(super) opened: bool,
     /// The caller accepted it (counted as a connection accepted).
     pub(super) accepted: bool,
+    /// Its place among the server's open connections, from [`WtLinks::admit`](super::WtLinks::admit)
+    /// until the session is dropped.
+    pub(super) slot: Option<crate::ws::socket::ConnectionSlot>,
     streams: Vec<H3Stream>,
     local_control: Option<StreamId>,
     peer_control: bool,
@@ -158,6 +161,7 @@ impl Conn {
             announced: false,
             opened: false,
             accepted: false,
+            slot: None,
             streams: Vec::new(),
             local_control: None,
             peer_control: false,
