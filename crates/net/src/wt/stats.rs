@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 macro_rules! counters {
     ($($(#[$doc:meta])* $name:ident,)*) => {
-        /// A snapshot of a [`WtEndpoint`](super::WtEndpoint)'s own counters since it started.
+        /// A snapshot of the WebTransport transport's own counters ([`WtMeters::counts`](super::WtMeters::counts)).
         #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
         pub struct WtCounts {
             $($(#[$doc])* pub $name: u64,)*
