@@ -36,8 +36,8 @@ ENV TICKWIRE_WEB__DIR=/usr/share/tickwire/web \
     TICKWIRE_CONSOLE__ENABLED=false
 USER 10001:10001
 WORKDIR /var/lib/tickwire
-# HTTP (API, ws, the web client), the UDP protocol (shard 0; shard i is 7777 + i),
-# WebTransport.
+# HTTP (API, ws, the web client), the UDP protocol and WebTransport (shard 0's; shard i
+# serves on 7777 + i and 4433 + i).
 EXPOSE 8080/tcp 7777/udp 4433/udp
 HEALTHCHECK --interval=10s --timeout=3s --start-period=15s --retries=3 \
     CMD ["/usr/local/bin/tickwire", "healthcheck", "--url", "http://127.0.0.1:8080/healthz"]
