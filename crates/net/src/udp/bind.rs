@@ -65,13 +65,27 @@ fn open(addr: SocketAddr, reuse_port: bool) -> io::Result<std::net::UdpSocket> {
 /// generator (`__ip_select_ident`, 3.5 % of the bots' CPU at 2,500 players), with DF the ID
 /// is simply 0.
 pub fn set_dont_fragment(socket: &impl std::os::fd::AsRawFd) -> io::Result<()> {
-    let value: libc::c_int = libc::IP_PMTUDISC_PROBE;
+    set_int_option(
+        socket,
+        libc::IPPROTO_IP,
+        libc::IP_MTU_DISCOVER,
+        libc::IP_PMTUDISC_PROBE,
+    )
+}
+
+/// Sets a socket option whose value is a C `int`.
+pub(crate) fn set_int_option(
+    socket: &impl std::os::fd::AsRawFd,
+    level: libc::c_int,
+    name: libc::c_int,
+    value: libc::c_int,
+) -> io::Result<()> {
     // SAFETY: a valid descriptor and a c_int option value of its true size.
     let result = unsafe {
         libc::setsockopt(
             socket.as_raw_fd(),
-            libc::IPPROTO_IP,
-            libc::IP_MTU_DISCOVER,
+            level,
+            name,
             (&raw const value).cast(),
             std::mem::size_of::<libc::c_int>() as libc::socklen_t,
         )

@@ -18,6 +18,8 @@ mod send;
 pub(crate) mod sockaddr;
 mod socket;
 
+#[cfg(feature = "server")]
+pub(crate) use bind::set_int_option;
 pub use bind::{RECV_BUFFER_BYTES, SEND_BUFFER_BYTES, bind, bind_reuseport, set_dont_fragment};
 pub use pktinfo::enable_local_addresses;
 pub use recv::{RecvBatch, RecvIter, RecvStats};

@@ -3,7 +3,7 @@
 
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
-use std::os::fd::{AsFd, AsRawFd};
+use std::os::fd::AsFd;
 use std::time::Instant;
 
 use quinn_proto::{ConnectionHandle, DatagramEvent, Incoming, Transmit};
@@ -320,19 +320,5 @@ pub(super) fn dont_fragment(socket: &UdpSocket, ipv6: bool) -> io::Result<()> {
         return crate::udp::set_dont_fragment(socket);
     }
     let _ = crate::udp::set_dont_fragment(socket);
-    let on: libc::c_int = 1;
-    // SAFETY: a valid descriptor and a c_int option value of its true size.
-    let result = unsafe {
-        libc::setsockopt(
-            socket.as_raw_fd(),
-            libc::IPPROTO_IPV6,
-            libc::IPV6_DONTFRAG,
-            (&raw const on).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if result < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
+    crate::udp::set_int_option(socket, libc::IPPROTO_IPV6, libc::IPV6_DONTFRAG, 1)
 }

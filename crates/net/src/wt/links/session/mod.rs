@@ -58,6 +58,19 @@ pub(super) struct Ctx<'a> {
     pub(super) chunks: &'a mut Vec<Bytes>,
 }
 
+impl Ctx<'_> {
+    /// A message from the client (a frame's or a datagram's), counted and reported.
+    fn deliver(&mut self, channel: u8, message: Bytes) {
+        self.counts.messages_received += 1;
+        self.counts.bytes_received += message.len() as u64;
+        self.events.push_back(WtLinkEvent::Message {
+            link: self.link,
+            channel,
+            message,
+        });
+    }
+}
+
 /// Where a session is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum Phase {
@@ -139,6 +152,10 @@ pub(super) struct Conn {
     blocked: bool,
     /// Finish the control stream once `out` is written (a close frame is in it).
     finish: bool,
+    /// A refusal (the session was never accepted): the QUIC close follows as soon as the
+    /// close frame is acknowledged, without waiting for the client to close. A refused
+    /// client is nobody's player, and a raw client may never answer.
+    close_on_ack: bool,
     receiver: DatagramReceiver,
     sequences: Vec<u16>,
     extra_streams: u32,
@@ -175,6 +192,7 @@ impl Conn {
             out: BytesMut::new(),
             blocked: false,
             finish: false,
+            close_on_ack: false,
             receiver: DatagramReceiver::new(shared.channels.len()),
             sequences: vec![0; shared.channels.len()],
             extra_streams: 0,
@@ -210,6 +228,14 @@ impl Conn {
             {
                 // The 404 is acknowledged: the client has it.
                 self.close_quic(h3::code(ErrorCode::NoError), "", ctx.now);
+            }
+            Event::Stream(StreamEvent::Finished { id })
+                if self.close_on_ack && Some(id) == self.control =>
+            {
+                // A refusal's close frame is acknowledged: the client has its code.
+                if let Phase::Closing { code, reason } = self.phase.clone() {
+                    self.close_quic(code.code().into(), &reason, ctx.now);
+                }
             }
             Event::Stream(StreamEvent::Stopped { id, .. }) => {
                 if Some(id) == self.control {
@@ -309,15 +335,7 @@ impl Conn {
                     }
                 }
                 _ => match parse_frame(body, ctx.shared.channels.len()) {
-                    Ok(Frame::Data(channel, message)) => {
-                        ctx.counts.messages_received += 1;
-                        ctx.counts.bytes_received += message.len() as u64;
-                        ctx.events.push_back(WtLinkEvent::Message {
-                            link: ctx.link,
-                            channel,
-                            message,
-                        });
-                    }
+                    Ok(Frame::Data(channel, message)) => ctx.deliver(channel, message),
                     Ok(Frame::Close(code, reason)) => {
                         self.control_done = true;
                         self.report(
@@ -418,13 +436,7 @@ impl Conn {
             match message {
                 Some((channel, message)) => {
                     ctx.counts.datagrams_received += 1;
-                    ctx.counts.messages_received += 1;
-                    ctx.counts.bytes_received += message.len() as u64;
-                    ctx.events.push_back(WtLinkEvent::Message {
-                        link: ctx.link,
-                        channel,
-                        message,
-                    });
+                    ctx.deliver(channel, message);
                 }
                 None => WtCounters::bump(&ctx.counters.datagrams_dropped),
             }
@@ -466,6 +478,7 @@ impl Conn {
                     .extend_from_slice(&close_frame(code.code(), reason));
                 ctx.counts.frames_sent += 1;
                 self.finish = true;
+                self.close_on_ack = self.phase != Phase::Open;
                 self.phase = Phase::Closing {
                     code,
                     reason: reason.to_owned(),
