@@ -308,6 +308,10 @@ async fn a_room_that_panics_in_tick_message_or_join_goes_alone() {
     let mut config = test_config();
     // One shard: the crashing rooms and the relay share its thread.
     config.shards = 1;
+    // Ann and Ben say nothing while each crash is handled, which under a loaded machine
+    // outlasted the tests' 500 ms idle timeout (Ann's connection was closed as timed out);
+    // this test is about crashes, not timeouts.
+    config.connection.timeout_ms = 5_000;
     let runtime = Runtime::start(config, kinds()).await.unwrap();
     let address = runtime.addresses().http;
     let ann = matchmake(address, json!({"kind": "relay", "name": "ann"})).await;
