@@ -22,7 +22,7 @@ use serde::Serialize;
 use serde_json::json;
 use tickwire_proto::matchmake::{Endpoints, MatchmakeAnswer, MatchmakeRequest, WtEndpointInfo};
 use tickwire_proto::token::TokenIssuer;
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, watch};
 
 use super::identity::{Identity, IdentityError};
 use super::{App, Phase};
@@ -323,14 +323,49 @@ async fn place(
                 "no seat is held for this session; give a room kind or room id",
             ));
         }
-        matchmaker.place(Instant::now(), identity.player, wanted)?
+        let placement = matchmaker.place(Instant::now(), identity.player, wanted)?;
+        // Registered under the matchmaker's lock, so whoever is placed in the room after
+        // this finds it and waits for the shard's confirmation.
+        let mut creating = app.creating();
+        let creation = if placement.create {
+            let (confirm, confirmed) = watch::channel(None);
+            creating.insert(placement.room, confirmed);
+            Creation::Ours(confirm)
+        } else {
+            creating
+                .get(&placement.room)
+                .cloned()
+                .map_or(Creation::Done, Creation::Theirs)
+        };
+        (placement, creation)
     };
-    if placement.create {
-        let created = create_room(app, &placement, options).await;
-        if let Err(error) = created {
-            app.matchmaker().room_closed(placement.room);
-            return Err(error);
+    let (placement, creation) = placement;
+    match creation {
+        Creation::Ours(confirm) => {
+            let created = create_room(app, &placement, options).await;
+            confirm.send_replace(Some(created.is_ok()));
+            app.creating().remove(&placement.room);
+            if let Err(error) = created {
+                app.matchmaker().room_closed(placement.room);
+                return Err(error);
+            }
         }
+        // Placed in a room another request is creating: a token now could reach the shard
+        // before the room does (and be refused there: "no seat").
+        Creation::Theirs(mut confirmed) => {
+            let created = confirmed
+                .wait_for(Option::is_some)
+                .await
+                .ok()
+                .and_then(|c| *c);
+            if created != Some(true) {
+                return Err(ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "the room could not be created",
+                ));
+            }
+        }
+        Creation::Done => {}
     }
     Ok(SeatChoice {
         room: placement.room,
@@ -338,6 +373,14 @@ async fn place(
         reconnect: false,
         at: SeatAt::Shard(placement.shard),
     })
+}
+
+/// A placement's room as the shard sees it: this request creates it, another request is
+/// creating it, or it exists.
+enum Creation {
+    Ours(watch::Sender<Option<bool>>),
+    Theirs(watch::Receiver<Option<bool>>),
+    Done,
 }
 
 /// Asks a shard to host a new room with the request's options and waits until it does,

@@ -30,6 +30,7 @@ mod kinds;
 mod memory;
 mod metrics;
 
+use std::collections::HashMap;
 use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -52,7 +53,7 @@ pub use kinds::RoomKinds;
 use crate::config::ServeConfig;
 use crate::limits::{IpLimitConfig, IpLimiter};
 use crate::matchmaker::Matchmaker;
-use crate::shard::SeatChange;
+use crate::shard::{RoomId, SeatChange};
 use crate::worker::{
     Control, SeatTicket, ShardWorker, SharedIpLimiter, SharedView, WorkerLinks, WorkerReport,
 };
@@ -177,6 +178,9 @@ pub(crate) struct App {
     /// The console password and admin API token, and the throttle on guessing it.
     credentials: Arc<crate::credentials::Credentials>,
     matchmake_limiter: Mutex<IpLimiter>,
+    /// Rooms placed and not yet confirmed by their shard: players placed in one meanwhile
+    /// wait for the confirmation (`true`: created) before they get their token.
+    creating: Mutex<HashMap<RoomId, watch::Receiver<Option<bool>>>>,
     metrics: metrics::Metrics,
     extras_metrics: Vec<extras::MetricsWriter>,
     extras_readiness: Vec<extras::ReadinessNote>,
@@ -191,6 +195,12 @@ pub(crate) struct App {
 impl App {
     fn matchmaker(&self) -> MutexGuard<'_, Matchmaker> {
         self.matchmaker
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+    }
+
+    fn creating(&self) -> MutexGuard<'_, HashMap<RoomId, watch::Receiver<Option<bool>>>> {
+        self.creating
             .lock()
             .unwrap_or_else(|poison| poison.into_inner())
     }
@@ -528,6 +538,7 @@ impl Runtime {
                     .enabled()
                     .then(|| cluster::session_secret(&config.cluster.secret)),
             ),
+            creating: Mutex::new(HashMap::new()),
             matchmake_limiter: Mutex::new(IpLimiter::new(IpLimitConfig {
                 connect_rate: matchmake_rate,
                 connect_burst: (matchmake_rate * 10.0).ceil() as u32,
