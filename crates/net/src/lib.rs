@@ -41,10 +41,35 @@
 //! | [`udp::RecvBatch`], [`udp::SendBatch`] | preallocated datagram slots, one `*mmsg` call each |
 //! | [`udp::RecvStats`], [`udp::SendStats`] | per-batch counters, drops by reason |
 //! | [`udp::bind_reuseport`] | the socket setup: `SO_REUSEPORT`, buffer sizes, dual stack |
-//! | `ws::WsEndpoint`, `ws::HttpListener` | (`server`) the WebSocket transport: `/ws`, tokens, bounded per-connection outboxes, TLS |
-//! | `wt::WtEndpoint` | (`server`) the WebTransport transport: `/wt` over HTTP/3, datagrams for unreliable channels |
-//! | `wt::WtLinks` | (`server`) the same transport driven by a shard's own loop: quinn-proto and HTTP/3 sans-IO, packets batched across sessions |
+//! | `ws::WsEndpoint`, `ws::WsLinks`, `ws::HttpListener` | (`server`) the WebSocket transport: `/ws`, the one token check, the connections a shard drives, TLS |
+//! | `wt::WtLinks` | (`server`) the WebTransport transport, one per shard on its own port: `/wt` over HTTP/3 (quinn-proto and HTTP/3 sans-IO), datagrams for unreliable channels, packets batched across sessions |
 //! | [`wt::WtClient`] | a player over WebTransport |
+
+/// A connection's handle in a shard-driven table (`WsLinks`, `WtLinks`): its slot's index
+/// in the low 32 bits and the slot's generation in the high 32, so a handle kept past its
+/// connection's end never reaches the slot's next occupant.
+#[cfg(feature = "server")]
+macro_rules! slot_id {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub struct $name(u64);
+
+        impl $name {
+            fn new(index: usize, generation: u32) -> Self {
+                Self(index as u64 | (u64::from(generation) << 32))
+            }
+
+            fn index(self) -> usize {
+                (self.0 & 0xFFFF_FFFF) as usize
+            }
+
+            fn generation(self) -> u32 {
+                (self.0 >> 32) as u32
+            }
+        }
+    };
+}
 
 pub mod driver;
 pub mod udp;

@@ -19,22 +19,9 @@ use super::socket::{ByteStream, ConnectionSlot, ReadOutcome, WsSocket};
 use super::stats::WsCounters;
 use tickwire_proto::websocket::{self as frame, FrameError, Inbound, MessageReader, opcode};
 
-/// Identifies one connection among a [`WsLinks`]' for as long as it lives; never reused.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct WsLinkId(u64);
-
-impl WsLinkId {
-    fn new(index: usize, generation: u32) -> Self {
-        Self(index as u64 | (u64::from(generation) << 32))
-    }
-
-    fn index(self) -> usize {
-        (self.0 & 0xFFFF_FFFF) as usize
-    }
-
-    fn generation(self) -> u32 {
-        (self.0 >> 32) as u32
-    }
+slot_id! {
+    /// Identifies one connection among a [`WsLinks`]' for as long as it lives; never reused.
+    WsLinkId
 }
 
 /// What happened on a connection.

@@ -30,22 +30,9 @@ use crate::ws::{
     WsSendError, WsStats,
 };
 
-/// Identifies one session among a [`WtLinks`]' for as long as it lives; never reused.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct WtLinkId(u64);
-
-impl WtLinkId {
-    fn new(index: usize, generation: u32) -> Self {
-        Self(index as u64 | (u64::from(generation) << 32))
-    }
-
-    fn index(self) -> usize {
-        (self.0 & 0xFFFF_FFFF) as usize
-    }
-
-    fn generation(self) -> u32 {
-        (self.0 >> 32) as u32
-    }
+slot_id! {
+    /// Identifies one session among a [`WtLinks`]' for as long as it lives; never reused.
+    WtLinkId
 }
 
 /// What happened on a session.
