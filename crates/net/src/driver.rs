@@ -111,6 +111,13 @@ impl<E: Endpoint> Driver<E> {
             }
             let now = Instant::now();
             if self.endpoint.poll_timeout().is_some_and(|at| at <= now) {
+                // What arrived while nobody polled comes first: a connection whose packets
+                // wait in the socket has not timed out (a driver polled late, on a busy
+                // thread, once read its timeout before the server's goodbye beside it).
+                self.take_waiting(now)?;
+                if let Some(event) = self.endpoint.poll_event() {
+                    return Ok(event);
+                }
                 self.endpoint.handle_timeout(now);
                 if let Some(event) = self.endpoint.poll_event() {
                     return Ok(event);
@@ -133,6 +140,24 @@ impl<E: Endpoint> Driver<E> {
                 for (from, datagram) in &self.inbox {
                     self.endpoint.handle_datagram(now, from, datagram);
                 }
+            }
+        }
+    }
+
+    /// Hands the endpoint every datagram already waiting in the socket, without waiting.
+    fn take_waiting(&mut self, now: Instant) -> io::Result<()> {
+        loop {
+            match self.socket.try_recv_batch(&mut self.inbox) {
+                Ok(_) => {}
+                Err(error) if error.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                Err(error) => return Err(error),
+            }
+            self.stats.receive_batches += 1;
+            for (from, datagram) in &self.inbox {
+                self.endpoint.handle_datagram(now, from, datagram);
+            }
+            if self.inbox.len() < self.inbox.capacity() {
+                return Ok(());
             }
         }
     }

@@ -682,8 +682,12 @@ impl Runtime {
             node.leave().await;
         }
         let mut report = ShutdownReport::default();
-        for worker in self.workers.drain(..) {
-            report.workers.push(worker.stop().await?);
+        // Every worker at once: each closes its players' connections and waits (within the
+        // close timeout) for their answers, and one worker's wait must not leave the
+        // others' players with no word from the server meanwhile.
+        let stops = self.workers.drain(..).map(ShardWorker::stop);
+        for stopped in futures_util::future::join_all(stops).await {
+            report.workers.push(stopped?);
         }
         // WebSocket connections still in their handshake, and any not yet attached: closed
         // with 4003 on their own tasks. Closing the listeners under them would turn that

@@ -634,9 +634,10 @@ async fn linger_ws(ws: &mut WsLinks) {
     }
 }
 
-/// After a shutdown's close frames: drives the WebTransport sessions until each has
-/// closed (the client answered its close frame, or the close timeout passed), so every
-/// client reads its close code rather than a lost connection.
+/// After a shutdown's close frames: drives the WebTransport sessions until each has sent
+/// its QUIC close (the client answered its close frame, the frame was acknowledged, or the
+/// close timeout passed), so every client reads its close code rather than a lost
+/// connection.
 async fn linger_wt(wt: Option<&mut WtHost>) {
     let Some(wt) = wt else {
         return;
@@ -646,9 +647,10 @@ async fn linger_wt(wt: Option<&mut WtHost>) {
         wt.handle_timeout(now);
         while wt.links.poll_event().is_some() {}
         wt.links.flush(now);
-        // Checked after the timers ran: the last session may have just drained, and the
-        // next deadline is then the certificate's renewal, days away.
-        if wt.links.is_empty() {
+        // Checked after the timers ran and the flush: the last close may have just gone
+        // out. Sessions that have sent their QUIC close are only draining (seconds of
+        // QUIC's own timers), which the clients do not wait for.
+        if wt.links.all_closed() {
             return;
         }
         let wake = wt

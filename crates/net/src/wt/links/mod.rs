@@ -339,6 +339,16 @@ impl WtLinks {
         self.live
     }
 
+    /// Whether every session has sent its QUIC close (or is gone): what is left is QUIC's
+    /// draining period (three probe timeouts, seconds on a new path), which asks nothing
+    /// more of the server. A server shutting down stops waiting here.
+    pub fn all_closed(&self) -> bool {
+        self.conns
+            .iter()
+            .flatten()
+            .all(|conn| conn.phase == Phase::Closed)
+    }
+
     /// Whether no session is held.
     pub fn is_empty(&self) -> bool {
         self.live == 0
