@@ -342,9 +342,14 @@ async fn place(
     let (placement, creation) = placement;
     match creation {
         Creation::Ours(confirm) => {
+            // Unlisted however this ends, a dropped request included: its waiters then see
+            // the sender gone (a refusal), and the map keeps no stale entry.
+            let _listed = Creating {
+                app,
+                room: placement.room,
+            };
             let created = create_room(app, &placement, options).await;
             confirm.send_replace(Some(created.is_ok()));
-            app.creating().remove(&placement.room);
             if let Err(error) = created {
                 app.matchmaker().room_closed(placement.room);
                 return Err(error);
@@ -381,6 +386,18 @@ enum Creation {
     Ours(watch::Sender<Option<bool>>),
     Theirs(watch::Receiver<Option<bool>>),
     Done,
+}
+
+/// Removes a room from [`App::creating`] when its creating request ends.
+struct Creating<'a> {
+    app: &'a App,
+    room: RoomId,
+}
+
+impl Drop for Creating<'_> {
+    fn drop(&mut self) {
+        self.app.creating().remove(&self.room);
+    }
 }
 
 /// Asks a shard to host a new room with the request's options and waits until it does,
