@@ -1,6 +1,7 @@
 //! What a shard's WebTransport sessions ([`WtLinks`](super::WtLinks)) are configured with:
 //! the caps and timeouts, the certificate, QUIC's settings, the server's connection IDs,
-//! and how a client's QUIC close is read.
+//! and how a client's QUIC close is read; and what a sans-IO client's QUIC (the load
+//! tool's bots) is configured with to match ([`quic_client_config`]).
 
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -132,6 +133,44 @@ pub(crate) fn transport_config(params: &ConnectionParams) -> TransportConfig {
         .datagram_receive_buffer_size(Some(64 << 10))
         .datagram_send_buffer_size(64 << 10);
     transport
+}
+
+/// QUIC's client side for a sans-IO WebTransport client (the load tool's bots): TLS 1.3 on
+/// `ring` with ALPN `h3`, trusting the server's certificate by `cert_sha256` (a self-signed
+/// one, as [`WtClient`](super::WtClient) does) or by the system's roots (`None`), and
+/// transport settings matched to the server's ([`transport_config`]): the same datagram
+/// receive buffer, no bidirectional streams from the server and room for its HTTP/3
+/// control and QPACK streams. The idle timeout is [`WtClient`](super::WtClient)'s 30 s;
+/// QUIC takes the lower of the two sides', so the server's dictated timeout rules.
+/// Path MTU discovery is off: a client's inputs are small, and probes would be packets for
+/// nothing (the server still probes its side).
+pub fn quic_client_config(
+    cert_sha256: Option<[u8; 32]>,
+) -> Result<quinn_proto::ClientConfig, WtError> {
+    use wtransport::tls::client::{ServerHashVerification, build_default_tls_config};
+    use wtransport::tls::{Sha256Digest, build_native_cert_store};
+    let tls = match cert_sha256 {
+        Some(hash) => build_default_tls_config(
+            std::sync::Arc::new(rustls::RootCertStore::empty()),
+            Some(std::sync::Arc::new(ServerHashVerification::new([
+                Sha256Digest::new(hash),
+            ]))),
+        ),
+        None => build_default_tls_config(std::sync::Arc::new(build_native_cert_store()), None),
+    };
+    let crypto = quinn_proto::crypto::rustls::QuicClientConfig::try_from(tls)
+        .map_err(|error| WtError::Certificate(error.to_string()))?;
+    let mut transport = TransportConfig::default();
+    transport
+        .max_idle_timeout(Some(VarInt::from_u32(30_000).into()))
+        .max_concurrent_bidi_streams(0u32.into())
+        .max_concurrent_uni_streams(8u32.into())
+        .datagram_receive_buffer_size(Some(64 << 10))
+        .datagram_send_buffer_size(64 << 10)
+        .mtu_discovery_config(None);
+    let mut config = quinn_proto::ClientConfig::new(std::sync::Arc::new(crypto));
+    config.transport_config(std::sync::Arc::new(transport));
+    Ok(config)
 }
 
 /// A stream window that holds one largest frame, and never less than 64 KiB.

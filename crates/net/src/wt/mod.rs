@@ -27,10 +27,13 @@
 //! | [`WtConfig`], [`WtCertificate`] | how it runs; a self-signed or the operator's certificate |
 //! | [`WtClient`] | a player over WebTransport (the Rust client, bots, tests); [`WtRawSession`] before the handshake |
 //! | [`framing`] | frames, close frames and datagrams, for servers and clients |
+//! | [`h3`], [`quic_client_config`] | HTTP/3's bytes and a sans-IO client's QUIC settings (the load tool's bots drive `quinn-proto` themselves) |
 
 mod client;
 #[cfg(feature = "server")]
 mod config;
+#[cfg(feature = "server")]
+pub mod h3;
 /// The session's byte layouts, sans-IO in `tickwire-proto`.
 pub use tickwire_proto::webtransport as framing;
 #[cfg(feature = "server")]
@@ -40,7 +43,7 @@ mod stats;
 
 pub use client::{WtClient, WtClientError, WtRawSession, parse_cert_sha256};
 #[cfg(feature = "server")]
-pub use config::{WtCertificate, WtConfig, WtError};
+pub use config::{WtCertificate, WtConfig, WtError, quic_client_config};
 pub use framing::WT_PATH;
 #[cfg(feature = "server")]
 pub use links::{WtLinkEvent, WtLinkId, WtLinks, WtMeters};

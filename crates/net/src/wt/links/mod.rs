@@ -1,6 +1,5 @@
 //! The WebTransport sessions of one shard, driven by the shard's own thread: see [`WtLinks`].
 
-mod h3;
 mod packets;
 mod session;
 mod tls;
@@ -287,7 +286,7 @@ impl WtLinks {
             max_reliable_bytes: ws.outbox.max_reliable_bytes,
             handshake_timeout: config.handshake_timeout,
             close_timeout: ws.close_timeout,
-            control_opening: h3::control_stream_opening(),
+            control_opening: super::h3::control_stream_opening(),
         };
         let next_renewal = self_signed_names
             .as_ref()

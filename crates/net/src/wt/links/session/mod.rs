@@ -18,7 +18,6 @@ use tickwire_proto::websocket::clamp_close_reason;
 use wtransport_proto::error::ErrorCode;
 
 use self::streams::H3Stream;
-use super::h3;
 use super::{LocalCounts, WtLinkEvent, WtLinkId};
 use crate::ws::{CloseCode, WsClosed, WsCounters, WsSendError};
 use crate::wt::config::{MAX_EXTRA_STREAMS, client_close};
@@ -26,6 +25,7 @@ use crate::wt::framing::{
     DatagramReceiver, FRAME_HEADER_BYTES, Frame, FrameLengthError, check_frame_length, close_frame,
     parse_frame, put_frame,
 };
+use crate::wt::h3;
 use crate::wt::stats::WtCounters;
 
 /// What every session of one [`WtLinks`](super::WtLinks) shares.

@@ -6,11 +6,11 @@ use quinn_proto::{Dir, StreamId};
 use wtransport_proto::error::ErrorCode;
 use wtransport_proto::session::SessionResponse;
 
-use super::super::h3::{self, FrameReader, RequestError, frame_type, stream_type};
 use super::{Conn, Ctx, Phase, ReadEnd, pull, refusal, varint};
 use crate::ws::WsClosed;
 use crate::wt::config::client_close;
 use crate::wt::framing::WT_PATH;
+use crate::wt::h3::{self, FrameReader, RequestError, frame_type, stream_type};
 use crate::wt::stats::WtCounters;
 
 /// An HTTP/3 stream the client opened, by what it has shown itself to be.

@@ -1,8 +1,10 @@
-//! The HTTP/3 bytes of a WebTransport session, spoken as wtransport 0.7's server driver speaks
-//! them (the Rust client and browsers connect to both alike): the server's control stream
-//! with its SETTINGS, the CONNECT request and its answer, the WebTransport stream signal and
-//! the datagram prefix. Encoding and decoding go through `wtransport-proto`; this module only
-//! cuts streams into frames. Sans-IO: no socket, no clock.
+//! The HTTP/3 bytes of a WebTransport session, spoken as wtransport 0.7 speaks them (the
+//! Rust client and browsers connect to both alike): the control stream with its SETTINGS
+//! (the same on both sides), the CONNECT request and its answer, the WebTransport stream
+//! signal and the datagram prefix. The server's sessions ([`WtLinks`](super::WtLinks)) and
+//! the load tool's sans-IO clients both speak through here. Encoding and decoding go through
+//! `wtransport-proto`; this module only cuts streams into frames. Sans-IO: no socket, no
+//! clock.
 
 use std::borrow::Cow;
 
@@ -15,28 +17,28 @@ use wtransport_proto::stream_header::StreamHeader;
 use wtransport_proto::varint::VarInt;
 
 /// Unidirectional stream types (RFC 9114 §6.2, RFC 9204 §4.2, WebTransport over HTTP/3).
-pub(super) mod stream_type {
+pub mod stream_type {
     /// The peer's control stream: SETTINGS first.
-    pub(crate) const CONTROL: u64 = 0x00;
+    pub const CONTROL: u64 = 0x00;
     /// QPACK's encoder stream (nothing to read with a table of 0 bytes).
-    pub(crate) const QPACK_ENCODER: u64 = 0x02;
+    pub const QPACK_ENCODER: u64 = 0x02;
     /// QPACK's decoder stream.
-    pub(crate) const QPACK_DECODER: u64 = 0x03;
+    pub const QPACK_DECODER: u64 = 0x03;
     /// A WebTransport unidirectional stream, followed by its session id.
-    pub(crate) const WEBTRANSPORT: u64 = 0x54;
+    pub const WEBTRANSPORT: u64 = 0x54;
 }
 
 /// HTTP/3 frame types this side reads.
-pub(super) mod frame_type {
+pub mod frame_type {
     /// DATA: on the CONNECT stream, capsules.
-    pub(crate) const DATA: u64 = 0x00;
+    pub const DATA: u64 = 0x00;
     /// HEADERS: the CONNECT request.
-    pub(crate) const HEADERS: u64 = 0x01;
+    pub const HEADERS: u64 = 0x01;
     /// SETTINGS: first on the peer's control stream.
-    pub(crate) const SETTINGS: u64 = 0x04;
+    pub const SETTINGS: u64 = 0x04;
     /// WEBTRANSPORT_STREAM: a bidirectional stream's signal, followed by its session id
     /// and then the stream's own bytes (no length).
-    pub(crate) const WEBTRANSPORT_STREAM: u64 = 0x41;
+    pub const WEBTRANSPORT_STREAM: u64 = 0x41;
 }
 
 /// Largest HTTP/3 frame payload read (HEADERS, SETTINGS, a capsule's DATA), wtransport's
@@ -44,14 +46,14 @@ pub(super) mod frame_type {
 const MAX_FRAME_PAYLOAD: u64 = 4096;
 
 /// An HTTP/3 error code as a QUIC application error code.
-pub(super) fn code(error: ErrorCode) -> u64 {
+pub fn code(error: ErrorCode) -> u64 {
     error.to_code().into_inner()
 }
 
-/// The server's control stream as wtransport opens it: the stream type, then SETTINGS with
-/// QPACK's dynamic table off, extended CONNECT, WebTransport, HTTP/3 datagrams and one
+/// A control stream as wtransport opens it on either side: the stream type, then SETTINGS
+/// with QPACK's dynamic table off, extended CONNECT, WebTransport, HTTP/3 datagrams and one
 /// session per connection.
-pub(super) fn control_stream_opening() -> Vec<u8> {
+pub fn control_stream_opening() -> Vec<u8> {
     let settings = Settings::builder()
         .qpack_max_table_capacity(VarInt::from_u32(0))
         .qpack_blocked_streams(VarInt::from_u32(0))
@@ -68,21 +70,53 @@ pub(super) fn control_stream_opening() -> Vec<u8> {
 }
 
 /// The answer to a CONNECT request: a HEADERS frame with `response`'s status.
-pub(super) fn response(response: &SessionResponse) -> Vec<u8> {
+pub fn response(response: &SessionResponse) -> Vec<u8> {
     let mut out = Vec::new();
     let _ = response.headers().generate_frame().write(&mut out);
     out
 }
 
+/// A client's CONNECT request for `url` (`https://host:port/wt`): a HEADERS frame with
+/// `:method CONNECT`, `:protocol webtransport`, `:scheme`, `:authority` and `:path`.
+pub fn connect_request(url: &str) -> Result<Vec<u8>, wtransport_proto::session::UrlParseError> {
+    let request = wtransport_proto::session::SessionRequest::new(url)?;
+    let mut out = Vec::new();
+    let _ = request.headers().generate_frame().write(&mut out);
+    Ok(out)
+}
+
+/// The status of the server's answer to a CONNECT request (a HEADERS frame's payload), or
+/// the HTTP/3 error to close the connection with.
+pub fn response_status(payload: &[u8]) -> Result<u16, ErrorCode> {
+    let frame = Frame::new_headers(Cow::Borrowed(payload));
+    let headers = wtransport_proto::headers::Headers::with_frame(&frame)?;
+    SessionResponse::try_from(headers)
+        .map(|response| response.code().into_inner())
+        .map_err(|_| ErrorCode::Message)
+}
+
+/// The first bytes a client writes on a bidirectional WebTransport stream of the session
+/// on the CONNECT stream `session`: the stream signal and the session id. The stream's own
+/// bytes follow without a length.
+pub fn webtransport_stream_opening(session: u64) -> Vec<u8> {
+    let mut out = Vec::new();
+    for value in [frame_type::WEBTRANSPORT_STREAM, session] {
+        if let Ok(value) = VarInt::try_from_u64(value) {
+            let _ = out.put_varint(value);
+        }
+    }
+    out
+}
+
 /// Whether SETTINGS' payload is well formed (unknown settings are ignored; a repeated one is
 /// an error), as wtransport checks it.
-pub(super) fn check_settings(payload: &[u8]) -> Result<(), ErrorCode> {
+pub fn check_settings(payload: &[u8]) -> Result<(), ErrorCode> {
     Settings::with_frame(&Frame::new_settings(Cow::Borrowed(payload))).map(drop)
 }
 
 /// A CONNECT request's path, or the error to answer it with: the connection's (a frame
 /// QPACK cannot read) or the request stream's (not a WebTransport CONNECT).
-pub(super) fn connect_path(payload: &[u8]) -> Result<String, RequestError> {
+pub fn connect_path(payload: &[u8]) -> Result<String, RequestError> {
     let frame = Frame::new_headers(Cow::Borrowed(payload));
     let headers =
         wtransport_proto::headers::Headers::with_frame(&frame).map_err(RequestError::Connection)?;
@@ -97,7 +131,7 @@ pub(super) fn connect_path(payload: &[u8]) -> Result<String, RequestError> {
 
 /// Why a CONNECT request was not taken.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum RequestError {
+pub enum RequestError {
     /// Close the connection with this error.
     Connection(ErrorCode),
     /// Stop and reset the request stream with this error; the connection stays.
@@ -106,7 +140,7 @@ pub(super) enum RequestError {
 
 /// The code of a CLOSE_WEBTRANSPORT_SESSION capsule in a DATA frame's `payload` (a page's
 /// `WebTransport.close({closeCode, reason})`), with its reason; `None` for other capsules.
-pub(super) fn session_close(payload: &[u8]) -> Option<Result<(u64, String), ErrorCode>> {
+pub fn session_close(payload: &[u8]) -> Option<Result<(u64, String), ErrorCode>> {
     use wtransport_proto::capsule::{Capsule, CapsuleKind, capsules::CloseWebTransportSession};
     let frame = Frame::new_data(Cow::Borrowed(payload));
     let capsule = Capsule::with_frame(&frame)?;
@@ -119,7 +153,7 @@ pub(super) fn session_close(payload: &[u8]) -> Option<Result<(u64, String), Erro
 }
 
 /// Reads a QUIC variable-length integer at the start of `input`: its value and length.
-pub(super) fn read_varint(input: &[u8]) -> Option<(u64, usize)> {
+pub fn read_varint(input: &[u8]) -> Option<(u64, usize)> {
     let mut reader = input;
     let value = reader.get_varint()?;
     Some((value.into_inner(), input.len() - reader.len()))
@@ -127,7 +161,7 @@ pub(super) fn read_varint(input: &[u8]) -> Option<(u64, usize)> {
 
 /// The prefix of every datagram of the session on the CONNECT stream `session`: its quarter
 /// stream id.
-pub(super) fn datagram_prefix(session: u64) -> Vec<u8> {
+pub fn datagram_prefix(session: u64) -> Vec<u8> {
     let mut out = Vec::new();
     if let Ok(quarter) = VarInt::try_from_u64(session >> 2) {
         let _ = out.put_varint(quarter);
@@ -138,7 +172,7 @@ pub(super) fn datagram_prefix(session: u64) -> Vec<u8> {
 /// Cuts an HTTP/3 stream into the frames a caller wants, skipping the others (reserved
 /// "grease" types, and any type the caller does not read) without buffering them.
 #[derive(Debug, Default)]
-pub(super) struct FrameReader {
+pub struct FrameReader {
     buf: Vec<u8>,
     /// Bytes of a skipped frame still to come.
     skip: u64,
@@ -146,7 +180,7 @@ pub(super) struct FrameReader {
 
 impl FrameReader {
     /// Takes the next bytes of the stream.
-    pub(super) fn feed(&mut self, mut data: &[u8]) {
+    pub fn feed(&mut self, mut data: &[u8]) {
         if self.skip > 0 {
             let n = usize::try_from(self.skip)
                 .unwrap_or(usize::MAX)
@@ -159,7 +193,7 @@ impl FrameReader {
 
     /// The next whole frame of a type `wanted` says yes to: its type and payload. A wanted
     /// frame longer than 4096 bytes is an error (wtransport's bound).
-    pub(super) fn next(
+    pub fn next(
         &mut self,
         wanted: impl Fn(u64) -> bool,
     ) -> Result<Option<(u64, Vec<u8>)>, ErrorCode> {
@@ -201,17 +235,17 @@ impl FrameReader {
 
     /// What was fed and not yet taken as frames (a bidirectional stream's bytes after its
     /// WebTransport signal).
-    pub(super) fn take_rest(&mut self) -> Vec<u8> {
+    pub fn take_rest(&mut self) -> Vec<u8> {
         std::mem::take(&mut self.buf)
     }
 
     /// The bytes fed and not yet taken, to look at the start of a stream.
-    pub(super) fn peek(&self) -> &[u8] {
+    pub fn peek(&self) -> &[u8] {
         &self.buf
     }
 
     /// Drops the first `n` bytes (a stream signal already read with [`peek`](Self::peek)).
-    pub(super) fn consume(&mut self, n: usize) {
+    pub fn consume(&mut self, n: usize) {
         self.buf.drain(..n.min(self.buf.len()));
     }
 }
