@@ -13,9 +13,6 @@
 //! bot has a socket of its own (a host has one address); an epoll set asked without
 //! waiting says which have data.
 
-use std::cell::RefCell;
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -29,11 +26,11 @@ use tickwire_client::MatchAnswer;
 use tickwire_net::udp::{BatchSocket, RecvBatch, SendBatch, enable_local_addresses};
 use tickwire_proto::reliable::ReliabilityConfig;
 use tickwire_proto::{Client, ClientEvent, MAX_DATAGRAM_BYTES, unix_now};
-use tokio::sync::Semaphore;
 use tokio::time::MissedTickBehavior;
 
+use super::due::{DueTimes, earliest};
 use super::{
-    Command, Counted, Counts, GroupResult, GroupSpec, Live, Report, connect_interval, place,
+    Command, Counted, Counts, GroupResult, GroupSpec, Live, Pending, Report, matchmake_all,
     rtt_histogram,
 };
 use crate::meter::Meter;
@@ -180,13 +177,8 @@ struct Group {
     touched: Vec<usize>,
     /// Per bot (by key), when it next needs the sweep: the earliest of its protocol
     /// deadline and its next send; `None` once it ended.
-    due: Vec<Option<Instant>>,
-    /// The same times in order, so a sweep visits only the bots whose time has come (a
-    /// walk over every bot each pass was 10 % of the bots' CPU at 2,500 players, and most
-    /// of it with 50,000 idle ones). An entry whose time no longer matches `due` is stale
-    /// and skipped.
-    timers: BinaryHeap<Reverse<(Instant, usize)>>,
-    /// Bots due in this sweep, taken off `timers` before any is handled.
+    due: DueTimes,
+    /// Bots due in this sweep, taken off `due` before any is handled.
     expired: Vec<usize>,
     /// Bots with something to send, each listed once (its `dirty` flag set).
     dirty: Vec<usize>,
@@ -219,7 +211,7 @@ pub(super) async fn run(spec: GroupSpec) -> Option<GroupResult> {
             return None;
         }
     };
-    let pending: Rc<RefCell<Vec<(u32, MatchAnswer)>>> = Rc::default();
+    let pending: Pending = Rc::default();
     let spec = Rc::new(spec);
     tokio::task::spawn_local(matchmake_all(spec.clone(), pending.clone()));
     let rng = SmallRng::seed_from_u64(spec.config.seed ^ ((spec.index as u64 + 1) << 32));
@@ -229,8 +221,7 @@ pub(super) async fn run(spec: GroupSpec) -> Option<GroupResult> {
         readiness,
         shared: Vec::new(),
         touched: Vec::new(),
-        due: Vec::new(),
-        timers: BinaryHeap::new(),
+        due: DueTimes::default(),
         expired: Vec::new(),
         dirty: Vec::new(),
         inbox: RecvBatch::new(),
@@ -284,35 +275,6 @@ pub(super) async fn run(spec: GroupSpec) -> Option<GroupResult> {
     }
 }
 
-/// Matchmakes the group's bots at the group's share of the connect rate, at most
-/// `connect_concurrency` at once; answers go to `pending` for the group task to connect.
-async fn matchmake_all(spec: Rc<GroupSpec>, pending: Rc<RefCell<Vec<(u32, MatchAnswer)>>>) {
-    let interval = connect_interval(&spec.config, spec.bots.len(), spec.scenario.players());
-    let permits = Arc::new(Semaphore::new(spec.config.connect_concurrency.max(1)));
-    let mut pace = tokio::time::interval(interval);
-    for bot in spec.bots.iter().copied() {
-        pace.tick().await;
-        let Ok(permit) = permits.clone().acquire_owned().await else {
-            return;
-        };
-        let spec = spec.clone();
-        let pending = pending.clone();
-        tokio::task::spawn_local(async move {
-            match place(&spec, bot).await {
-                Ok(answer) => pending.borrow_mut().push((bot, answer)),
-                Err(error) => {
-                    Live::add(&spec.live.connect_failed, 1);
-                    let _ = spec.reports.send(Report::Failed {
-                        bot: Some(bot),
-                        error,
-                    });
-                }
-            }
-            drop(permit);
-        });
-    }
-}
-
 impl Group {
     fn now_ns(&self, now: Instant) -> u64 {
         self.plan.as_ref().map_or(0, |plan| plan.ns(now))
@@ -325,7 +287,7 @@ impl Group {
     }
 
     /// Gives each matchmade bot its wire and starts its handshake.
-    fn adopt(&mut self, pending: &Rc<RefCell<Vec<(u32, MatchAnswer)>>>) {
+    fn adopt(&mut self, pending: &Pending) {
         let answers: Vec<_> = pending.borrow_mut().drain(..).collect();
         for (id, answer) in answers {
             match self.wire(&answer) {
@@ -339,9 +301,9 @@ impl Group {
                     }
                     let bot = Self::open(id, &answer, wire);
                     self.bots.push(bot);
-                    self.due.push(None);
+                    self.due.add(key);
                     self.dirty.push(key);
-                    self.set_due(key, Some(Instant::now()));
+                    self.due.set(key, Some(Instant::now()));
                 }
                 Err(error) => self.fail(id, format!("socket: {error}")),
             }
@@ -415,7 +377,7 @@ impl Group {
         }
         let now = Instant::now();
         for key in 0..self.bots.len() {
-            self.set_due(key, Some(now));
+            self.due.set(key, Some(now));
         }
         self.meter.start(plan.window());
         self.next_rtt_sample_ns = plan.window().start_ns;
@@ -612,17 +574,7 @@ impl Group {
                 }
             }
         }
-        self.expired.clear();
-        while let Some(&Reverse((at, key))) = self.timers.peek() {
-            if at > now {
-                break;
-            }
-            self.timers.pop();
-            if self.due[key] == Some(at) {
-                self.due[key] = None;
-                self.expired.push(key);
-            }
-        }
+        self.due.take_expired(now, &mut self.expired);
         for index in 0..self.expired.len() {
             let key = self.expired[index];
             self.run_due(key, now, now_ns);
@@ -692,23 +644,9 @@ impl Group {
                 }
                 _ => None,
             };
-            match (bot.deadline, send) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            }
+            earliest(bot.deadline, send)
         };
-        self.set_due(key, due);
-    }
-
-    /// Files bot `key`'s next time (the earlier entry, if any, goes stale).
-    fn set_due(&mut self, key: usize, due: Option<Instant>) {
-        if self.due[key] == due {
-            return;
-        }
-        self.due[key] = due;
-        if let Some(at) = due {
-            self.timers.push(Reverse((at, key)));
-        }
+        self.due.set(key, due);
     }
 
     /// Sends what every touched bot has ready: shared-socket bots together, 64 datagrams
@@ -781,24 +719,7 @@ impl Group {
     }
 
     fn publish(&mut self) {
-        let live = &self.spec.live;
-        Live::add(
-            &live.datagrams_out,
-            self.total.datagrams_out - self.published.datagrams_out,
-        );
-        Live::add(
-            &live.datagrams_in,
-            self.total.datagrams_in - self.published.datagrams_in,
-        );
-        Live::add(
-            &live.messages_out,
-            self.total.messages_out - self.published.messages_out,
-        );
-        Live::add(
-            &live.messages_in,
-            self.total.messages_in - self.published.messages_in,
-        );
-        self.published = self.total;
+        self.total.publish(&mut self.published, &self.spec.live);
     }
 
     /// Tells the server every bot leaves.
