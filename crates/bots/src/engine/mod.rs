@@ -51,6 +51,7 @@
 //! [`BatchSocket::try_recv_batch`]: tickwire_net::udp::BatchSocket::try_recv_batch
 
 mod due;
+mod ledger;
 mod udp;
 mod ws;
 mod wt;

@@ -20,8 +20,6 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rand::SeedableRng;
-use rand::rngs::SmallRng;
 use tickwire_client::MatchAnswer;
 use tickwire_net::udp::{BatchSocket, RecvBatch, SendBatch, enable_local_addresses};
 use tickwire_proto::reliable::ReliabilityConfig;
@@ -29,13 +27,10 @@ use tickwire_proto::{Client, ClientEvent, MAX_DATAGRAM_BYTES, unix_now};
 use tokio::time::MissedTickBehavior;
 
 use super::due::{DueTimes, earliest};
-use super::{
-    Command, Counted, Counts, GroupResult, GroupSpec, Live, Pending, Report, matchmake_all,
-    rtt_histogram,
-};
-use crate::meter::Meter;
+use super::ledger::Ledger;
+use super::{Command, GroupResult, GroupSpec, Pending, Report, matchmake_all};
 use crate::plan::Plan;
-use crate::scenario::{BotCx, BotLogic};
+use crate::scenario::BotLogic;
 
 /// How often sends and protocol timers are looked at.
 const TICK: Duration = Duration::from_millis(1);
@@ -167,7 +162,6 @@ impl Readiness {
 }
 
 struct Group {
-    spec: Rc<GroupSpec>,
     bots: Vec<Bot>,
     readiness: Readiness,
     /// Opened as bots whose server is on IPv4 loopback arrive, one per
@@ -185,17 +179,7 @@ struct Group {
     inbox: RecvBatch,
     outbox: SendBatch,
     scratch: Box<[u8; MAX_DATAGRAM_BYTES]>,
-    rng: SmallRng,
-    plan: Option<Arc<Plan>>,
-    meter: Meter,
-    rtt_us: hdrhistogram::Histogram<u64>,
-    next_rtt_sample_ns: u64,
-    total: Counts,
-    published: Counts,
-    window: Counts,
-    disconnects: u64,
-    first_disconnect: Option<String>,
-    send_errors: u64,
+    ledger: Ledger,
 }
 
 pub(super) async fn run(spec: GroupSpec) -> Option<GroupResult> {
@@ -214,10 +198,8 @@ pub(super) async fn run(spec: GroupSpec) -> Option<GroupResult> {
     let pending: Pending = Rc::default();
     let spec = Rc::new(spec);
     tokio::task::spawn_local(matchmake_all(spec.clone(), pending.clone()));
-    let rng = SmallRng::seed_from_u64(spec.config.seed ^ ((spec.index as u64 + 1) << 32));
     let mut group = Group {
         bots: Vec::with_capacity(spec.bots.len()),
-        spec,
         readiness,
         shared: Vec::new(),
         touched: Vec::new(),
@@ -227,28 +209,18 @@ pub(super) async fn run(spec: GroupSpec) -> Option<GroupResult> {
         inbox: RecvBatch::new(),
         outbox: SendBatch::new(),
         scratch: Box::new([0; MAX_DATAGRAM_BYTES]),
-        rng,
-        plan: None,
-        meter: Meter::default(),
-        rtt_us: rtt_histogram(),
-        next_rtt_sample_ns: 0,
-        total: Counts::default(),
-        published: Counts::default(),
-        window: Counts::default(),
-        disconnects: 0,
-        first_disconnect: None,
-        send_errors: 0,
+        ledger: Ledger::new(spec),
     };
     let mut tick = tokio::time::interval(TICK);
     tick.set_missed_tick_behavior(MissedTickBehavior::Skip);
-    let mut command = group.spec.command.clone();
+    let mut command = group.ledger.spec.command.clone();
     loop {
         tokio::select! {
             _ = tick.tick() => loop {
                 let more = group.receive_ready();
                 group.adopt(&pending);
                 group.sweep();
-                group.publish();
+                group.ledger.publish();
                 if !more {
                     break;
                 }
@@ -267,7 +239,7 @@ pub(super) async fn run(spec: GroupSpec) -> Option<GroupResult> {
             }
         }
         group.flush_dirty().await;
-        if let Some(plan) = &group.plan
+        if let Some(plan) = &group.ledger.plan
             && plan.ns(Instant::now()) >= plan.drain_end_ns
         {
             return group.finish().await;
@@ -276,16 +248,6 @@ pub(super) async fn run(spec: GroupSpec) -> Option<GroupResult> {
 }
 
 impl Group {
-    fn now_ns(&self, now: Instant) -> u64 {
-        self.plan.as_ref().map_or(0, |plan| plan.ns(now))
-    }
-
-    fn in_window(&self, now_ns: u64) -> bool {
-        self.plan
-            .as_ref()
-            .is_some_and(|plan| plan.window().contains(now_ns))
-    }
-
     /// Gives each matchmade bot its wire and starts its handshake.
     fn adopt(&mut self, pending: &Pending) {
         let answers: Vec<_> = pending.borrow_mut().drain(..).collect();
@@ -296,7 +258,7 @@ impl Group {
                     if let Wire::Own(socket) = &wire
                         && let Err(error) = self.readiness.add(socket.as_tokio().as_raw_fd(), key)
                     {
-                        self.fail(id, format!("epoll: {error}"));
+                        self.ledger.fail(id, format!("epoll: {error}"));
                         continue;
                     }
                     let bot = Self::open(id, &answer, wire);
@@ -305,7 +267,7 @@ impl Group {
                     self.dirty.push(key);
                     self.due.set(key, Some(Instant::now()));
                 }
-                Err(error) => self.fail(id, format!("socket: {error}")),
+                Err(error) => self.ledger.fail(id, format!("socket: {error}")),
             }
         }
     }
@@ -361,27 +323,13 @@ impl Group {
         }
     }
 
-    fn fail(&mut self, id: u32, error: String) {
-        Live::add(&self.spec.live.connect_failed, 1);
-        let _ = self.spec.reports.send(Report::Failed {
-            bot: Some(id),
-            error,
-        });
-    }
-
     fn start(&mut self, plan: Arc<Plan>) {
-        for bot in &mut self.bots {
-            if let Some(logic) = &mut bot.logic {
-                logic.start(&plan, &mut self.rng);
-            }
-        }
+        let logics = self.bots.iter_mut().filter_map(|bot| bot.logic.as_mut());
+        self.ledger.start(plan, logics);
         let now = Instant::now();
         for key in 0..self.bots.len() {
             self.due.set(key, Some(now));
         }
-        self.meter.start(plan.window());
-        self.next_rtt_sample_ns = plan.window().start_ns;
-        self.plan = Some(plan);
     }
 
     /// Receives what arrived: on the shared socket (one pass; true if it has more), then
@@ -447,11 +395,8 @@ impl Group {
             }
             any_more |= more;
         }
-        self.total.datagrams_in += received;
-        let now_ns = self.now_ns(Instant::now());
-        if self.in_window(now_ns) {
-            self.window.datagrams_in += received;
-        }
+        let now_ns = self.ledger.now_ns(Instant::now());
+        self.ledger.datagrams(true, received, now_ns);
         for index in 0..self.touched.len() {
             let key = self.touched[index];
             self.events(key, now_ns);
@@ -477,11 +422,8 @@ impl Group {
                         bot.dirty = true;
                         self.dirty.push(key);
                     }
-                    self.total.datagrams_in += count as u64;
-                    let now_ns = self.now_ns(now);
-                    if self.in_window(now_ns) {
-                        self.window.datagrams_in += count as u64;
-                    }
+                    let now_ns = self.ledger.now_ns(now);
+                    self.ledger.datagrams(true, count as u64, now_ns);
                     self.events(key, now_ns);
                     if count < self.inbox.capacity() {
                         return;
@@ -503,37 +445,17 @@ impl Group {
                 ClientEvent::Connected { .. } => {
                     let bot = &mut self.bots[key];
                     bot.connected = true;
-                    bot.logic = Some(self.spec.scenario.bot(bot.id));
-                    Live::add(&self.spec.live.connected, 1);
-                    let _ = self.spec.reports.send(Report::Connected {
-                        bot: bot.id,
-                        room: bot.room,
-                    });
+                    bot.logic = Some(self.ledger.connected(bot.id, bot.room));
                 }
                 ClientEvent::Message { channel, message } => {
-                    self.arrived(key, channel, &message, now_ns);
+                    let logic = self.bots[key].logic.as_mut();
+                    self.ledger.arrived(logic, channel, &message, now_ns);
                 }
                 ClientEvent::Disconnected { reason } => {
                     self.end(key, format!("{reason:?}"));
                 }
             }
         }
-    }
-
-    fn arrived(&mut self, key: usize, channel: u8, message: &[u8], now_ns: u64) {
-        self.total.messages_in += 1;
-        if self.in_window(now_ns) {
-            self.window.messages_in += 1;
-        }
-        let Some(logic) = self.bots[key].logic.as_mut() else {
-            return;
-        };
-        let mut cx = BotCx {
-            plan: self.plan.as_deref(),
-            meter: &mut self.meter,
-            rng: &mut self.rng,
-        };
-        logic.on_message(channel, message, now_ns, &mut cx);
     }
 
     /// A bot's connection is over: a failed handshake, or a disconnect.
@@ -543,34 +465,20 @@ impl Group {
             return;
         }
         bot.ended = true;
-        if bot.connected {
-            self.disconnects += 1;
-            Live::add(&self.spec.live.disconnects, 1);
-            self.first_disconnect
-                .get_or_insert_with(|| format!("bot {}: {why}", bot.id));
-        } else {
-            let id = bot.id;
-            self.fail(id, format!("handshake: {why}"));
-        }
+        self.ledger.ended(bot.id, bot.connected, &why);
     }
 
     /// Due protocol timers and due sends, for every bot; round-trip samples once a second.
     fn sweep(&mut self) {
         let now = Instant::now();
-        let now_ns = self.now_ns(now);
-        let sample_rtt = self.in_window(now_ns) && now_ns >= self.next_rtt_sample_ns;
-        if sample_rtt {
-            self.next_rtt_sample_ns = now_ns + 1_000_000_000;
-        }
-        if sample_rtt {
+        let now_ns = self.ledger.now_ns(now);
+        if self.ledger.rtt_sample_due(now_ns) {
             for bot in &self.bots {
                 if let Some(stats) = bot.client.stats()
                     && stats.reliability.packets_acked > 0
                 {
-                    let rtt_us = stats.reliability.rtt.as_micros() as u64;
-                    self.rtt_us.saturating_record(rtt_us.max(1));
-                    Live::add(&self.spec.live.rtt_us_sum, rtt_us);
-                    Live::add(&self.spec.live.rtt_samples, 1);
+                    self.ledger
+                        .record_rtt(stats.reliability.rtt.as_micros() as u64);
                 }
             }
         }
@@ -601,32 +509,18 @@ impl Group {
             self.events(key, now_ns);
         }
         let bot = &mut self.bots[key];
-        let (Some(plan), Some(logic)) = (self.plan.as_deref(), bot.logic.as_mut()) else {
+        let Some(logic) = bot.logic.as_mut() else {
             return;
         };
         if !bot.connected || bot.ended {
             return;
         }
-        let due_ns = logic.next_send_ns();
-        if due_ns <= now_ns {
-            self.meter.send_lag(due_ns, now_ns);
-            let mut cx = BotCx {
-                plan: Some(plan),
-                meter: &mut self.meter,
-                rng: &mut self.rng,
-            };
-            let mut out = Counted::new(&mut bot.client);
-            logic.send_due(now_ns, &mut cx, &mut out);
-            let (sent, refused) = (out.sent, out.refused);
-            self.send_errors += refused;
-            self.total.messages_out += sent;
-            if plan.window().contains(now_ns) {
-                self.window.messages_out += sent;
-            }
-            if sent > 0 && !bot.dirty {
-                bot.dirty = true;
-                self.dirty.push(key);
-            }
+        let sent = self
+            .ledger
+            .send_due(logic.as_mut(), &mut bot.client, now_ns);
+        if sent > 0 && !bot.dirty {
+            bot.dirty = true;
+            self.dirty.push(key);
         }
     }
 
@@ -637,7 +531,7 @@ impl Group {
         let due = if bot.ended {
             None
         } else {
-            let send = match (self.plan.as_deref(), &bot.logic) {
+            let send = match (self.ledger.plan.as_deref(), &bot.logic) {
                 (Some(plan), Some(logic)) if bot.connected => {
                     let ns = logic.next_send_ns();
                     (ns != u64::MAX).then(|| plan.at(ns))
@@ -653,8 +547,7 @@ impl Group {
     /// per `sendmmsg` whoever they are from; a bot with its own socket with one of its own.
     async fn flush_dirty(&mut self) {
         let now = Instant::now();
-        let now_ns = self.now_ns(now);
-        let in_window = self.in_window(now_ns);
+        let now_ns = self.ledger.now_ns(now);
         let mut dirty = std::mem::take(&mut self.dirty);
         for &key in &dirty {
             let bot = &mut self.bots[key];
@@ -694,10 +587,7 @@ impl Group {
             }
             bot.deadline = bot.client.poll_timeout();
             self.refresh_due(key);
-            self.total.datagrams_out += sent;
-            if in_window {
-                self.window.datagrams_out += sent;
-            }
+            self.ledger.datagrams(false, sent, now_ns);
             if let Some(error) = failed {
                 self.end(key, format!("send: {error}"));
             }
@@ -711,15 +601,11 @@ impl Group {
             // Only a broken socket fails here (a full one is waited for): the bots' own
             // timers then see what never left.
             if let Err(error) = shared.socket.send_batch(&mut shared.outbox).await {
-                self.send_errors += shared.outbox.len() as u64;
+                self.ledger.send_failed(shared.outbox.len() as u64);
                 eprintln!("warning: the bots' shared socket failed to send: {error}");
             }
             shared.outbox.clear();
         }
-    }
-
-    fn publish(&mut self) {
-        self.total.publish(&mut self.published, &self.spec.live);
     }
 
     /// Tells the server every bot leaves.
@@ -749,15 +635,8 @@ impl Group {
     }
 
     async fn finish(mut self) -> Option<GroupResult> {
-        self.publish();
+        self.ledger.publish();
         self.close().await;
-        Some(GroupResult {
-            meter: self.meter,
-            rtt_us: self.rtt_us,
-            window: self.window,
-            disconnects: self.disconnects,
-            first_disconnect: self.first_disconnect,
-            send_errors: self.send_errors,
-        })
+        Some(self.ledger.into_result())
     }
 }

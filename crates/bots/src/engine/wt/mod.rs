@@ -22,8 +22,6 @@ use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
 use quinn_proto::{ClientConfig, ConnectionHandle, DatagramEvent, Endpoint, EndpointConfig};
-use rand::SeedableRng;
-use rand::rngs::SmallRng;
 use tickwire_client::MatchAnswer;
 use tickwire_net::udp::{RecvBatch, SendBatch};
 use tickwire_net::ws::CloseCode;
@@ -32,13 +30,10 @@ use tokio::time::MissedTickBehavior;
 
 use self::session::{Greeting, Session, SessionEvent};
 use super::due::{DueTimes, earliest};
-use super::{
-    Command, Counted, Counts, GroupResult, GroupSpec, Live, Pending, Queue, Report, matchmake_all,
-    rtt_histogram,
-};
-use crate::meter::Meter;
+use super::ledger::Ledger;
+use super::{Command, GroupResult, GroupSpec, Pending, Queue, matchmake_all};
 use crate::plan::Plan;
-use crate::scenario::{BotCx, BotLogic};
+use crate::scenario::BotLogic;
 
 /// How often sends and timers are looked at.
 const TICK: Duration = Duration::from_millis(1);
@@ -197,7 +192,6 @@ impl Queue for Outgoing<'_> {
 }
 
 struct Group {
-    spec: Rc<GroupSpec>,
     wires: Vec<Wire>,
     targets: Vec<Target>,
     bots: Vec<Bot>,
@@ -215,27 +209,15 @@ struct Group {
     scratch: Vec<u8>,
     /// Where quinn writes a transmit.
     transmit: Vec<u8>,
-    rng: SmallRng,
-    plan: Option<Arc<Plan>>,
-    meter: Meter,
-    rtt_us: hdrhistogram::Histogram<u64>,
-    next_rtt_sample_ns: u64,
-    total: Counts,
-    published: Counts,
-    window: Counts,
-    disconnects: u64,
-    first_disconnect: Option<String>,
-    send_errors: u64,
+    ledger: Ledger,
 }
 
 pub(super) async fn run(spec: GroupSpec) -> Option<GroupResult> {
     let pending: Pending = Rc::default();
     let spec = Rc::new(spec);
     tokio::task::spawn_local(matchmake_all(spec.clone(), pending.clone()));
-    let rng = SmallRng::seed_from_u64(spec.config.seed ^ ((spec.index as u64 + 1) << 32));
     let mut group = Group {
         bots: Vec::with_capacity(spec.bots.len()),
-        spec,
         wires: Vec::new(),
         targets: Vec::new(),
         due: DueTimes::default(),
@@ -246,21 +228,11 @@ pub(super) async fn run(spec: GroupSpec) -> Option<GroupResult> {
         arena: BytesMut::new(),
         scratch: Vec::new(),
         transmit: Vec::new(),
-        rng,
-        plan: None,
-        meter: Meter::default(),
-        rtt_us: rtt_histogram(),
-        next_rtt_sample_ns: 0,
-        total: Counts::default(),
-        published: Counts::default(),
-        window: Counts::default(),
-        disconnects: 0,
-        first_disconnect: None,
-        send_errors: 0,
+        ledger: Ledger::new(spec),
     };
     let mut tick = tokio::time::interval(TICK);
     tick.set_missed_tick_behavior(MissedTickBehavior::Skip);
-    let mut command = group.spec.command.clone();
+    let mut command = group.ledger.spec.command.clone();
     loop {
         tokio::select! {
             _ = tick.tick() => {
@@ -279,7 +251,7 @@ pub(super) async fn run(spec: GroupSpec) -> Option<GroupResult> {
                 }
             }
         }
-        if let Some(plan) = &group.plan
+        if let Some(plan) = &group.ledger.plan
             && plan.ns(Instant::now()) >= plan.drain_end_ns
         {
             return group.finish().await;
@@ -288,16 +260,6 @@ pub(super) async fn run(spec: GroupSpec) -> Option<GroupResult> {
 }
 
 impl Group {
-    fn now_ns(&self, now: Instant) -> u64 {
-        self.plan.as_ref().map_or(0, |plan| plan.ns(now))
-    }
-
-    fn in_window(&self, now_ns: u64) -> bool {
-        self.plan
-            .as_ref()
-            .is_some_and(|plan| plan.window().contains(now_ns))
-    }
-
     /// One tick's work: receive a pass from every socket, run what is due, send; again
     /// while a socket had more waiting.
     fn turn(&mut self) {
@@ -305,7 +267,7 @@ impl Group {
             let more = self.receive();
             self.sweep();
             self.flush();
-            self.total.publish(&mut self.published, &self.spec.live);
+            self.ledger.publish();
             if !more {
                 break;
             }
@@ -317,7 +279,7 @@ impl Group {
         let answers: Vec<_> = pending.borrow_mut().drain(..).collect();
         for (id, answer) in answers {
             if let Err(error) = self.open(id, &answer) {
-                self.fail(id, error);
+                self.ledger.fail(id, error);
             }
         }
     }
@@ -365,7 +327,7 @@ impl Group {
             session: Some(Session::new(quic, token)),
             greeting: target.greeting.clone(),
             logic: None,
-            handshake_deadline: Some(now + self.spec.config.connect_timeout),
+            handshake_deadline: Some(now + self.ledger.spec.config.connect_timeout),
             connected: false,
             ended: false,
             dirty: false,
@@ -390,27 +352,13 @@ impl Group {
         Ok(self.targets.len() - 1)
     }
 
-    fn fail(&mut self, id: u32, error: String) {
-        Live::add(&self.spec.live.connect_failed, 1);
-        let _ = self.spec.reports.send(Report::Failed {
-            bot: Some(id),
-            error,
-        });
-    }
-
     fn start(&mut self, plan: Arc<Plan>) {
-        for bot in &mut self.bots {
-            if let Some(logic) = &mut bot.logic {
-                logic.start(&plan, &mut self.rng);
-            }
-        }
+        let logics = self.bots.iter_mut().filter_map(|bot| bot.logic.as_mut());
+        self.ledger.start(plan, logics);
         let now = Instant::now();
         for key in 0..self.bots.len() {
             self.due.set(key, Some(now));
         }
-        self.meter.start(plan.window());
-        self.next_rtt_sample_ns = plan.window().start_ns;
-        self.plan = Some(plan);
     }
 
     fn mark_dirty(&mut self, key: usize) {
@@ -462,10 +410,8 @@ impl Group {
             more |= !drained;
         }
         self.inbox = Some(inbox);
-        self.total.datagrams_in += received;
-        if self.in_window(self.now_ns(Instant::now())) {
-            self.window.datagrams_in += received;
-        }
+        let now_ns = self.ledger.now_ns(Instant::now());
+        self.ledger.datagrams(true, received, now_ns);
         self.drive_touched();
         more
     }
@@ -493,7 +439,9 @@ impl Group {
             }
             // A stateless reset or a version negotiation for a connection gone.
             Some(DatagramEvent::Response(transmit)) => {
-                self.total.datagrams_out += wire_state.queue_transmit(&transmit, &buf);
+                let sent = wire_state.queue_transmit(&transmit, &buf);
+                let now_ns = self.ledger.now_ns(now);
+                self.ledger.datagrams(false, sent, now_ns);
             }
             // A client endpoint accepts no connections.
             Some(DatagramEvent::NewConnection(incoming)) => wire_state.endpoint.ignore(incoming),
@@ -504,7 +452,7 @@ impl Group {
 
     fn drive_touched(&mut self) {
         let now = Instant::now();
-        let now_ns = self.now_ns(now);
+        let now_ns = self.ledger.now_ns(now);
         let touched = std::mem::take(&mut self.touched);
         for &key in &touched {
             self.bots[key].touched = false;
@@ -531,7 +479,8 @@ impl Group {
             match event {
                 SessionEvent::Connected => self.connected(key),
                 SessionEvent::Message { channel, message } => {
-                    self.arrived(key, channel, &message, now_ns);
+                    let logic = self.bots[key].logic.as_mut();
+                    self.ledger.arrived(logic, channel, &message, now_ns);
                 }
                 SessionEvent::Ended(why) => self.end(key, why),
             }
@@ -544,32 +493,7 @@ impl Group {
         let bot = &mut self.bots[key];
         bot.connected = true;
         bot.handshake_deadline = None;
-        let mut logic = self.spec.scenario.bot(bot.id);
-        if let Some(plan) = &self.plan {
-            logic.start(plan, &mut self.rng);
-        }
-        bot.logic = Some(logic);
-        Live::add(&self.spec.live.connected, 1);
-        let _ = self.spec.reports.send(Report::Connected {
-            bot: bot.id,
-            room: bot.room,
-        });
-    }
-
-    fn arrived(&mut self, key: usize, channel: u8, message: &[u8], now_ns: u64) {
-        self.total.messages_in += 1;
-        if self.in_window(now_ns) {
-            self.window.messages_in += 1;
-        }
-        let Some(logic) = self.bots[key].logic.as_mut() else {
-            return;
-        };
-        let mut cx = BotCx {
-            plan: self.plan.as_deref(),
-            meter: &mut self.meter,
-            rng: &mut self.rng,
-        };
-        logic.on_message(channel, message, now_ns, &mut cx);
+        bot.logic = Some(self.ledger.connected(bot.id, bot.room));
     }
 
     /// A bot's session is over: a failed handshake, or a disconnect.
@@ -580,15 +504,7 @@ impl Group {
         }
         bot.ended = true;
         bot.handshake_deadline = None;
-        if bot.connected {
-            self.disconnects += 1;
-            Live::add(&self.spec.live.disconnects, 1);
-            self.first_disconnect
-                .get_or_insert_with(|| format!("bot {}: {why}", bot.id));
-        } else {
-            let id = bot.id;
-            self.fail(id, format!("handshake: {why}"));
-        }
+        self.ledger.ended(bot.id, bot.connected, &why);
     }
 
     /// Hands a connection's endpoint events to its endpoint and the answers back; once
@@ -615,9 +531,8 @@ impl Group {
     /// Due QUIC timers, handshake deadlines and sends; round-trip samples once a second.
     fn sweep(&mut self) {
         let now = Instant::now();
-        let now_ns = self.now_ns(now);
-        if self.in_window(now_ns) && now_ns >= self.next_rtt_sample_ns {
-            self.next_rtt_sample_ns = now_ns + 1_000_000_000;
+        let now_ns = self.ledger.now_ns(now);
+        if self.ledger.rtt_sample_due(now_ns) {
             self.sample_rtt();
         }
         let mut expired = std::mem::take(&mut self.expired);
@@ -639,10 +554,8 @@ impl Group {
                 && bot.connected
                 && !bot.ended
             {
-                let rtt_us = session.quic.rtt().as_micros() as u64;
-                self.rtt_us.saturating_record(rtt_us.max(1));
-                Live::add(&self.spec.live.rtt_us_sum, rtt_us);
-                Live::add(&self.spec.live.rtt_samples, 1);
+                self.ledger
+                    .record_rtt(session.quic.rtt().as_micros() as u64);
             }
         }
     }
@@ -664,45 +577,27 @@ impl Group {
             if let Some(session) = bot.session.as_mut() {
                 session.close_quic(CloseCode::HandshakeTimedOut, now);
             }
-            let why = format!("no session within {:?}", self.spec.config.connect_timeout);
+            let why = format!(
+                "no session within {:?}",
+                self.ledger.spec.config.connect_timeout
+            );
             self.end(key, why);
             self.mark_dirty(key);
             return;
         }
         let bot = &mut self.bots[key];
-        let (Some(plan), Some(logic), Some(session)) = (
-            self.plan.as_deref(),
-            bot.logic.as_mut(),
-            bot.session.as_mut(),
-        ) else {
+        let (Some(logic), Some(session)) = (bot.logic.as_mut(), bot.session.as_mut()) else {
             return;
         };
         if !bot.connected || bot.ended {
             return;
         }
-        let due_ns = logic.next_send_ns();
-        if due_ns > now_ns {
-            return;
-        }
-        self.meter.send_lag(due_ns, now_ns);
-        let mut cx = BotCx {
-            plan: Some(plan),
-            meter: &mut self.meter,
-            rng: &mut self.rng,
-        };
         let mut outgoing = Outgoing {
             session,
             arena: &mut self.arena,
             scratch: &mut self.scratch,
         };
-        let mut out = Counted::new(&mut outgoing);
-        logic.send_due(now_ns, &mut cx, &mut out);
-        let (sent, refused) = (out.sent, out.refused);
-        self.send_errors += refused;
-        self.total.messages_out += sent;
-        if plan.window().contains(now_ns) {
-            self.window.messages_out += sent;
-        }
+        let sent = self.ledger.send_due(logic.as_mut(), &mut outgoing, now_ns);
         if sent > 0 {
             self.mark_dirty(key);
         }
@@ -714,7 +609,7 @@ impl Group {
         let due = match bot.session.as_mut() {
             None => None,
             Some(session) => {
-                let send = match (self.plan.as_deref(), &bot.logic) {
+                let send = match (self.ledger.plan.as_deref(), &bot.logic) {
                     (Some(plan), Some(logic)) if bot.connected && !bot.ended => {
                         let ns = logic.next_send_ns();
                         (ns != u64::MAX).then(|| plan.at(ns))
@@ -763,10 +658,8 @@ impl Group {
         for wire in &mut self.wires {
             wire.send();
         }
-        self.total.datagrams_out += sent;
-        if self.in_window(self.now_ns(now)) {
-            self.window.datagrams_out += sent;
-        }
+        let now_ns = self.ledger.now_ns(now);
+        self.ledger.datagrams(false, sent, now_ns);
     }
 
     /// Every bot leaves: its close frame, [`CLOSE_BATCH`] bots every 2 ms, answered by the
@@ -812,15 +705,8 @@ impl Group {
     }
 
     async fn finish(mut self) -> Option<GroupResult> {
-        self.total.publish(&mut self.published, &self.spec.live);
+        self.ledger.publish();
         self.close().await;
-        Some(GroupResult {
-            meter: self.meter,
-            rtt_us: self.rtt_us,
-            window: self.window,
-            disconnects: self.disconnects,
-            first_disconnect: self.first_disconnect,
-            send_errors: self.send_errors,
-        })
+        Some(self.ledger.into_result())
     }
 }
