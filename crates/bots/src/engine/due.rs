@@ -6,9 +6,11 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::time::Instant;
 
-/// Per bot (by key), its next time, and the same times in a heap. An entry of the heap
-/// whose time no longer matches the bot's is stale and skipped, so a bot is filed again
-/// without looking for its old entry.
+/// Per bot (by key), the time it is filed under, and the same times in a heap. A bot whose
+/// next time moves later keeps its earlier entry: it is woken early, finds nothing due and
+/// is filed again then (a QUIC connection's timer moves later with every packet, and
+/// filing each move was a heap push per packet). A bot whose time moves earlier is filed
+/// again; its later entry no longer matches and is skipped when it comes up.
 #[derive(Debug, Default)]
 pub(super) struct DueTimes {
     due: Vec<Option<Instant>>,
@@ -23,15 +25,17 @@ impl DueTimes {
         }
     }
 
-    /// Files bot `key`'s next time (its earlier entry, if any, goes stale).
+    /// Files bot `key`'s next time, unless it is filed at that time or earlier already (a
+    /// caller woken before its time finds nothing due and files itself again).
     pub(super) fn set(&mut self, key: usize, due: Option<Instant>) {
-        if self.due[key] == due {
+        let Some(at) = due else {
+            return;
+        };
+        if self.due[key].is_some_and(|filed| filed <= at) {
             return;
         }
-        self.due[key] = due;
-        if let Some(at) = due {
-            self.heap.push(Reverse((at, key)));
-        }
+        self.due[key] = Some(at);
+        self.heap.push(Reverse((at, key)));
     }
 
     /// Takes every bot whose time is at or before `now` into `expired` (cleared first); each
@@ -66,23 +70,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_refiled_bot_expires_once_at_its_new_time() {
+    fn a_bot_expires_once_at_its_earliest_filed_time() {
         let now = Instant::now();
+        let later = now + Duration::from_secs(1);
         let mut times = DueTimes::default();
         times.add(0);
         times.add(1);
+        times.set(0, Some(later));
         times.set(0, Some(now));
-        times.set(0, Some(now + Duration::from_secs(1)));
         times.set(1, Some(now));
+        times.set(1, Some(later));
         let mut expired = Vec::new();
         times.take_expired(now, &mut expired);
-        assert_eq!(expired, vec![1], "bot 0's first time went stale");
-        times.take_expired(now + Duration::from_secs(2), &mut expired);
-        assert_eq!(expired, vec![0]);
-        times.take_expired(now + Duration::from_secs(3), &mut expired);
+        expired.sort_unstable();
+        assert_eq!(
+            expired,
+            vec![0, 1],
+            "moved earlier, bot 0 is woken then; moved later, bot 1 is woken early"
+        );
+        times.take_expired(later, &mut expired);
         assert!(
             expired.is_empty(),
-            "an expired bot has no time until refiled"
+            "bot 0's later entry went stale, and an expired bot has no time until refiled"
         );
     }
 }

@@ -170,7 +170,7 @@ struct Group {
     /// Bots that received in this pass, for their events.
     touched: Vec<usize>,
     /// Per bot (by key), when it next needs the sweep: the earliest of its protocol
-    /// deadline and its next send; `None` once it ended.
+    /// deadline and its next send (or earlier: see [`DueTimes`]).
     due: DueTimes,
     /// Bots due in this sweep, taken off `due` before any is handled.
     expired: Vec<usize>,
