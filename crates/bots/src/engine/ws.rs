@@ -1,4 +1,4 @@
-//! A group of WebSocket or WebTransport bots: one small task per bot, each owning a
+//! A group of WebSocket bots: one small task per bot, each owning a
 //! [`Link`](tickwire_client::Link), all on the group thread's runtime and sharing the
 //! group's tally (no locks: one thread).
 

@@ -291,6 +291,35 @@ mod tests {
     }
 
     #[test]
+    fn the_clients_request_and_signal_read_back_as_the_server_reads_them() {
+        let request = connect_request("https://127.0.0.1:4433/wt").unwrap();
+        let mut reader = FrameReader::default();
+        reader.feed(&request);
+        let (kind, payload) = reader.next(|_| true).unwrap().unwrap();
+        assert_eq!(kind, frame_type::HEADERS);
+        assert_eq!(connect_path(&payload), Ok("/wt".to_owned()));
+
+        for (answer, status) in [
+            (SessionResponse::ok(), 200),
+            (SessionResponse::not_found(), 404),
+        ] {
+            let mut reader = FrameReader::default();
+            reader.feed(&response(&answer));
+            let (_, payload) = reader.next(|_| true).unwrap().unwrap();
+            assert_eq!(response_status(&payload), Ok(status));
+        }
+
+        let opening = webtransport_stream_opening(4);
+        let (kind, len) = read_varint(&opening).unwrap();
+        assert_eq!(kind, frame_type::WEBTRANSPORT_STREAM);
+        assert_eq!(
+            read_varint(&opening[len..]),
+            Some((4, 1)),
+            "the session id follows"
+        );
+    }
+
+    #[test]
     fn our_settings_read_back_and_the_datagram_prefix_is_a_quarter_stream_id() {
         let opening = control_stream_opening();
         assert_eq!(opening[0], stream_type::CONTROL as u8);
