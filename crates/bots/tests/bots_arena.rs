@@ -1,16 +1,18 @@
 //! The arena scenarios end to end at small scale, against a real server with arena rooms
 //! on loopback: every bot connects and is welcomed, inputs go up and snapshots come down,
-//! every input is confirmed by a snapshot, every snapshot decodes, and every warp of the
-//! teleport burst is confirmed and seen in the plaza.
+//! every input is confirmed by a snapshot, every snapshot decodes, every warp of the
+//! teleport burst is confirmed and seen in the plaza, and WebTransport bots get the room's
+//! every snapshot and leave with a close that frees their seats.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tickwire_arena::BuiltinMap;
 use tickwire_arena::room::{ArenaConfig, ArenaRoomFactory};
 use tickwire_bots::engine::{self, Quiet, RunConfig, RunReport};
 use tickwire_bots::scenario::ArenaScenario;
 use tickwire_client::Transport;
+use tickwire_proto::ConnectionParams;
 use tickwire_server::embed::free_ports_config;
 use tickwire_server::runtime::{RoomKinds, Runtime};
 
@@ -21,6 +23,17 @@ fn run_against_server(
     capacity: u16,
     transport: Transport,
 ) -> RunReport {
+    run_and_count_seats(scenario, map, capacity, transport).0
+}
+
+/// As [`run_against_server`], with the players the server still holds once the bots are
+/// gone (a connection lost rather than closed holds its seat; within 3 s).
+fn run_and_count_seats(
+    scenario: ArenaScenario,
+    map: BuiltinMap,
+    capacity: u16,
+    transport: Transport,
+) -> (RunReport, u64) {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -49,9 +62,15 @@ fn run_against_server(
     };
     let report = engine::run(&config, Arc::new(scenario), &mut Quiet);
     let handle = server.handle();
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while handle.pulse().players > 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let players_left = handle.pulse().players;
     handle.shutdown();
     let _ = runtime.block_on(server.run());
-    report.unwrap_or_else(|error| panic!("the run failed: {error}"))
+    let report = report.unwrap_or_else(|error| panic!("the run failed: {error}"));
+    (report, players_left)
 }
 
 fn assert_played(report: &RunReport, players: usize, rooms: usize) {
@@ -119,6 +138,37 @@ fn hobo_over_webtransport_confirms_every_input() {
     // trace.
     let d = &report.delivery;
     assert!(d.delivered * 100 >= d.sent * 99, "{report:#?}");
+}
+
+/// The WebTransport engine (sans-IO QUIC clients, one task per group) at 20 bots: every
+/// bot opens its HTTP/3 session and is accepted, gets the room's snapshots at the room's
+/// rate as datagrams, and leaves with a close the server reads as the player's.
+#[test]
+fn twenty_webtransport_bots_get_every_snapshot_and_leave_cleanly() {
+    let players = 20;
+    let scenario = ArenaScenario {
+        players,
+        rooms: 4,
+        ..ArenaScenario::hobo()
+    };
+    let (report, players_left) =
+        run_and_count_seats(scenario, BuiltinMap::Courtyard, 5, Transport::Wt);
+    assert_played(&report, players, 4);
+    assert_eq!(report.transport, "wt");
+    let arena = report.arena.as_ref().unwrap();
+    let per_player = arena.snapshots_per_s / players as f64;
+    let rate = f64::from(ConnectionParams::default().tick_rate_hz);
+    assert!(
+        per_player >= rate * 0.9,
+        "each bot got {per_player:.1} snapshots/s of the room's {rate}: {report:#?}"
+    );
+    let d = &report.delivery;
+    assert!(d.delivered * 100 >= d.sent * 99, "{report:#?}");
+    assert!(report.rtt_samples > 0, "{report:#?}");
+    assert_eq!(
+        players_left, 0,
+        "every bot's close freed its seat (a lost connection holds it)"
+    );
 }
 
 #[test]

@@ -38,6 +38,13 @@ impl DueTimes {
         self.heap.push(Reverse((at, key)));
     }
 
+    /// Files every bot at `at` (the plan's start: every bot looks at its sends).
+    pub(super) fn set_all(&mut self, at: Instant) {
+        for key in 0..self.due.len() {
+            self.set(key, Some(at));
+        }
+    }
+
     /// Takes every bot whose time is at or before `now` into `expired` (cleared first); each
     /// has no time until it is filed again.
     pub(super) fn take_expired(&mut self, now: Instant, expired: &mut Vec<usize>) {

@@ -804,6 +804,59 @@ async fn matchmake_all(spec: Rc<GroupSpec>, pending: Pending) {
     }
 }
 
+/// A group whose one task drives all of its bots (the UDP and WebTransport engines): what
+/// [`drive`] asks of it.
+trait OneTask {
+    /// The group's plan and figures.
+    fn ledger(&mut self) -> &mut ledger::Ledger;
+    /// One 1 ms tick: connect the matchmade bots in `pending`, receive, run what is due,
+    /// send.
+    async fn tick(&mut self, pending: &Pending);
+    /// The plan is known: every bot looks at its sends.
+    fn start(&mut self, plan: Arc<Plan>);
+    /// Every bot leaves, paced.
+    async fn close(&mut self);
+    /// The figures, once closed.
+    fn into_ledger(self) -> ledger::Ledger;
+}
+
+/// How often a single-task group looks at its sockets and timers: never sleeping on a
+/// socket (see the module docs), bots add at most this much to what they measure.
+const TICK: Duration = Duration::from_millis(1);
+
+/// Runs `group` tick by tick through the run's commands until the drain ends (its figures)
+/// or the run is aborted (`None`); bots are matchmade meanwhile into `pending`.
+async fn drive(mut group: impl OneTask, pending: Pending) -> Option<GroupResult> {
+    let spec = group.ledger().spec.clone();
+    tokio::task::spawn_local(matchmake_all(spec.clone(), pending.clone()));
+    let mut tick = tokio::time::interval(TICK);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let mut command = spec.command.clone();
+    loop {
+        tokio::select! {
+            _ = tick.tick() => group.tick(&pending).await,
+            changed = command.changed() => {
+                let next = if changed.is_ok() { command.borrow_and_update().clone() } else { Command::Abort };
+                match next {
+                    Command::Run(plan) => group.start(plan),
+                    Command::Abort => {
+                        group.close().await;
+                        return None;
+                    }
+                    Command::Wait => {}
+                }
+            }
+        }
+        if let Some(plan) = &group.ledger().plan
+            && plan.ns(Instant::now()) >= plan.drain_end_ns
+        {
+            group.ledger().publish();
+            group.close().await;
+            return Some(group.into_ledger().into_result());
+        }
+    }
+}
+
 /// Counts a bot's sends into its connection; what the logic calls [`Outbox`].
 pub(crate) struct Counted<'a, L: ?Sized> {
     link: &'a mut L,

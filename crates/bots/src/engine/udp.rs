@@ -18,22 +18,19 @@ use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::rc::Rc;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use tickwire_client::MatchAnswer;
 use tickwire_net::udp::{BatchSocket, RecvBatch, SendBatch, enable_local_addresses};
 use tickwire_proto::reliable::ReliabilityConfig;
 use tickwire_proto::{Client, ClientEvent, MAX_DATAGRAM_BYTES, unix_now};
-use tokio::time::MissedTickBehavior;
 
 use super::due::{DueTimes, earliest};
 use super::ledger::Ledger;
-use super::{Command, GroupResult, GroupSpec, Pending, Report, matchmake_all};
+use super::{GroupResult, GroupSpec, OneTask, Pending, Report, TICK, drive};
 use crate::plan::Plan;
 use crate::scenario::BotLogic;
 
-/// How often sends and protocol timers are looked at.
-const TICK: Duration = Duration::from_millis(1);
 /// Bots that send their disconnect packets together when a run ends.
 const CLOSE_BATCH: usize = 100;
 /// Ready sockets taken per `epoll_wait`.
@@ -195,10 +192,7 @@ pub(super) async fn run(spec: GroupSpec) -> Option<GroupResult> {
             return None;
         }
     };
-    let pending: Pending = Rc::default();
-    let spec = Rc::new(spec);
-    tokio::task::spawn_local(matchmake_all(spec.clone(), pending.clone()));
-    let mut group = Group {
+    let group = Group {
         bots: Vec::with_capacity(spec.bots.len()),
         readiness,
         shared: Vec::new(),
@@ -209,41 +203,63 @@ pub(super) async fn run(spec: GroupSpec) -> Option<GroupResult> {
         inbox: RecvBatch::new(),
         outbox: SendBatch::new(),
         scratch: Box::new([0; MAX_DATAGRAM_BYTES]),
-        ledger: Ledger::new(spec),
+        ledger: Ledger::new(Rc::new(spec)),
     };
-    let mut tick = tokio::time::interval(TICK);
-    tick.set_missed_tick_behavior(MissedTickBehavior::Skip);
-    let mut command = group.ledger.spec.command.clone();
-    loop {
-        tokio::select! {
-            _ = tick.tick() => loop {
-                let more = group.receive_ready();
-                group.adopt(&pending);
-                group.sweep();
-                group.ledger.publish();
-                if !more {
-                    break;
-                }
-                group.flush_dirty().await;
-            },
-            changed = command.changed() => {
-                let next = if changed.is_ok() { command.borrow_and_update().clone() } else { Command::Abort };
-                match next {
-                    Command::Run(plan) => group.start(plan),
-                    Command::Abort => {
-                        group.close().await;
-                        return None;
-                    }
-                    Command::Wait => {}
-                }
+    drive(group, Pending::default()).await
+}
+
+impl OneTask for Group {
+    fn ledger(&mut self) -> &mut Ledger {
+        &mut self.ledger
+    }
+
+    async fn tick(&mut self, pending: &Pending) {
+        loop {
+            let more = self.receive_ready();
+            self.adopt(pending);
+            self.sweep();
+            self.ledger.publish();
+            self.flush_dirty().await;
+            if !more {
+                break;
             }
         }
-        group.flush_dirty().await;
-        if let Some(plan) = &group.ledger.plan
-            && plan.ns(Instant::now()) >= plan.drain_end_ns
-        {
-            return group.finish().await;
+    }
+
+    fn start(&mut self, plan: Arc<Plan>) {
+        let logics = self.bots.iter_mut().filter_map(|bot| bot.logic.as_mut());
+        self.ledger.start(plan, logics);
+        self.due.set_all(Instant::now());
+    }
+
+    /// Tells the server every bot leaves.
+    /// Paced, [`CLOSE_BATCH`] bots every 2 ms (the server reads once a tick, 17 ms): every bot's three disconnect packets at
+    /// once overflowed the server's socket at 5,000 bots, and the bots whose disconnects
+    /// were lost held their seats (and rooms) until the server timed them out.
+    async fn close(&mut self) {
+        for start in (0..self.bots.len()).step_by(CLOSE_BATCH) {
+            let now = Instant::now();
+            let end = (start + CLOSE_BATCH).min(self.bots.len());
+            for key in start..end {
+                let bot = &mut self.bots[key];
+                if !bot.ended {
+                    bot.client.disconnect(now);
+                    if !bot.dirty {
+                        bot.dirty = true;
+                        self.dirty.push(key);
+                    }
+                }
+            }
+            self.flush_dirty().await;
+            tokio::time::sleep(2 * TICK).await;
         }
+        for bot in &mut self.bots {
+            bot.ended = true;
+        }
+    }
+
+    fn into_ledger(self) -> Ledger {
+        self.ledger
     }
 }
 
@@ -320,15 +336,6 @@ impl Group {
             connected: false,
             ended: false,
             dirty: true,
-        }
-    }
-
-    fn start(&mut self, plan: Arc<Plan>) {
-        let logics = self.bots.iter_mut().filter_map(|bot| bot.logic.as_mut());
-        self.ledger.start(plan, logics);
-        let now = Instant::now();
-        for key in 0..self.bots.len() {
-            self.due.set(key, Some(now));
         }
     }
 
@@ -606,37 +613,5 @@ impl Group {
             }
             shared.outbox.clear();
         }
-    }
-
-    /// Tells the server every bot leaves.
-    /// Paced, [`CLOSE_BATCH`] bots every 2 ms (the server reads once a tick, 17 ms): every bot's three disconnect packets at
-    /// once overflowed the server's socket at 5,000 bots, and the bots whose disconnects
-    /// were lost held their seats (and rooms) until the server timed them out.
-    async fn close(&mut self) {
-        for start in (0..self.bots.len()).step_by(CLOSE_BATCH) {
-            let now = Instant::now();
-            let end = (start + CLOSE_BATCH).min(self.bots.len());
-            for key in start..end {
-                let bot = &mut self.bots[key];
-                if !bot.ended {
-                    bot.client.disconnect(now);
-                    if !bot.dirty {
-                        bot.dirty = true;
-                        self.dirty.push(key);
-                    }
-                }
-            }
-            self.flush_dirty().await;
-            tokio::time::sleep(2 * TICK).await;
-        }
-        for bot in &mut self.bots {
-            bot.ended = true;
-        }
-    }
-
-    async fn finish(mut self) -> Option<GroupResult> {
-        self.ledger.publish();
-        self.close().await;
-        Some(self.ledger.into_result())
     }
 }

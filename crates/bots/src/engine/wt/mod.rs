@@ -26,17 +26,14 @@ use tickwire_client::MatchAnswer;
 use tickwire_net::udp::{RecvBatch, SendBatch};
 use tickwire_net::ws::CloseCode;
 use tickwire_net::wt::{h3, parse_cert_sha256, quic_client_config};
-use tokio::time::MissedTickBehavior;
 
 use self::session::{Greeting, Session, SessionEvent};
 use super::due::{DueTimes, earliest};
 use super::ledger::Ledger;
-use super::{Command, GroupResult, GroupSpec, Pending, Queue, matchmake_all};
+use super::{GroupResult, GroupSpec, OneTask, Pending, Queue, TICK, drive};
 use crate::plan::Plan;
 use crate::scenario::BotLogic;
 
-/// How often sends and timers are looked at.
-const TICK: Duration = Duration::from_millis(1);
 /// Bots per socket (and endpoint): a server tick's burst for them, a snapshot each, fits
 /// the socket's receive buffer many times over.
 const BOTS_PER_SOCKET: usize = 512;
@@ -213,10 +210,7 @@ struct Group {
 }
 
 pub(super) async fn run(spec: GroupSpec) -> Option<GroupResult> {
-    let pending: Pending = Rc::default();
-    let spec = Rc::new(spec);
-    tokio::task::spawn_local(matchmake_all(spec.clone(), pending.clone()));
-    let mut group = Group {
+    let group = Group {
         bots: Vec::with_capacity(spec.bots.len()),
         wires: Vec::new(),
         targets: Vec::new(),
@@ -228,34 +222,64 @@ pub(super) async fn run(spec: GroupSpec) -> Option<GroupResult> {
         arena: BytesMut::new(),
         scratch: Vec::new(),
         transmit: Vec::new(),
-        ledger: Ledger::new(spec),
+        ledger: Ledger::new(Rc::new(spec)),
     };
-    let mut tick = tokio::time::interval(TICK);
-    tick.set_missed_tick_behavior(MissedTickBehavior::Skip);
-    let mut command = group.ledger.spec.command.clone();
-    loop {
-        tokio::select! {
-            _ = tick.tick() => {
-                group.adopt(&pending);
-                group.turn();
-            }
-            changed = command.changed() => {
-                let next = if changed.is_ok() { command.borrow_and_update().clone() } else { Command::Abort };
-                match next {
-                    Command::Run(plan) => group.start(plan),
-                    Command::Abort => {
-                        group.close().await;
-                        return None;
-                    }
-                    Command::Wait => {}
+    drive(group, Pending::default()).await
+}
+
+impl OneTask for Group {
+    fn ledger(&mut self) -> &mut Ledger {
+        &mut self.ledger
+    }
+
+    async fn tick(&mut self, pending: &Pending) {
+        self.adopt(pending);
+        self.turn();
+    }
+
+    fn start(&mut self, plan: Arc<Plan>) {
+        let logics = self.bots.iter_mut().filter_map(|bot| bot.logic.as_mut());
+        self.ledger.start(plan, logics);
+        self.due.set_all(Instant::now());
+    }
+
+    /// Every bot leaves: its close frame, [`CLOSE_BATCH`] bots every 2 ms, answered by the
+    /// server's QUIC close; the closes not answered within [`CLOSE_WAIT`] become QUIC
+    /// closes (4001) of this side.
+    async fn close(&mut self) {
+        for start in (0..self.bots.len()).step_by(CLOSE_BATCH) {
+            let now = Instant::now();
+            let end = (start + CLOSE_BATCH).min(self.bots.len());
+            for key in start..end {
+                let bot = &mut self.bots[key];
+                bot.ended = true;
+                if let Some(session) = bot.session.as_mut() {
+                    session.close(now);
+                    self.mark_dirty(key);
                 }
             }
+            self.turn();
+            tokio::time::sleep(2 * TICK).await;
         }
-        if let Some(plan) = &group.ledger.plan
-            && plan.ns(Instant::now()) >= plan.drain_end_ns
-        {
-            return group.finish().await;
+        let deadline = Instant::now() + CLOSE_WAIT;
+        while Instant::now() < deadline && self.bots.iter().any(Self::awaits_close) {
+            self.turn();
+            tokio::time::sleep(TICK).await;
         }
+        let now = Instant::now();
+        for key in 0..self.bots.len() {
+            if let Some(session) = self.bots[key].session.as_mut()
+                && !session.quic.is_closed()
+            {
+                session.close_quic(CloseCode::Requested, now);
+                self.mark_dirty(key);
+            }
+        }
+        self.flush();
+    }
+
+    fn into_ledger(self) -> Ledger {
+        self.ledger
     }
 }
 
@@ -350,15 +374,6 @@ impl Group {
         }
         self.targets.push(Target::new(url, cert_sha256)?);
         Ok(self.targets.len() - 1)
-    }
-
-    fn start(&mut self, plan: Arc<Plan>) {
-        let logics = self.bots.iter_mut().filter_map(|bot| bot.logic.as_mut());
-        self.ledger.start(plan, logics);
-        let now = Instant::now();
-        for key in 0..self.bots.len() {
-            self.due.set(key, Some(now));
-        }
     }
 
     fn mark_dirty(&mut self, key: usize) {
@@ -662,51 +677,10 @@ impl Group {
         self.ledger.datagrams(false, sent, now_ns);
     }
 
-    /// Every bot leaves: its close frame, [`CLOSE_BATCH`] bots every 2 ms, answered by the
-    /// server's QUIC close; the closes not answered within [`CLOSE_WAIT`] become QUIC
-    /// closes (4001) of this side.
-    async fn close(&mut self) {
-        for start in (0..self.bots.len()).step_by(CLOSE_BATCH) {
-            let now = Instant::now();
-            let end = (start + CLOSE_BATCH).min(self.bots.len());
-            for key in start..end {
-                let bot = &mut self.bots[key];
-                bot.ended = true;
-                if let Some(session) = bot.session.as_mut() {
-                    session.close(now);
-                    self.mark_dirty(key);
-                }
-            }
-            self.turn();
-            tokio::time::sleep(2 * TICK).await;
-        }
-        let deadline = Instant::now() + CLOSE_WAIT;
-        while Instant::now() < deadline && self.bots.iter().any(Self::awaits_close) {
-            self.turn();
-            tokio::time::sleep(TICK).await;
-        }
-        let now = Instant::now();
-        for key in 0..self.bots.len() {
-            if let Some(session) = self.bots[key].session.as_mut()
-                && !session.quic.is_closed()
-            {
-                session.close_quic(CloseCode::Requested, now);
-                self.mark_dirty(key);
-            }
-        }
-        self.flush();
-    }
-
     /// Whether a bot's close is still unanswered.
     fn awaits_close(bot: &Bot) -> bool {
         bot.session
             .as_ref()
             .is_some_and(|session| !session.is_ended() && !session.quic.is_closed())
-    }
-
-    async fn finish(mut self) -> Option<GroupResult> {
-        self.ledger.publish();
-        self.close().await;
-        Some(self.ledger.into_result())
     }
 }
