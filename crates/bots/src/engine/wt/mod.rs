@@ -39,7 +39,7 @@ use crate::scenario::BotLogic;
 const BOTS_PER_SOCKET: usize = 512;
 /// Receive batches taken from each socket per pass (64 datagrams each): a server tick
 /// arrives as a burst, and taking it whole would hold every due send behind it.
-const BATCHES_PER_PASS: usize = 2;
+const BATCHES_PER_PASS: usize = 1;
 /// Send batch slots: a flush to many connections goes out in few `sendmmsg` calls.
 const SEND_BATCH: usize = 256;
 /// Bots that send their close frames together when a run ends, every 2 ms (as the UDP
