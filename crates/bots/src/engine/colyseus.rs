@@ -456,3 +456,57 @@ async fn join(server: &str, seat: &Seat) -> Result<Socket, String> {
     send_all(&mut socket, std::iter::once(ack)).await?;
     Ok(socket)
 }
+
+#[cfg(test)]
+mod tests {
+    use tickwire_arena::InputCommand;
+    use tickwire_arena::messages::RELIABLE;
+    use tickwire_wire::encode_to_slice;
+
+    use super::*;
+
+    #[test]
+    fn an_input_becomes_the_room_data_message_the_sdk_would_send() {
+        let newest = InputCommand {
+            sequence: 300,
+            move_x: 1.0,
+            move_y: -0.5,
+            aim: 0.0,
+            buttons: InputCommand::FIRE,
+        };
+        let mut input = ClientInput::new(Some(7));
+        input.push(newest);
+        input.push(InputCommand::default());
+        let mut buffer = [0u8; 32];
+        let len = encode_to_slice(&input, &mut buffer).unwrap();
+        let mut out = Inputs::default();
+        assert!(out.send(INPUT, Bytes::copy_from_slice(&buffer[..len])));
+        let Message::Binary(frame) = &out.frames[0] else {
+            panic!("a binary message");
+        };
+        // `room.send("input", [300, 1, -0.5, aim, 1])` with msgpackr's float32 choice;
+        // the aim as the input's grid holds it (0 is not one of its steps).
+        let aim = decode_exact::<ClientInput>(&buffer[..len])
+            .unwrap()
+            .inputs()[0]
+            .aim;
+        let mut expected = vec![code::ROOM_DATA, 0xa5];
+        expected.extend_from_slice(b"input");
+        expected.extend_from_slice(&[0x95, 0xcd, 0x01, 0x2c]);
+        expected.extend_from_slice(&[0xca, 0x3f, 0x80, 0, 0, 0xca, 0xbf, 0, 0, 0, 0xca]);
+        expected.extend_from_slice(&aim.to_be_bytes());
+        expected.push(1);
+        assert_eq!(
+            frame[..],
+            expected[..],
+            "the newest command only, as msgpack"
+        );
+
+        assert!(
+            !out.send(RELIABLE, Bytes::copy_from_slice(&buffer[..len])),
+            "only inputs are translated"
+        );
+        assert!(!out.send(INPUT, Bytes::from_static(b"\xff")));
+        assert_eq!((out.frames.len(), out.refused), (1, 2));
+    }
+}
