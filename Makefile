@@ -3,7 +3,7 @@
 
 CARGO ?= cargo
 
-.PHONY: run web test test-ts test-e2e test-example test-csharp lint fmt bench-wire bench-udp bench-relay bench-arena bench fuzz-smoke
+.PHONY: run web test test-ts test-e2e test-example test-csharp colyseus-deps lint fmt bench-wire bench-udp bench-relay bench-arena bench-colyseus bench fuzz-smoke
 
 ## Build the browser client and start the server: open http://localhost:8080 and play.
 ## HTTP, matchmaking and ws on :8080, UDP on :7777, WebTransport on UDP :4433, the admin
@@ -19,8 +19,8 @@ web:
 
 ## Every test: unit, integration, property, golden vectors and doc tests, the TypeScript
 ## SDK's, the browser end-to-end tests (the arena's and the four-in-a-row example's) and the
-## C# SDK's.
-test: test-ts test-e2e test-example test-csharp
+## C# SDK's. colyseus-deps first: an integration test runs a tiny Colyseus bench.
+test: test-ts test-e2e test-example test-csharp colyseus-deps
 	$(CARGO) test --workspace --locked --all-targets
 	$(CARGO) test --workspace --locked --doc
 
@@ -97,6 +97,20 @@ bench-arena:
 	target/release/tickwire bench hobo --players 3000 --rooms 100 --duration 20 || exit 1
 	target/release/tickwire bench teleport --duration 20 || exit 1
 	target/release/tickwire bench arena --duration 20 || exit 1
+
+## Issue 17: the hobo load at 1,000 players (100 rooms of 10) over WebSocket against
+## Colyseus 0.18 (bench/colyseus, one Node process) and then against tickwire, pinned as
+## the other benches are (server on CPU 1, bots on CPU 0). About a minute each.
+bench-colyseus: colyseus-deps
+	$(CARGO) build --release --locked -p tickwire
+	$(CARGO_TARGET_DIR)/release/tickwire bench hobo --transport ws --against colyseus \
+		--players 1000 --rooms 100 --duration 20 || exit 1
+	$(CARGO_TARGET_DIR)/release/tickwire bench hobo --transport ws \
+		--players 1000 --rooms 100 --duration 20 || exit 1
+
+## The Colyseus bench server's dependencies (bench/colyseus), from its package-lock.json.
+colyseus-deps:
+	npm ci --prefix bench/colyseus --no-audit --no-fund --loglevel=error
 
 bench:
 	taskset -c 1 $(CARGO) bench --workspace

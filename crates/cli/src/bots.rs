@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
 use indicatif::{ProgressBar, ProgressStyle};
-use tickwire_bots::engine::{self, LiveSnapshot, Observer, Phase, RunConfig, RunReport};
+use tickwire_bots::engine::{
+    self, LiveSnapshot, Observer, Phase, RunConfig, RunReport, ServerKind,
+};
 use tickwire_bots::scenario::{ArenaScenario, Body, RelayScenario, Scenario};
 use tickwire_client::Transport;
 
@@ -37,6 +39,10 @@ pub struct ScenarioArgs {
     /// udp, ws or wt (WebTransport).
     #[arg(long, default_value = "udp")]
     pub transport: Transport,
+    /// The server the bots speak to: tickwire, or colyseus (`bench/colyseus`, the hobo
+    /// scenario over ws; issue 17).
+    #[arg(long, default_value = "tickwire")]
+    pub against: ServerKind,
     /// Rooms (sfs: 138, nettest: 1, hobo: 100, teleport: 1, arena: 2).
     #[arg(long)]
     pub rooms: Option<usize>,
@@ -234,6 +240,7 @@ impl ScenarioArgs {
             connect_rate: self.connect_rate,
             threads: self.threads,
             seed: self.seed,
+            server_kind: self.against,
             ..RunConfig::default()
         }
     }

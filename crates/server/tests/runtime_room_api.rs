@@ -2,7 +2,8 @@
 //! request, a label that `/api/rooms` and matchmaking filter on, a room that locks itself,
 //! a join refusal whose reason reaches the client in the close frame, the operator's lock,
 //! unlock and dispose; and rooms that panic in `tick`, `message` and `join`, disposed of
-//! alone while the shard's other room goes on.
+//! alone while the shard's other room goes on; and a placement in a room still being created,
+//! answered once the room exists.
 
 mod common;
 
@@ -94,8 +95,24 @@ impl Room for Fragile {
     }
 }
 
+/// How long [`Slow`]'s `create` holds its shard.
+const SLOW_CREATE: Duration = Duration::from_millis(1500);
+
+/// Takes its time to start: its `create` holds the shard's thread for [`SLOW_CREATE`], so
+/// a room of this kind stays "being created" long enough for a second placement in it.
+#[derive(Default)]
+struct Slow;
+
+impl Room for Slow {
+    fn create(&mut self, _: &mut RoomContext<'_>, _: &RoomOptions) -> Result<(), CreateRefused> {
+        std::thread::sleep(SLOW_CREATE);
+        Ok(())
+    }
+}
+
 fn kinds() -> RoomKinds {
     let mut kinds = RoomKinds::new();
+    kinds.register("slow", 4, || Box::new(Slow));
     kinds.register("relay", 16, || Box::new(RelayRoom::default()));
     kinds.register("lobby", 4, || Box::new(Lobby));
     kinds.register("fragile", 4, || Box::new(Fragile::default()));
@@ -300,6 +317,32 @@ async fn options_labels_locks_refusals_and_the_operators_room_controls() {
     )
     .await;
     assert_eq!(bad.status, 400);
+    runtime.shut_down().await.unwrap();
+}
+
+/// A request placed in a room that another request is still creating gets its answer only
+/// once the shard has the room, so its player connects at once and is seated (before, its
+/// token could reach the shard first and the player was refused: "no room").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_placement_in_a_room_being_created_waits_for_the_room() {
+    let runtime = Runtime::start(test_config(), kinds()).await.unwrap();
+    let address = runtime.addresses().http;
+
+    let started = std::time::Instant::now();
+    let creating = tokio::spawn(matchmake(address, json!({"kind": "slow", "name": "ada"})));
+    // Well inside the creation: ada's request has placed her and waits for the shard.
+    tokio::time::sleep(SLOW_CREATE / 3).await;
+    let bob = matchmake(address, json!({"kind": "slow", "name": "bob"})).await;
+    let answered_after = started.elapsed();
+    let ada = creating.await.unwrap();
+    assert_eq!(ada["room"], bob["room"], "bob was placed in ada's new room");
+    assert!(
+        answered_after >= SLOW_CREATE,
+        "bob's answer came {answered_after:?} after ada's request, before the room existed"
+    );
+    // Both are seated on their first try.
+    let _bob_ws = ws_connect(address, &answer_token(&bob)).await;
+    let _ada_ws = ws_connect(address, &answer_token(&ada)).await;
     runtime.shut_down().await.unwrap();
 }
 

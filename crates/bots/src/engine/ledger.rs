@@ -10,7 +10,7 @@ use std::time::Instant;
 use rand::SeedableRng;
 use rand::rngs::SmallRng;
 
-use super::{Counted, Counts, GroupResult, GroupSpec, Live, Queue, Report, rtt_histogram};
+use super::{Counted, Counts, GroupResult, GroupSpec, Live, Queue, rtt_histogram};
 use crate::meter::Meter;
 use crate::plan::Plan;
 use crate::scenario::{BotCx, BotLogic};
@@ -84,18 +84,13 @@ impl Ledger {
         if let Some(plan) = &self.plan {
             logic.start(plan, &mut self.rng);
         }
-        Live::add(&self.spec.live.connected, 1);
-        let _ = self.spec.reports.send(Report::Connected { bot: id, room });
+        self.spec.connected(id, room);
         logic
     }
 
     /// Bot `id` could not connect: counted and reported with `error`.
     pub(super) fn fail(&self, id: u32, error: String) {
-        Live::add(&self.spec.live.connect_failed, 1);
-        let _ = self.spec.reports.send(Report::Failed {
-            bot: Some(id),
-            error,
-        });
+        self.spec.connect_failed(id, error);
     }
 
     /// Bot `id`'s connection ended: a disconnect if it had `connected`, else a failed

@@ -30,6 +30,9 @@
 //!   [`tickwire_client::Link`]. A TCP connection has kernel buffers per connection by
 //!   nature, and its user-space framing state is per connection too; the task adds a
 //!   timer and the bot's few counters.
+//! - **Colyseus** ([`colyseus`]): the same task per bot, speaking Colyseus 0.18's
+//!   matchmaking and room protocol instead of tickwire's ([`ServerKind::Colyseus`]), so
+//!   that the same load tool measures a Colyseus server beside tickwire (issue 17).
 //!
 //! # Rooms
 //!
@@ -50,6 +53,7 @@
 //!
 //! [`BatchSocket::try_recv_batch`]: tickwire_net::udp::BatchSocket::try_recv_batch
 
+mod colyseus;
 mod due;
 mod ledger;
 mod udp;
@@ -97,6 +101,41 @@ pub struct RunConfig {
     pub threads: usize,
     /// Seeds the send phases and message bodies.
     pub seed: u64,
+    /// Which server the bots speak to: tickwire, or Colyseus (WebSocket only).
+    pub server_kind: ServerKind,
+}
+
+/// The server the bots speak to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ServerKind {
+    /// tickwire: its matchmaking, then its UDP, WebSocket or WebTransport protocol.
+    #[default]
+    Tickwire,
+    /// A Colyseus 0.18 server (`bench/colyseus`): its matchmaking and room protocol over
+    /// WebSocket, room kind named after the scenario ([`colyseus`] has the details).
+    Colyseus,
+}
+
+impl ServerKind {
+    /// The name used on command lines and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Tickwire => "tickwire",
+            Self::Colyseus => "colyseus",
+        }
+    }
+}
+
+impl std::str::FromStr for ServerKind {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text {
+            "tickwire" => Ok(Self::Tickwire),
+            "colyseus" => Ok(Self::Colyseus),
+            other => Err(format!("unknown server {other:?} (tickwire or colyseus)")),
+        }
+    }
 }
 
 impl Default for RunConfig {
@@ -112,6 +151,7 @@ impl Default for RunConfig {
             connect_timeout: Duration::from_secs(10),
             threads: 0,
             seed: 1,
+            server_kind: ServerKind::Tickwire,
         }
     }
 }
@@ -236,6 +276,8 @@ pub struct RunReport {
     pub scenario: String,
     /// `udp`, `ws` or `wt`.
     pub transport: &'static str,
+    /// `tickwire` or `colyseus`: the server the bots spoke to.
+    pub server: &'static str,
     /// Bots connected and measured (the scenario's, less `connect_failed`).
     pub players: usize,
     /// Bots that could not connect; the run went on without them.
@@ -405,6 +447,23 @@ struct GroupSpec {
     command: watch::Receiver<Command>,
 }
 
+impl GroupSpec {
+    /// Bot `bot` could not connect: counted live and reported with `error`.
+    fn connect_failed(&self, bot: u32, error: String) {
+        Live::add(&self.live.connect_failed, 1);
+        let _ = self.reports.send(Report::Failed {
+            bot: Some(bot),
+            error,
+        });
+    }
+
+    /// Bot `bot` is in server room `room`: counted live and reported.
+    fn connected(&self, bot: u32, room: u64) {
+        Live::add(&self.live.connected, 1);
+        let _ = self.reports.send(Report::Connected { bot, room });
+    }
+}
+
 fn rtt_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 60_000_000, 3).expect("constant bounds are valid")
 }
@@ -433,6 +492,15 @@ pub fn run(
         return Err(RunError::Config(
             "wss bots are not supported yet; use ws or udp".into(),
         ));
+    }
+    if config.server_kind == ServerKind::Colyseus
+        && (config.transport != Transport::Ws || scenario.room_kind() != "arena")
+    {
+        return Err(RunError::Config(format!(
+            "Colyseus bots play the arena scenarios over ws only, not {} over {}",
+            scenario.name(),
+            config.transport.name()
+        )));
     }
     let threads = if config.threads == 0 {
         std::thread::available_parallelism().map_or(1, |n| n.get())
@@ -627,6 +695,7 @@ pub fn run(
     Ok(RunReport {
         scenario: scenario.name().to_string(),
         transport: config.transport.name(),
+        server: config.server_kind.name(),
         players: players - failures.count as usize,
         connect_failed: failures.count,
         connect_failures: failures.by_reason,
@@ -673,10 +742,13 @@ fn run_group(spec: GroupSpec) {
         }
     };
     let local = tokio::task::LocalSet::new();
-    let result = match spec.config.transport {
-        Transport::Udp => local.block_on(&runtime, udp::run(spec)),
-        Transport::Wt => local.block_on(&runtime, wt::run(spec)),
-        Transport::Ws | Transport::Wss => local.block_on(&runtime, ws::run(spec)),
+    let result = match (spec.config.server_kind, spec.config.transport) {
+        (ServerKind::Colyseus, _) => local.block_on(&runtime, colyseus::run(spec)),
+        (ServerKind::Tickwire, Transport::Udp) => local.block_on(&runtime, udp::run(spec)),
+        (ServerKind::Tickwire, Transport::Wt) => local.block_on(&runtime, wt::run(spec)),
+        (ServerKind::Tickwire, Transport::Ws | Transport::Wss) => {
+            local.block_on(&runtime, ws::run(spec))
+        }
     };
     if let Some(result) = result {
         let _ = reports.send(Report::Finished(Box::new(result)));
@@ -791,13 +863,7 @@ async fn matchmake_all(spec: Rc<GroupSpec>, pending: Pending) {
         tokio::task::spawn_local(async move {
             match place(&spec, bot).await {
                 Ok(answer) => pending.borrow_mut().push((bot, answer)),
-                Err(error) => {
-                    Live::add(&spec.live.connect_failed, 1);
-                    let _ = spec.reports.send(Report::Failed {
-                        bot: Some(bot),
-                        error,
-                    });
-                }
+                Err(error) => spec.connect_failed(bot, error),
             }
             drop(permit);
         });

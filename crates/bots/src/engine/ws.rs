@@ -1,8 +1,10 @@
 //! A group of WebSocket bots: one small task per bot, each owning a
 //! [`Link`](tickwire_client::Link), all on the group thread's runtime and sharing the
-//! group's tally (no locks: one thread).
+//! group's tally (no locks: one thread). [`run_tasks`] is the group's driver whatever the
+//! bots speak; the Colyseus bots ([`super::colyseus`]) use it with their own task.
 
 use std::cell::RefCell;
+use std::future::Future;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -10,25 +12,24 @@ use std::time::{Duration, Instant};
 use rand::SeedableRng;
 use rand::rngs::SmallRng;
 use tickwire_client::{ConnectOptions, Link, LinkEvent};
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::{
-    Command, Counted, Counts, GroupResult, GroupSpec, Live, Report, connect_interval, place,
-    rtt_histogram,
+    Command, Counted, Counts, GroupResult, GroupSpec, Live, connect_interval, place, rtt_histogram,
 };
 use crate::meter::Meter;
 use crate::plan::Plan;
 use crate::scenario::{BotCx, BotLogic};
 
 /// What the group's bot tasks share.
-struct Shared {
-    meter: Meter,
-    rtt_us: hdrhistogram::Histogram<u64>,
-    window: Counts,
+pub(super) struct Shared {
+    pub(super) meter: Meter,
+    pub(super) rtt_us: hdrhistogram::Histogram<u64>,
+    pub(super) window: Counts,
     disconnects: u64,
     first_disconnect: Option<String>,
-    send_errors: u64,
-    rng: SmallRng,
+    pub(super) send_errors: u64,
+    pub(super) rng: SmallRng,
 }
 
 impl Shared {
@@ -55,6 +56,18 @@ impl Shared {
 }
 
 pub(super) async fn run(spec: GroupSpec) -> Option<GroupResult> {
+    run_tasks(spec, bot_task).await
+}
+
+/// Runs the group: starts `bot(id, spec, shared, permit)` for each of its bots, paced and
+/// at most `connect_concurrency` connecting at once (the task drops its permit once
+/// connected), starts the meter when the plan comes, and collects the figures once every
+/// task has ended.
+pub(super) async fn run_tasks<F, T>(spec: GroupSpec, bot: F) -> Option<GroupResult>
+where
+    F: Fn(u32, Rc<GroupSpec>, Rc<RefCell<Shared>>, OwnedSemaphorePermit) -> T,
+    T: Future<Output = ()> + 'static,
+{
     let shared = Rc::new(RefCell::new(Shared {
         meter: Meter::default(),
         rtt_us: rtt_histogram(),
@@ -71,13 +84,13 @@ pub(super) async fn run(spec: GroupSpec) -> Option<GroupResult> {
     let mut tasks = Vec::with_capacity(spec.bots.len());
     let connecting = async {
         let mut pace = tokio::time::interval(interval);
-        for bot in spec.bots.iter().copied() {
+        for id in spec.bots.iter().copied() {
             pace.tick().await;
             let Ok(permit) = permits.clone().acquire_owned().await else {
                 return;
             };
-            tasks.push(tokio::task::spawn_local(bot_task(
-                bot,
+            tasks.push(tokio::task::spawn_local(bot(
+                id,
                 spec.clone(),
                 shared.clone(),
                 permit,
@@ -118,19 +131,12 @@ async fn bot_task(
     bot: u32,
     spec: Rc<GroupSpec>,
     shared: Rc<RefCell<Shared>>,
-    permit: tokio::sync::OwnedSemaphorePermit,
+    permit: OwnedSemaphorePermit,
 ) {
     let live = &spec.live;
-    let fail = |error: String| {
-        Live::add(&live.connect_failed, 1);
-        let _ = spec.reports.send(Report::Failed {
-            bot: Some(bot),
-            error,
-        });
-    };
     let answer = match place(&spec, bot).await {
         Ok(answer) => answer,
-        Err(error) => return fail(error),
+        Err(error) => return spec.connect_failed(bot, error),
     };
     let options = ConnectOptions {
         timeout: spec.config.connect_timeout,
@@ -138,15 +144,11 @@ async fn bot_task(
     };
     let mut link = match Link::connect(&answer, spec.config.transport, &options).await {
         Ok(link) => link,
-        Err(error) => return fail(format!("connect: {error}")),
+        Err(error) => return spec.connect_failed(bot, format!("connect: {error}")),
     };
     drop(permit);
     let mut logic = spec.scenario.bot(bot);
-    Live::add(&live.connected, 1);
-    let _ = spec.reports.send(Report::Connected {
-        bot,
-        room: answer.room,
-    });
+    spec.connected(bot, answer.room);
 
     let mut command = spec.command.clone();
     let plan: Arc<Plan> = loop {
@@ -239,7 +241,8 @@ async fn bot_task(
     let _ = tokio::time::timeout(Duration::from_secs(2), link.close()).await;
 }
 
-fn record_disconnect(shared: &RefCell<Shared>, live: &Live, bot: u32, why: String) {
+/// A bot's connection ended before the run did: counted, the first reason kept.
+pub(super) fn record_disconnect(shared: &RefCell<Shared>, live: &Live, bot: u32, why: String) {
     let mut shared = shared.borrow_mut();
     shared.disconnects += 1;
     shared

@@ -19,9 +19,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
 use serde::Serialize;
-use tickwire_bots::engine::RunReport;
+use tickwire_bots::engine::{RunReport, ServerKind};
 use tickwire_bots::proc_stat::{self, ProcessSample};
+use tickwire_client::Transport;
 
+use super::colyseus::{self, ColyseusServer};
 use crate::bots::{ScenarioArgs, Shape};
 
 /// Seed 001's anchor: SFS2X, 1.07M packets/s on a 4-core Xeon, per core.
@@ -75,6 +77,10 @@ pub struct LoadBenchArgs {
     /// CPU the bots are pinned to.
     #[arg(long, default_value_t = 0)]
     pub bots_cpu: usize,
+    /// With `--against colyseus`: the Node project that serves the hobo room (default:
+    /// `bench/colyseus` under the working directory, else the source tree's).
+    #[arg(long)]
+    pub colyseus_dir: Option<std::path::PathBuf>,
 }
 
 /// The figures, one JSON object with `--json`.
@@ -240,7 +246,7 @@ impl TickFigures {
 }
 
 /// Kills the child when dropped: the server never outlives the harness.
-struct Reaped(Child);
+pub(super) struct Reaped(pub(super) Child);
 
 impl Drop for Reaped {
     fn drop(&mut self) {
@@ -334,25 +340,7 @@ impl ServerProcess {
             .envs(env.iter().map(|(key, value)| (key, value)))
             .stdout(Stdio::piped())
             .stdin(Stdio::null());
-        let mut server = server
-            .spawn()
-            .context("cannot start the server under taskset")?;
-        let server_stdout = server.stdout.take().context("server stdout")?;
-        // taskset execs the server in place: this is its pid.
-        let pid = server.id();
-        let child = Reaped(server);
-        let mut lines = BufReader::new(server_stdout).lines();
-        let listening = lines
-            .next()
-            .context("the server exited before listening")??;
-        let http = listening
-            .split_whitespace()
-            .find_map(|part| part.strip_prefix("http="))
-            .with_context(|| format!("no http address in {listening:?}"))?
-            .to_string();
-        // Keep draining the server's stdout so it never blocks on a full pipe.
-        std::thread::spawn(move || for _ in lines {});
-        std::thread::sleep(Duration::from_millis(300));
+        let (child, pid, listening, http) = start_listening(&mut server)?;
         Ok(Self {
             child,
             _store_dir: store_dir,
@@ -374,6 +362,44 @@ impl ServerProcess {
         self.child.0.wait().context("reaping the killed server")?;
         Ok(())
     }
+}
+
+/// The server under test.
+enum Server {
+    Tickwire(ServerProcess),
+    Colyseus(ColyseusServer),
+}
+
+/// Starts `server` (a `taskset … <server>` command with its stdout piped), reads its stdout
+/// up to the line that names its HTTP address (`listening http=host:port …`) and keeps
+/// draining it on a thread of its own, so that the server never blocks on a full pipe;
+/// then gives it a moment to settle. The child, its pid, that line and the address.
+pub(super) fn start_listening(
+    server: &mut Command,
+) -> anyhow::Result<(Reaped, u32, String, String)> {
+    let mut server = server
+        .spawn()
+        .context("cannot start the server under taskset")?;
+    let stdout = server.stdout.take().context("server stdout")?;
+    // taskset execs the server in place: this is its pid.
+    let pid = server.id();
+    let child = Reaped(server);
+    let mut lines = BufReader::new(stdout).lines();
+    let (line, http) = loop {
+        let line = lines
+            .next()
+            .context("the server exited before listening (its error is above)")??;
+        let http = line
+            .split_whitespace()
+            .find_map(|part| part.strip_prefix("http="))
+            .map(str::to_string);
+        if let Some(http) = http {
+            break (line, http);
+        }
+    };
+    std::thread::spawn(move || for _ in lines {});
+    std::thread::sleep(Duration::from_millis(300));
+    Ok((child, pid, line, http))
 }
 
 /// The server's counters and histogram at one moment.
@@ -434,10 +460,37 @@ pub fn run(name: &str, args: &LoadBenchArgs) -> anyhow::Result<LoadBenchReport> 
     } else if args.map.is_some() || args.snapshot_interval.is_some() {
         bail!("--map and --snapshot-interval are for the arena scenarios");
     }
-    let server = ServerProcess::start(args.server_cpu, &env)?;
-    let (http, server_pid) = (server.http.clone(), server.pid);
+    // The server under test; `metrics` is its `/metrics` (tickwire's), which Colyseus has
+    // not: its packet, tick, heap and occupancy figures stay 0.
+    let server = match args.run.against {
+        ServerKind::Tickwire => Server::Tickwire(ServerProcess::start(args.server_cpu, &env)?),
+        ServerKind::Colyseus => {
+            if name != "hobo" || args.run.transport != Transport::Ws {
+                bail!("--against colyseus runs the hobo scenario over ws only");
+            }
+            if args
+                .map
+                .as_ref()
+                .is_some_and(|map| map.trim_end_matches(".tmx") != "courtyard")
+                || args.snapshot_interval.is_some_and(|interval| interval != 1)
+            {
+                bail!("the Colyseus room plays the courtyard map at 60 Hz only");
+            }
+            let dir = ColyseusServer::project(args.colyseus_dir.as_deref())?;
+            let per_room = scenario.players().div_ceil(scenario.rooms().max(1));
+            Server::Colyseus(ColyseusServer::start(&dir, args.server_cpu, per_room)?)
+        }
+    };
+    let (http, server_pid) = match &server {
+        Server::Tickwire(server) => (server.http.clone(), server.pid),
+        Server::Colyseus(server) => (server.http.clone(), server.pid),
+    };
+    let metrics = matches!(server, Server::Tickwire(_)).then_some(http.as_str());
     let idle = proc_stat::sample(server_pid).context("reading the server's /proc")?;
-    let idle_heap = metric(&scrape(&http)?, "tickwire_heap_bytes").unwrap_or(0.0) as u64;
+    let idle_heap = match metrics {
+        Some(http) => metric(&scrape(http)?, "tickwire_heap_bytes").unwrap_or(0.0) as u64,
+        None => 0,
+    };
 
     let mut bots = Command::new("taskset");
     bots.arg("-c")
@@ -464,7 +517,9 @@ pub fn run(name: &str, args: &LoadBenchArgs) -> anyhow::Result<LoadBenchReport> 
     for line in BufReader::new(bots_stdout).lines() {
         let line = line?;
         if line.contains("\"event\":\"measuring\"") {
-            start = Some(sample_server(server_pid, bots_pid, &http, transport, kind)?);
+            start = Some(sample_server(
+                server_pid, bots_pid, metrics, transport, kind,
+            )?);
             if name == "teleport" {
                 burst = Some(sample_around_burst(
                     (server_pid, bots_pid),
@@ -478,7 +533,9 @@ pub fn run(name: &str, args: &LoadBenchArgs) -> anyhow::Result<LoadBenchReport> 
                 eprintln!("measuring {} s …", args.run.duration.as_secs_f64());
             }
         } else if line.contains("\"event\":\"draining\"") {
-            end = Some(sample_server(server_pid, bots_pid, &http, transport, kind)?);
+            end = Some(sample_server(
+                server_pid, bots_pid, metrics, transport, kind,
+            )?);
         } else if line.contains("\"event\"") {
             if !args.json && line.contains("warmup") {
                 eprintln!("bots connected; warming up");
@@ -490,13 +547,18 @@ pub fn run(name: &str, args: &LoadBenchArgs) -> anyhow::Result<LoadBenchReport> 
     let mut bots = bots;
     let status = bots.0.wait()?;
     let left_at = Instant::now();
-    while server_occupancy(&http)? > 0 && left_at.elapsed() < LEAVE_LIMIT {
-        std::thread::sleep(Duration::from_millis(250));
+    if let Some(http) = metrics {
+        while server_occupancy(http)? > 0 && left_at.elapsed() < LEAVE_LIMIT {
+            std::thread::sleep(Duration::from_millis(250));
+        }
     }
     let empty_after = left_at.elapsed();
     std::thread::sleep(AFTER_LEAVE);
     let after_leave = proc_stat::sample(server_pid).context("reading the server's /proc")?;
-    let after_leave_metrics = scrape(&http).context("scraping /metrics after the bots left")?;
+    let after_leave_metrics = match metrics {
+        Some(http) => scrape(http).context("scraping /metrics after the bots left")?,
+        None => String::new(),
+    };
     let (Some(start), Some(end), Some(report)) = (start, end, report) else {
         bail!("the bots produced no figures ({status}); see their error above");
     };
@@ -525,6 +587,9 @@ pub fn run(name: &str, args: &LoadBenchArgs) -> anyhow::Result<LoadBenchReport> 
         bots_json,
     );
     report.burst_ticks = burst_ticks;
+    if metrics.is_none() {
+        report.pps_source = colyseus::PPS_SOURCE;
+    }
     report.heap_per_player_bytes =
         end.heap_bytes.saturating_sub(idle_heap) / report.players.max(1) as u64;
     report.server_rss_after_leave_bytes = after_leave.rss_bytes;
@@ -568,9 +633,9 @@ fn sample_around_burst(
     let margin = Duration::from_secs(1).min(middle);
     std::thread::spawn(move || {
         std::thread::sleep((opened + middle - margin).saturating_duration_since(Instant::now()));
-        let before = sample_server(pid, bots_pid, &http, transport, kind)?;
+        let before = sample_server(pid, bots_pid, Some(&http), transport, kind)?;
         std::thread::sleep((opened + middle + margin).saturating_duration_since(Instant::now()));
-        let after = sample_server(pid, bots_pid, &http, transport, kind)?;
+        let after = sample_server(pid, bots_pid, Some(&http), transport, kind)?;
         Ok((before, after))
     })
 }
@@ -601,6 +666,8 @@ fn run_flags(run: &ScenarioArgs) -> Vec<String> {
         run.threads.to_string(),
         "--seed".into(),
         run.seed.to_string(),
+        "--against".into(),
+        run.against.name().into(),
     ]
 }
 
@@ -772,10 +839,12 @@ fn figures(
     }
 }
 
+/// The server's `/proc` now, and its `/metrics` when it has them (`metrics`: its HTTP
+/// address).
 fn sample_server(
     pid: u32,
     bots_pid: u32,
-    http: &str,
+    metrics: Option<&str>,
     transport: &str,
     kind: &str,
 ) -> anyhow::Result<ServerSample> {
@@ -783,7 +852,10 @@ fn sample_server(
     let udp_drops = proc_stat::udp_drops(pid).context("reading the server's UDP drops")?;
     let bots_udp_drops = proc_stat::udp_drops(bots_pid).context("reading the bots' UDP drops")?;
     let at = Some(Instant::now());
-    let text = scrape(http).context("scraping /metrics")?;
+    let text = match metrics {
+        Some(http) => scrape(http).context("scraping /metrics")?,
+        None => String::new(),
+    };
     let label = format!("{{transport=\"{transport}\"}}");
     Ok(ServerSample {
         at,
@@ -911,9 +983,15 @@ fn highest_bound(cumulative: &[(f64, f64)]) -> f64 {
 
 /// The figures as a table, next to the anchors and targets.
 pub fn render(report: &LoadBenchReport) -> String {
+    let colyseus = report.bots.get("server").and_then(|server| server.as_str()) == Some("colyseus");
     let mut out = format!(
-        "{} over {}: {} bots in {} rooms; server pinned to its CPU, bots on the other; {:.1} s window\n\n",
-        report.scenario, report.transport, report.players, report.rooms, report.duration_s
+        "{} over {}{}: {} bots in {} rooms; server pinned to its CPU, bots on the other; {:.1} s window\n\n",
+        report.scenario,
+        report.transport,
+        if colyseus { " against Colyseus" } else { "" },
+        report.players,
+        report.rooms,
+        report.duration_s
     );
     let mut row = |name: &str, value: String| out.push_str(&format!("{name:<40} {value}\n"));
     row(
@@ -1073,6 +1151,8 @@ pub fn render(report: &LoadBenchReport) -> String {
         ));
     } else if report.scenario == "nettest" {
         out.push_str("\ntarget: delivered == expected, zero disconnects (seed 004 delivered 24.5K of 40K packets/s at 200 clients)\n");
+    } else if colyseus {
+        out.push_str("\nColyseus 0.18 (bench/colyseus), the same load: tickwire's WebSocket target is ≥ 2× its served figure per core (issue 17); no tick, packet or input-latency figures (Colyseus has no counters, the bots do not decode its patches)\n");
     } else if report.scenario == "hobo" {
         out.push_str(&format!(
             "\nanchor: 250 players on seed 000's 1-core box, Colyseus ≈ 1,500 per core here; target ≥ {TARGET_HOBO_PLAYERS_PER_CORE:.0} players per server core with tick p99 ≤ 4 ms\n"

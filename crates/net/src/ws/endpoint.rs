@@ -115,37 +115,12 @@ pub enum WsConfigError {
     },
 }
 
-/// A client admitted by an endpoint, on its way to the shard of its room.
-#[derive(Debug)]
-pub enum Arrival {
-    /// A WebSocket client: the shard drives its socket itself
-    /// ([`WsLinks`](super::WsLinks)). (WebTransport sessions arrive at their shard's own
-    /// port: [`WtLinks`](crate::wt::WtLinks).)
-    WebSocket(WsSocket),
-}
-
-impl Arrival {
-    /// Who the client is.
-    pub fn client(&self) -> &super::socket::AdmittedClient {
-        match self {
-            Self::WebSocket(socket) => socket.client(),
-        }
-    }
-
-    /// Refuses the client without a shard: a close with `code` and `reason`.
-    pub fn refuse(self, code: CloseCode, reason: &str) {
-        match self {
-            Self::WebSocket(socket) => socket.refuse(code, reason),
-        }
-    }
-}
-
 /// The WebSocket transport of one server: checks tokens, counts connections, hands admitted
 /// clients over. Which player a connection is, and whether a newer one replaces it, is the
 /// shard's to decide (its session table); the endpoint only admits.
 ///
 /// ```no_run
-/// # use tickwire_net::ws::{Arrival, WsConfig, WsEndpoint, WsLinks, WsLinkEvent};
+/// # use tickwire_net::ws::{WsConfig, WsEndpoint, WsLinks, WsLinkEvent};
 /// # use tickwire_proto::admission::Admission;
 /// # async fn run(admission: Admission, listener: tickwire_net::ws::HttpListener) {
 /// let (handoff, mut arrivals) = tokio::sync::mpsc::channel(64);
@@ -155,7 +130,7 @@ impl Arrival {
 /// let mut links = WsLinks::new().unwrap();
 /// loop {
 ///     tokio::select! {
-///         Some(Arrival::WebSocket(socket)) = arrivals.recv() => {
+///         Some(socket) = arrivals.recv() => {
 ///             links.attach(std::time::Instant::now(), socket).unwrap();
 ///         }
 ///         Ok(()) = links.readable() => links.handle_io(std::time::Instant::now()),
@@ -200,7 +175,7 @@ pub(crate) struct Shared {
 struct Inner {
     config: WsConfig,
     admission: Admission,
-    handoff: mpsc::Sender<Arrival>,
+    handoff: mpsc::Sender<WsSocket>,
     shared: Arc<Shared>,
     /// Connections open, WebSocket and WebTransport: the `max_connections` bound.
     open: Arc<AtomicUsize>,
@@ -233,7 +208,7 @@ impl WsEndpoint {
     pub fn new(
         config: WsConfig,
         admission: Admission,
-        handoff: mpsc::Sender<Arrival>,
+        handoff: mpsc::Sender<WsSocket>,
     ) -> Result<Self, WsConfigError> {
         config.validate()?;
         let accepted = accepted_message(&config.params).ok_or(ParamsError::DurationRange)?;
@@ -382,17 +357,17 @@ impl WsEndpoint {
     /// the hand-off queue stays full or is gone.
     pub(crate) async fn hand_off(
         &self,
-        arrival: Arrival,
+        socket: WsSocket,
         counters: &WsCounters,
         deadline: tokio::time::Instant,
-    ) -> Result<(), (Arrival, CloseCode, &'static str)> {
+    ) -> Result<(), (WsSocket, CloseCode, &'static str)> {
         match self.reserve(counters, deadline).await {
             Ok(permit) => {
                 WsCounters::bump(&counters.connections_accepted);
-                permit.send(arrival);
+                permit.send(socket);
                 Ok(())
             }
-            Err((code, reason)) => Err((arrival, code, reason)),
+            Err((code, reason)) => Err((socket, code, reason)),
         }
     }
 
@@ -402,7 +377,7 @@ impl WsEndpoint {
         &self,
         counters: &WsCounters,
         deadline: tokio::time::Instant,
-    ) -> Result<mpsc::Permit<'_, Arrival>, (CloseCode, &'static str)> {
+    ) -> Result<mpsc::Permit<'_, WsSocket>, (CloseCode, &'static str)> {
         match tokio::time::timeout_at(deadline, self.inner.handoff.reserve()).await {
             Ok(Ok(permit)) => Ok(permit),
             Ok(Err(_)) => {

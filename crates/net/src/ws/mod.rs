@@ -16,8 +16,7 @@
 //! | type | role |
 //! |---|---|
 //! | [`WsEndpoint`] | the `/ws` route: upgrade, token check, connection limit, hand-off, counters |
-//! | [`Arrival`] | an admitted client on its way to its room's shard |
-//! | [`WsSocket`] | an admitted WebSocket client's socket, in transit |
+//! | [`WsSocket`] | an admitted client's socket, on its way to its room's shard |
 //! | [`WsLinks`] | the WebSocket connections one shard reads and writes itself |
 //! | [`WsClosed`], [`WsSendError`], [`OutboxLimits`] | how a connection ended, why a send was refused, and the bounds of what waits for a slow client: the same for WebSocket links and WebTransport sessions |
 //! | [`HttpListener`] | plain or TLS listener with TLS-accept and header-read timeouts |
@@ -52,7 +51,7 @@ mod upgrade;
 #[cfg(feature = "server")]
 pub use connection::WsClosed;
 #[cfg(feature = "server")]
-pub use endpoint::{Arrival, WS_PATH, WsConfig, WsConfigError, WsEndpoint};
+pub use endpoint::{WS_PATH, WsConfig, WsConfigError, WsEndpoint};
 pub use framing::{CloseCode, DataMessageError, MAX_CLOSE_REASON_BYTES, accepted_message};
 #[cfg(feature = "server")]
 pub use links::{WsLinkDepth, WsLinkEvent, WsLinkId, WsLinks};

@@ -1,6 +1,6 @@
 //! The `/ws` route's HTTP side: the upgrade (RFC 6455 §4.2), then the connect token within
 //! the handshake timeout, read with the same frame parser the shard uses. An admitted
-//! client's socket leaves this runtime for the shard of its room ([`Arrival::WebSocket`]);
+//! client's socket leaves this runtime for the shard of its room ([`WsSocket`]);
 //! a refused one gets its close frame here.
 
 use std::net::SocketAddr;
@@ -16,7 +16,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
-use super::endpoint::{Arrival, WsEndpoint};
+use super::endpoint::WsEndpoint;
 use super::framing::CloseCode;
 use super::socket::{AdmittedClient, ByteStream, ConnectionSlot, WsSocket};
 use super::stats::WsCounters;
@@ -186,10 +186,7 @@ async fn take_token(
         shared: endpoint.shared().clone(),
     };
     let counters = endpoint.shared().counters.clone();
-    if let Err((arrival, code, reason)) = endpoint
-        .hand_off(Arrival::WebSocket(socket), &counters, deadline)
-        .await
-    {
+    if let Err((arrival, code, reason)) = endpoint.hand_off(socket, &counters, deadline).await {
         arrival.refuse(code, reason);
     }
 }

@@ -30,8 +30,8 @@ use rustls::crypto::CryptoProvider;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{DigitallySignedStruct, SignatureScheme};
 use tickwire_net::ws::{
-    Arrival, CloseCode, HttpListener, ListenConfig, ListenMetrics, TlsIdentity, WsClosed, WsConfig,
-    WsEndpoint, WsLinkDepth, WsLinkEvent, WsLinkId, WsLinks, WsSendError,
+    CloseCode, HttpListener, ListenConfig, ListenMetrics, TlsIdentity, WsClosed, WsConfig,
+    WsEndpoint, WsLinkDepth, WsLinkEvent, WsLinkId, WsLinks, WsSendError, WsSocket,
 };
 use tickwire_proto::ConnectionParams;
 use tickwire_proto::admission::{Admission, UsedTokens};
@@ -216,7 +216,7 @@ impl TestServer {
 /// links with it behind a lock.
 async fn run_shard(
     links: Arc<Mutex<WsLinks>>,
-    mut arrivals: mpsc::Receiver<Arrival>,
+    mut arrivals: mpsc::Receiver<WsSocket>,
     attached: mpsc::Sender<ServerSide>,
 ) {
     let mut inbound: HashMap<WsLinkId, mpsc::UnboundedSender<Delivery>> = HashMap::new();
@@ -224,7 +224,7 @@ async fn run_shard(
     loop {
         tokio::select! {
             arrival = arrivals.recv() => match arrival {
-                Some(Arrival::WebSocket(socket)) => {
+                Some(socket) => {
                     let (client_id, user_data, peer) =
                         (socket.client().client_id(), *socket.client().user_data(), socket.client().peer_address());
                     let link = links.lock().unwrap().attach(std::time::Instant::now(), socket).unwrap();

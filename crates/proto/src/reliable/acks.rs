@@ -242,12 +242,20 @@ pub(crate) struct SentEntry {
     pub(crate) message: u64,
 }
 
+/// One of our packets in flight, in 12 bytes (with an `Instant` and a `u64` it took 32): a
+/// connection sending 60 packets a second holds a round trip's worth of these, more while
+/// a lost packet holds the front for the loss delay, and its ring keeps the largest size it
+/// reached.
 #[derive(Debug)]
 struct SentRecord {
-    sent_at: Instant,
-    /// Absolute index one past this packet's last entry; its first is the previous record's
-    /// end (or `entries_base` for the front record).
-    entries_end: u64,
+    /// When it was sent, in microseconds since [`SentPackets::epoch`], wrapping every 71
+    /// minutes: a record is retired within the loss delay (or pushed out by newer ones), so
+    /// its age taken with wrapping arithmetic is exact.
+    sent_us: u32,
+    /// The low 32 bits of the absolute index one past this packet's last entry (see
+    /// [`SentPackets::absolute_end`]); its first is the previous record's end (or
+    /// `entries_base` for the front record).
+    entries_end: u32,
     acked: bool,
     eliciting: bool,
     /// Asked for its ack at once, so the ack's delay is the path's: an RTT sample.
@@ -256,7 +264,8 @@ struct SentRecord {
 
 /// A packet of ours that the peer just acknowledged.
 pub(crate) struct AckedPacket {
-    pub(crate) sent_at: Instant,
+    /// Time from its sending to the ack.
+    pub(crate) age: Duration,
     /// Whether it asked for its ack at once (reliable data or a ping). Only those give RTT
     /// samples: the peer holds other acks until it has something to send (up to
     /// [`MAX_ACK_DELAY`]), which says nothing about the path.
@@ -275,6 +284,8 @@ pub(crate) struct SentPackets {
     entries: VecDeque<SentEntry>,
     /// Absolute index of `entries[0]`.
     entries_base: u64,
+    /// The first packet's sending time: records keep their times as offsets from it.
+    epoch: Option<Instant>,
 }
 
 impl SentPackets {
@@ -302,9 +313,11 @@ impl SentPackets {
         wanted: AckWanted,
         loss: &mut LossEstimator,
     ) {
+        let epoch = *self.epoch.get_or_insert(now);
         self.records.push_back(SentRecord {
-            sent_at: now,
-            entries_end: self.entries_base + self.entries.len() as u64,
+            sent_us: micros_since(epoch, now),
+            // Truncated: see `absolute_end`.
+            entries_end: self.entries_pushed() as u32,
             acked: false,
             eliciting: wanted != AckWanted::Never,
             probe: wanted == AckWanted::Now,
@@ -314,23 +327,37 @@ impl SentPackets {
         }
     }
 
-    /// Marks our packet `sequence` acknowledged; returns it if this is news.
-    pub(crate) fn ack(&mut self, sequence: u16) -> Option<AckedPacket> {
+    /// Marks our packet `sequence` acknowledged at `now`; returns it if this is news.
+    pub(crate) fn ack(&mut self, sequence: u16, now: Instant) -> Option<AckedPacket> {
         let index = usize::from(sequence.wrapping_sub(self.front_sequence));
         let start = match index.checked_sub(1) {
-            Some(prev) => self.records.get(prev)?.entries_end,
+            Some(prev) => self.absolute_end(self.records.get(prev)?),
             None => self.entries_base,
         };
-        let record = self.records.get_mut(index)?;
+        let record = self.records.get(index)?;
         if record.acked {
             return None;
         }
-        record.acked = true;
-        Some(AckedPacket {
-            sent_at: record.sent_at,
+        let acked = AckedPacket {
+            age: self.age(record, now),
             probe: record.probe,
-            entries: start..record.entries_end,
-        })
+            entries: start..self.absolute_end(record),
+        };
+        self.records[index].acked = true;
+        Some(acked)
+    }
+
+    /// A record's entries end as an absolute index: entries held are far fewer than 2^32
+    /// (at most [`MAX_SENT_RECORDS`] packets' worth), so the low 32 bits and
+    /// `entries_base` place it.
+    fn absolute_end(&self, record: &SentRecord) -> u64 {
+        self.entries_base + u64::from(record.entries_end.wrapping_sub(self.entries_base as u32))
+    }
+
+    /// Time since `record` was sent.
+    fn age(&self, record: &SentRecord, now: Instant) -> Duration {
+        let now_us = self.epoch.map_or(0, |epoch| micros_since(epoch, now));
+        Duration::from_micros(u64::from(now_us.wrapping_sub(record.sent_us)))
     }
 
     pub(crate) fn entry(&self, index: u64) -> Option<SentEntry> {
@@ -342,7 +369,7 @@ impl SentPackets {
     /// `loss_delay` (lost). Each retired ack-eliciting packet feeds the loss estimate.
     pub(crate) fn retire(&mut self, now: Instant, loss_delay: Duration, loss: &mut LossEstimator) {
         while let Some(front) = self.records.front() {
-            if !front.acked && now.saturating_duration_since(front.sent_at) < loss_delay {
+            if !front.acked && self.age(front, now) < loss_delay {
                 break;
             }
             self.pop_front(loss);
@@ -357,7 +384,7 @@ impl SentPackets {
             loss.record(!record.acked);
         }
         self.front_sequence = self.front_sequence.wrapping_add(1);
-        let count = record.entries_end.saturating_sub(self.entries_base);
+        let count = self.absolute_end(&record) - self.entries_base;
         let count = usize::try_from(count)
             .unwrap_or(usize::MAX)
             .min(self.entries.len());
@@ -370,6 +397,11 @@ impl SentPackets {
     pub(crate) fn in_flight(&self) -> usize {
         self.records.iter().filter(|record| !record.acked).count()
     }
+}
+
+/// Microseconds from `epoch` to `now`, truncated to 32 bits (wrapping every 71 minutes).
+fn micros_since(epoch: Instant, now: Instant) -> u32 {
+    now.saturating_duration_since(epoch).as_micros() as u32
 }
 
 #[cfg(test)]
@@ -544,6 +576,33 @@ mod tests {
     }
 
     #[test]
+    fn a_sent_record_is_12_bytes() {
+        assert_eq!(std::mem::size_of::<SentRecord>(), 12);
+    }
+
+    #[test]
+    fn ages_are_exact_across_the_32_bit_microsecond_wrap() {
+        let start = Instant::now();
+        let wrap = Duration::from_micros(1 << 32);
+        let mut loss = LossEstimator::default();
+        let mut sent = SentPackets::default();
+        sent.push_packet(start, AckWanted::Now, &mut loss);
+        assert!(sent.ack(0, start).is_some());
+        sent.retire(start, Duration::from_millis(100), &mut loss);
+        // Sent 5 ms before the offsets wrap, looked at 15 ms after.
+        sent.push_packet(
+            start + wrap - Duration::from_millis(5),
+            AckWanted::Now,
+            &mut loss,
+        );
+        let later = start + wrap + Duration::from_millis(15);
+        sent.retire(later, Duration::from_millis(100), &mut loss);
+        assert_eq!(sent.in_flight(), 1, "20 ms old: not yet lost");
+        let acked = sent.ack(1, later).expect("packet 1 is in flight");
+        assert_eq!(acked.age, Duration::from_millis(20));
+    }
+
+    #[test]
     fn sent_packets_map_acks_to_their_entries_and_retire_in_order() {
         let start = Instant::now();
         let mut loss = LossEstimator::default();
@@ -563,11 +622,18 @@ mod tests {
                 &mut loss,
             );
         }
-        let acked = sent.ack(2).expect("packet 2 is in flight");
+        let acked = sent
+            .ack(2, start + Duration::from_millis(30))
+            .expect("packet 2 is in flight");
         assert_eq!(acked.entries, 1..3, "packet 2 carried entries 1 and 2");
+        assert_eq!(
+            acked.age,
+            Duration::from_millis(28),
+            "sent at 2 ms, acked at 30"
+        );
         assert_eq!(sent.entry(2).map(|entry| entry.unit), Some(1));
-        assert!(sent.ack(2).is_none(), "a second ack is not news");
-        assert!(sent.ack(7).is_none(), "never sent");
+        assert!(sent.ack(2, start).is_none(), "a second ack is not news");
+        assert!(sent.ack(7, start).is_none(), "never sent");
         // Packet 0 is lost after the delay; 1 is still waiting; so only 0 retires.
         sent.retire(
             start + Duration::from_millis(100),
@@ -581,7 +647,7 @@ mod tests {
             "entries stay until retired"
         );
         assert_eq!(loss.loss(), 1.0);
-        assert!(sent.ack(1).is_some());
+        assert!(sent.ack(1, start).is_some());
         sent.retire(
             start + Duration::from_millis(100),
             Duration::from_millis(100),
@@ -591,7 +657,7 @@ mod tests {
         assert_eq!(loss.loss(), 1.0 / 3.0, "one lost of three decided");
         assert_eq!(sent.entry(2), None, "entries of retired packets are freed");
         assert!(
-            sent.ack(1).is_none(),
+            sent.ack(1, start).is_none(),
             "a retired packet cannot be acked again"
         );
     }

@@ -501,7 +501,7 @@ impl Reliability {
                 continue;
             }
             let sequence = ack.wrapping_sub(back);
-            let Some(acked) = self.sent.ack(sequence) else {
+            let Some(acked) = self.sent.ack(sequence, now) else {
                 continue;
             };
             self.counters.packets_acked += 1;
@@ -512,8 +512,7 @@ impl Reliability {
             {
                 self.largest_acked = Some(sequence);
                 if acked.probe {
-                    self.rtt
-                        .sample(now.saturating_duration_since(acked.sent_at));
+                    self.rtt.sample(acked.age);
                 }
             }
             for index in acked.entries {

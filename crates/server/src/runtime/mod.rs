@@ -37,7 +37,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use tickwire_net::ws::{
-    Arrival, HttpListener, ListenConfig, ListenMetrics, TlsIdentity, WsConfig, WsEndpoint,
+    HttpListener, ListenConfig, ListenMetrics, TlsIdentity, WsConfig, WsEndpoint, WsSocket,
 };
 use tickwire_net::wt::{WtCertificate, WtConfig, WtLinks, WtMeters};
 use tickwire_proto::ServerConfig;
@@ -789,22 +789,22 @@ async fn serve(listener: HttpListener, router: axum::Router, mut stopped: watch:
 }
 
 /// Hands each admitted WebSocket or WebTransport player to the shard hosting its room.
-async fn hand_off(app: Arc<App>, mut arrivals: mpsc::Receiver<Arrival>) {
-    while let Some(arrival) = arrivals.recv().await {
-        let shard = SeatTicket::decode(arrival.client().user_data())
+async fn hand_off(app: Arc<App>, mut arrivals: mpsc::Receiver<WsSocket>) {
+    while let Some(socket) = arrivals.recv().await {
+        let shard = SeatTicket::decode(socket.client().user_data())
             .and_then(|ticket| app.matchmaker().shard_of(ticket.room));
         match shard.and_then(|shard| app.shards.get(shard)) {
             Some(link) => {
-                if let Err(mpsc::error::SendError(Control::Attach(arrival))) =
-                    link.control.send(Control::Attach(arrival)).await
+                if let Err(mpsc::error::SendError(Control::Attach(socket))) =
+                    link.control.send(Control::Attach(socket)).await
                 {
-                    arrival.refuse(
+                    socket.refuse(
                         tickwire_net::ws::CloseCode::ServerShutdown,
                         "server shutting down",
                     );
                 }
             }
-            None => arrival.refuse(tickwire_net::ws::CloseCode::Kicked, "no such room"),
+            None => socket.refuse(tickwire_net::ws::CloseCode::Kicked, "no such room"),
         }
     }
 }

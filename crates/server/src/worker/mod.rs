@@ -30,7 +30,7 @@ use std::thread::JoinHandle;
 use std::time::Instant;
 
 use tickwire_net::udp::BatchSocket;
-use tickwire_net::ws::Arrival;
+use tickwire_net::ws::WsSocket;
 pub(crate) use tickwire_proto::unix_now;
 use tickwire_proto::{Server, ServerConfig};
 use tokio::sync::{mpsc, oneshot};
@@ -80,7 +80,7 @@ pub enum Control {
         done: oneshot::Sender<bool>,
     },
     /// A WebSocket player, admitted by the HTTP side, to seat in a room.
-    Attach(Arrival),
+    Attach(WsSocket),
     /// Serve WebTransport: the shard's own sessions on its own UDP port, admitted and
     /// driven by this worker.
     WebTransport(Box<WebTransport>),

@@ -6,7 +6,7 @@ use std::time::Instant;
 use tickwire_net::driver::{MIN_WAIT, sleep_until, transmit};
 use tickwire_net::udp::{BatchSocket, RecvBatch, SendBatch};
 use tickwire_net::ws::{
-    AdmittedClient, Arrival, CloseCode, WsClosed, WsLinkEvent, WsLinkId, WsLinks, WsSocket,
+    AdmittedClient, CloseCode, WsClosed, WsLinkEvent, WsLinkId, WsLinks, WsSocket,
 };
 use tickwire_net::wt::{WtLinkEvent, WtLinkId};
 use tickwire_proto::{ConnectionId, DisconnectReason, MAX_DATAGRAM_BYTES, Server, ServerEvent};
@@ -184,7 +184,7 @@ impl Worker {
                             self.route_outputs(now);
                             let _ = done.send(found);
                         }
-                        Some(Control::Attach(Arrival::WebSocket(socket))) => self.attach_ws(now, socket),
+                        Some(Control::Attach(socket)) => self.attach_ws(now, socket),
                         Some(Control::WebTransport(serve)) => match WtHost::new(*serve) {
                             Ok(host) => self.wt = Some(host),
                             Err(error) => {
