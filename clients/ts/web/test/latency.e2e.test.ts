@@ -127,6 +127,10 @@ describe.skipIf(!serverHasWebTransport)("a move crosses from one tab to another"
         });
         const id = (await debugView(mover)).you!;
         const map = await fetchArenaMap({ baseUrl: server!.baseUrl });
+        // A trial whose move the watcher saw start before the key went down (the two stand
+        // side by side in the corner, and players push each other apart) timed nothing: it
+        // is run again, a few times at most.
+        let nudged = 0;
         for (let trial = 0; trial < TRIALS; trial++) {
           await waitFor("the watcher to see the mover standing still", async () => (await debugView(watcher)).motion[id]?.moving === false);
           // Right and back, staying in view; never into the wall it stands against.
@@ -137,16 +141,22 @@ describe.skipIf(!serverHasWebTransport)("a move crosses from one tab to another"
           const keyDownAt = await waitFor("the mover's page to get the key", () => mover.evaluate(() => window.__keyDownAt ?? undefined));
           const seenAt = await waitFor(`the watcher to see the mover move (${key})`, async () => {
             const motion = (await debugView(watcher)).motion[id];
-            return motion?.moving === true && motion.since >= keyDownAt ? motion.since : undefined;
+            return motion?.moving === true ? motion.since : undefined;
           });
           await mover.keyboard.up(key);
+          if (seenAt < keyDownAt) {
+            nudged += 1;
+            expect(nudged, "trials whose move began before the key").toBeLessThanOrEqual(TRIALS);
+            trial -= 1;
+            continue;
+          }
           samples.push(seenAt - keyDownAt);
         }
         const [moverView, watcherView] = await Promise.all([debugView(mover), debugView(watcher)]);
         console.log(
           `${label}: key down in one tab to the move seen in the other: ${samples.map((ms) => ms.toFixed(0)).join(", ")} ms ` +
             `(median ${median(samples).toFixed(0)}); HUD ping ${moverView.rttMs?.toFixed(0)} and ${watcherView.rttMs?.toFixed(0)} ms; ` +
-            `frames drawn ${moverView.frames} and ${watcherView.frames}`,
+            `frames drawn ${moverView.frames} and ${watcherView.frames}; trials run again (moving before the key) ${nudged}`,
         );
         expect(median(samples), `median of ${samples.map((ms) => ms.toFixed(0)).join(", ")} ms`).toBeLessThanOrEqual(BUDGET_MS);
       } catch (error) {
