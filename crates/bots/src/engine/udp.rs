@@ -232,10 +232,10 @@ impl OneTask for Group {
         self.due.set_all(Instant::now());
     }
 
-    /// Tells the server every bot leaves.
-    /// Paced, [`CLOSE_BATCH`] bots every 2 ms (the server reads once a tick, 17 ms): every bot's three disconnect packets at
-    /// once overflowed the server's socket at 5,000 bots, and the bots whose disconnects
-    /// were lost held their seats (and rooms) until the server timed them out.
+    /// Tells the server every bot leaves, paced: [`CLOSE_BATCH`] bots every 2 ms (the server
+    /// reads once a tick, 17 ms). Every bot's three disconnect packets at once overflowed
+    /// the server's socket at 5,000 bots, and the bots whose disconnects were lost held
+    /// their seats (and rooms) until the server timed them out.
     async fn close(&mut self) {
         for start in (0..self.bots.len()).step_by(CLOSE_BATCH) {
             let now = Instant::now();
