@@ -1,6 +1,7 @@
 //! RFC 6455 framing, sans-IO: the server's side of it. Client frames are parsed (and
 //! unmasked in place) out of a connection's read buffer; server frames are appended to its
-//! write buffer. No socket, no clock, no allocation but the buffers the caller owns, so the
+//! write buffer. The client's side (masked writes, unmasked reads) is here too for the load
+//! tool's bots: [`write_masked_frame`] and [`MessageReader::for_server_frames`]. No socket, no clock, no allocation but the buffers the caller owns, so the
 //! shard that drives a connection (`tickwire-net`'s `WsLinks`) and the HTTP side that reads
 //! the connect token call it directly, and the fuzz target feeds it anything.
 //!
@@ -52,6 +53,9 @@ pub enum FrameError {
     /// A client frame must be masked (RFC 6455 §5.1).
     #[error("unmasked client frame")]
     Unmasked,
+    /// A server frame must not be masked (RFC 6455 §5.1).
+    #[error("masked server frame")]
+    MaskedServerFrame,
     /// A reserved bit is set, but no extension was negotiated.
     #[error("reserved bits {0:#x} set without an extension")]
     ReservedBits(u8),
@@ -111,6 +115,17 @@ pub fn parse_client_frame(
     max_payload: usize,
     already: usize,
 ) -> Result<Option<FrameHeader>, FrameError> {
+    parse_frame(buf, max_payload, already, true)
+}
+
+/// [`parse_client_frame`] for either side: `masked` is what a frame from the peer must be
+/// (true from a client, false from a server).
+fn parse_frame(
+    buf: &mut [u8],
+    max_payload: usize,
+    already: usize,
+    masked: bool,
+) -> Result<Option<FrameHeader>, FrameError> {
     let [first, second, ..] = *buf else {
         return Ok(None);
     };
@@ -131,8 +146,10 @@ pub fn parse_client_frame(
     ) {
         return Err(FrameError::ReservedOpcode(opcode));
     }
-    if second & 0x80 == 0 {
-        return Err(FrameError::Unmasked);
+    match (masked, second & 0x80 != 0) {
+        (true, false) => return Err(FrameError::Unmasked),
+        (false, true) => return Err(FrameError::MaskedServerFrame),
+        _ => {}
     }
     let (len, len_bytes) = match second & 0x7F {
         126 => match buf.get(2..4) {
@@ -159,15 +176,17 @@ pub fn parse_client_frame(
             max: max_payload,
         });
     }
-    let header_len = 2 + len_bytes + 4;
+    let header_len = 2 + len_bytes + if masked { 4 } else { 0 };
     // Bounded by max_payload (or 125) above, so it fits a usize.
     let payload_len = len as usize;
     if buf.len() < header_len + payload_len {
         return Ok(None);
     }
-    let mut mask = [0u8; 4];
-    mask.copy_from_slice(&buf[header_len - 4..header_len]);
-    unmask(&mut buf[header_len..header_len + payload_len], mask);
+    if masked {
+        let mut mask = [0u8; 4];
+        mask.copy_from_slice(&buf[header_len - 4..header_len]);
+        unmask(&mut buf[header_len..header_len + payload_len], mask);
+    }
     Ok(Some(FrameHeader {
         fin,
         opcode,
@@ -191,25 +210,59 @@ fn unmask(payload: &mut [u8], mask: [u8; 4]) {
 
 /// Appends a server frame (FIN set, unmasked) whose payload is `prefix` then `payload`.
 pub fn write_frame(out: &mut Vec<u8>, opcode: u8, prefix: &[u8], payload: &[u8]) {
-    let len = prefix.len() + payload.len();
-    out.push(0x80 | opcode);
-    if len < 126 {
-        out.push(len as u8);
-    } else if let Ok(short) = u16::try_from(len) {
-        out.push(126);
-        out.extend_from_slice(&short.to_be_bytes());
-    } else {
-        out.push(127);
-        out.extend_from_slice(&(len as u64).to_be_bytes());
-    }
+    write_header(out, opcode, prefix.len() + payload.len(), 0);
     out.extend_from_slice(prefix);
     out.extend_from_slice(payload);
+}
+
+/// Appends a client frame (FIN set, masked with `mask`, which the caller draws at random for
+/// each frame) whose payload is `prefix` then `payload`.
+pub fn write_masked_frame(
+    out: &mut Vec<u8>,
+    opcode: u8,
+    prefix: &[u8],
+    payload: &[u8],
+    mask: [u8; 4],
+) {
+    write_header(out, opcode, prefix.len() + payload.len(), 0x80);
+    out.extend_from_slice(&mask);
+    let start = out.len();
+    out.extend_from_slice(prefix);
+    out.extend_from_slice(payload);
+    unmask(&mut out[start..], mask);
+}
+
+/// A frame's first bytes up to its mask: FIN and `opcode`, then `len` in its shortest form
+/// with the mask bit `masked` (0x80 or 0).
+fn write_header(out: &mut Vec<u8>, opcode: u8, len: usize, masked: u8) {
+    out.push(0x80 | opcode);
+    if len < 126 {
+        out.push(masked | len as u8);
+    } else if let Ok(short) = u16::try_from(len) {
+        out.push(masked | 126);
+        out.extend_from_slice(&short.to_be_bytes());
+    } else {
+        out.push(masked | 127);
+        out.extend_from_slice(&(len as u64).to_be_bytes());
+    }
 }
 
 /// Appends a close frame with `code` and `reason` (cut to fit a control frame).
 pub fn write_close(out: &mut Vec<u8>, code: u16, reason: &str) {
     let reason = clamp_close_reason(reason);
     write_frame(out, opcode::CLOSE, &code.to_be_bytes(), reason.as_bytes());
+}
+
+/// Appends a client's close frame (masked with `mask`) with `code` and `reason`.
+pub fn write_masked_close(out: &mut Vec<u8>, code: u16, reason: &str, mask: [u8; 4]) {
+    let reason = clamp_close_reason(reason);
+    write_masked_frame(
+        out,
+        opcode::CLOSE,
+        &code.to_be_bytes(),
+        reason.as_bytes(),
+        mask,
+    );
 }
 
 /// A close frame's code and reason; `None` for an empty payload. A reason that is not UTF-8
@@ -267,9 +320,20 @@ pub enum Inbound {
 pub struct MessageReader {
     /// A fragmented message under way: its opcode and the payload so far.
     partial: Option<(u8, Vec<u8>)>,
+    /// Reading a server's unmasked frames (a client's side) rather than a client's.
+    server_frames: bool,
 }
 
 impl MessageReader {
+    /// A reader of a server's frames, which are unmasked (a client's side, as the load
+    /// tool's bots); a masked one is refused. [`Default`] reads a client's frames.
+    pub fn for_server_frames() -> Self {
+        Self {
+            partial: None,
+            server_frames: true,
+        }
+    }
+
     /// The next complete item in `buf[*pos..]`, moving `*pos` past what it consumed.
     /// `Ok(None)`: more bytes are needed (nothing was consumed that is not accounted for).
     pub fn next(
@@ -280,7 +344,9 @@ impl MessageReader {
     ) -> Result<Option<Inbound>, FrameError> {
         loop {
             let already = self.partial.as_ref().map_or(0, |(_, body)| body.len());
-            let Some(header) = parse_client_frame(&mut buf[*pos..], max_message, already)? else {
+            let Some(header) =
+                parse_frame(&mut buf[*pos..], max_message, already, !self.server_frames)?
+            else {
                 return Ok(None);
             };
             let start = *pos + header.header_len;
@@ -492,6 +558,39 @@ mod tests {
         for code in [1000u16, 1001, 1002, 1003, 1007, 1011, 3000, 4999] {
             assert!(close(&code.to_be_bytes()).is_ok(), "{code}");
         }
+    }
+
+    #[test]
+    fn a_clients_masked_frames_read_back_and_a_servers_read_unmasked() {
+        for len in [0usize, 3, 125, 126, 65_536] {
+            let payload: Vec<u8> = (0..len).map(|i| (i * 3) as u8).collect();
+            let mut masked = Vec::new();
+            write_masked_frame(&mut masked, opcode::BINARY, &[7], &payload, [9, 8, 7, 6]);
+            assert_eq!(
+                masked,
+                client_frame(0x82, &[&[7][..], &payload].concat(), [9, 8, 7, 6]),
+                "a masked frame of {len} bytes is what a browser sends"
+            );
+            let mut reader = MessageReader::default();
+            let item = reader.next(&mut masked, &mut 0, 100_000).expect("valid");
+            let expected = bytes::Bytes::from([&[7][..], &payload].concat());
+            assert_eq!(item, Some(Inbound::Binary(expected.clone())));
+            let mut plain = Vec::new();
+            write_frame(&mut plain, opcode::BINARY, &[7], &payload);
+            let mut reader = MessageReader::for_server_frames();
+            let item = reader.next(&mut plain, &mut 0, 100_000).expect("valid");
+            assert_eq!(
+                item,
+                Some(Inbound::Binary(expected)),
+                "server frame of {len}"
+            );
+        }
+        let mut masked = client_frame(0x82, b"x", [1, 2, 3, 4]);
+        assert_eq!(
+            MessageReader::for_server_frames().next(&mut masked, &mut 0, 100),
+            Err(FrameError::MaskedServerFrame),
+            "a client refuses a masked server frame"
+        );
     }
 
     #[test]

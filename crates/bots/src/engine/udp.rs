@@ -34,7 +34,7 @@ use crate::scenario::BotLogic;
 /// Bots that send their disconnect packets together when a run ends.
 const CLOSE_BATCH: usize = 100;
 /// Ready sockets taken per `epoll_wait`.
-const EPOLL_EVENTS: usize = 256;
+pub(super) const EPOLL_EVENTS: usize = 256;
 
 /// Shared-socket bots' addresses start after this one.
 const SHARED_BASE: Ipv4Addr = Ipv4Addr::new(127, 1, 0, 0);
@@ -108,13 +108,13 @@ struct Bot {
 /// wake-ups against the server. Swept every millisecond, the bots add at most 1 ms to
 /// what they measure, and the server pays only for delivering the datagrams, as it would
 /// to remote players.
-struct Readiness {
+pub(super) struct Readiness {
     fd: OwnedFd,
     events: Vec<libc::epoll_event>,
 }
 
 impl Readiness {
-    fn new() -> io::Result<Self> {
+    pub(super) fn new() -> io::Result<Self> {
         // SAFETY: plain syscall; the descriptor is owned below.
         let fd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
         if fd < 0 {
@@ -128,7 +128,7 @@ impl Readiness {
     }
 
     /// Watches `fd` (level-triggered) under `key`.
-    fn add(&self, fd: RawFd, key: usize) -> io::Result<()> {
+    pub(super) fn add(&self, fd: RawFd, key: usize) -> io::Result<()> {
         let mut event = libc::epoll_event {
             events: libc::EPOLLIN as u32,
             u64: key as u64,
@@ -143,7 +143,7 @@ impl Readiness {
     }
 
     /// The keys of sockets with data now, without waiting.
-    fn ready(&mut self) -> impl Iterator<Item = usize> + '_ {
+    pub(super) fn ready(&mut self) -> impl Iterator<Item = usize> + '_ {
         // SAFETY: `events` has room for `EPOLL_EVENTS` entries; timeout 0 never blocks.
         let n = unsafe {
             libc::epoll_wait(

@@ -173,6 +173,7 @@ impl From<&FrameError> for CloseCode {
             FrameError::TooLarge { .. } => Self::WsMessageTooBig,
             FrameError::TextNotUtf8 => Self::WsInvalidPayload,
             FrameError::Unmasked
+            | FrameError::MaskedServerFrame
             | FrameError::ReservedBits(_)
             | FrameError::ReservedOpcode(_)
             | FrameError::BadControlFrame
