@@ -120,6 +120,8 @@ struct Group {
     due: DueTimes,
     expired: Vec<usize>,
     dirty: Vec<usize>,
+    /// Sockets epoll reported readable in this pass.
+    ready: Vec<usize>,
     scratch: Box<[u8]>,
     /// The run is over: what arrives is read and dropped until the server closes.
     closing: bool,
@@ -144,6 +146,7 @@ pub(super) async fn run(spec: GroupSpec) -> Option<GroupResult> {
         due: DueTimes::default(),
         expired: Vec::new(),
         dirty: Vec::new(),
+        ready: Vec::new(),
         scratch: vec![0; SCRATCH_BYTES].into_boxed_slice(),
         closing: false,
         pings_sent: 0,
@@ -157,13 +160,21 @@ impl OneTask for Group {
         &mut self.ledger
     }
 
+    /// A server tick arrives as a burst of a snapshot per bot; taking it whole would hold
+    /// every due send behind it, so each pass reads at most [`EPOLL_EVENTS`] sockets and
+    /// the bots send what is due between passes (as the UDP group does).
     async fn tick(&mut self, pending: &Pending) {
         self.dial(pending);
         self.adopt();
-        self.receive_ready();
-        self.sweep();
-        self.ledger.publish();
-        self.flush_dirty();
+        loop {
+            let more = self.receive_pass();
+            self.sweep();
+            self.ledger.publish();
+            self.flush_dirty();
+            if !more {
+                break;
+            }
+        }
     }
 
     fn start(&mut self, plan: Arc<Plan>) {
@@ -316,17 +327,23 @@ impl Group {
 
     /// Reads every socket epoll reports readable.
     fn receive_ready(&mut self) {
-        // Level-triggered: a socket left with data is reported again on the next pass.
         for _ in 0..8 {
-            let ready: Vec<usize> = self.readiness.ready().collect();
-            let full = ready.len() == EPOLL_EVENTS;
-            for key in ready {
-                self.receive(key);
-            }
-            if !full {
+            if !self.receive_pass() {
                 break;
             }
         }
+    }
+
+    /// Reads up to [`EPOLL_EVENTS`] sockets epoll reports readable; true if there may be
+    /// more (level-triggered: a socket left with data is reported again).
+    fn receive_pass(&mut self) -> bool {
+        self.ready.clear();
+        self.ready.extend(self.readiness.ready());
+        for index in 0..self.ready.len() {
+            let key = self.ready[index];
+            self.receive(key);
+        }
+        self.ready.len() == EPOLL_EVENTS
     }
 
     /// Reads bot `key`'s socket until it would block, handling what arrived.
