@@ -1,6 +1,6 @@
 //! Bots that speak Colyseus 0.18's protocol (issue 17: tickwire measured beside Colyseus
 //! with the same load tool): one small task per bot on the group's runtime, as the
-//! WebSocket bots ([`super::ws`]) run, driven by the same [`run_tasks`].
+//! `wss` bots ([`super::ws`]) run, driven by the same [`run_tasks`].
 //!
 //! What a bot does, as `@colyseus/sdk` 0.18's `Client` and `Room` do it:
 //!

@@ -1,4 +1,4 @@
-//! What a group that drives all of its bots from one task (the UDP and WebTransport
+//! What a group that drives all of its bots from one task (the UDP, WebTransport and WebSocket
 //! engines) keeps besides the bots themselves: the plan, the figures, the generator, and
 //! the reports to the run. One place decides what a connection, a message, a send and an
 //! ending count as, whatever carries them.
