@@ -894,6 +894,21 @@ trait OneTask {
 /// socket (see the module docs), bots add at most this much to what they measure.
 const TICK: Duration = Duration::from_millis(1);
 
+/// Bots of a single-task group that say goodbye together when a run ends, a batch every
+/// [`CLOSE_PACE`]: every bot's goodbye at once overflowed the server's socket at 5,000
+/// bots, and the bots whose goodbyes were lost held their seats (and rooms) until the
+/// server timed them out.
+const CLOSE_BATCH: usize = 100;
+/// Between two batches of goodbyes (the server reads its sockets at least once a tick).
+const CLOSE_PACE: Duration = Duration::from_millis(2);
+
+/// A group's bot keys in batches of [`CLOSE_BATCH`], for its paced goodbyes.
+fn close_batches(bots: usize) -> impl Iterator<Item = std::ops::Range<usize>> {
+    (0..bots)
+        .step_by(CLOSE_BATCH)
+        .map(move |start| start..(start + CLOSE_BATCH).min(bots))
+}
+
 /// Runs `group` tick by tick through the run's commands until the drain ends (its figures)
 /// or the run is aborted (`None`); bots are matchmade meanwhile into `pending`.
 async fn drive(mut group: impl OneTask, pending: Pending) -> Option<GroupResult> {

@@ -27,12 +27,10 @@ use tickwire_proto::{Client, ClientEvent, MAX_DATAGRAM_BYTES, unix_now};
 
 use super::due::{DueTimes, earliest};
 use super::ledger::Ledger;
-use super::{GroupResult, GroupSpec, OneTask, Pending, Report, TICK, drive};
+use super::{CLOSE_PACE, GroupResult, GroupSpec, OneTask, Pending, Report, close_batches, drive};
 use crate::plan::Plan;
 use crate::scenario::BotLogic;
 
-/// Bots that send their disconnect packets together when a run ends.
-const CLOSE_BATCH: usize = 100;
 /// Ready sockets taken per `epoll_wait`.
 pub(super) const EPOLL_EVENTS: usize = 256;
 
@@ -232,15 +230,11 @@ impl OneTask for Group {
         self.due.set_all(Instant::now());
     }
 
-    /// Tells the server every bot leaves, paced: [`CLOSE_BATCH`] bots every 2 ms (the server
-    /// reads once a tick, 17 ms). Every bot's three disconnect packets at once overflowed
-    /// the server's socket at 5,000 bots, and the bots whose disconnects were lost held
-    /// their seats (and rooms) until the server timed them out.
+    /// Tells the server every bot leaves, paced ([`close_batches`]).
     async fn close(&mut self) {
-        for start in (0..self.bots.len()).step_by(CLOSE_BATCH) {
+        for batch in close_batches(self.bots.len()) {
             let now = Instant::now();
-            let end = (start + CLOSE_BATCH).min(self.bots.len());
-            for key in start..end {
+            for key in batch {
                 let bot = &mut self.bots[key];
                 if !bot.ended {
                     bot.client.disconnect(now);
@@ -251,7 +245,7 @@ impl OneTask for Group {
                 }
             }
             self.flush_dirty().await;
-            tokio::time::sleep(2 * TICK).await;
+            tokio::time::sleep(CLOSE_PACE).await;
         }
         for bot in &mut self.bots {
             bot.ended = true;

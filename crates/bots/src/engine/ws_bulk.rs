@@ -28,12 +28,12 @@ use tickwire_proto::websocket::{
 use super::due::{DueTimes, earliest};
 use super::ledger::Ledger;
 use super::udp::{EPOLL_EVENTS, Readiness};
-use super::{GroupResult, GroupSpec, OneTask, Pending, Queue, TICK, drive};
+use super::{
+    CLOSE_PACE, GroupResult, GroupSpec, OneTask, Pending, Queue, TICK, close_batches, drive,
+};
 use crate::plan::Plan;
 use crate::scenario::BotLogic;
 
-/// Bots that send their close frames together when a run ends.
-const CLOSE_BATCH: usize = 100;
 /// The largest message read from the server (as `tickwire_client`'s WebSocket link).
 const MAX_INBOUND_BYTES: usize = 4 << 20;
 /// The group's read buffer: one `read` takes up to this much of one socket.
@@ -183,15 +183,14 @@ impl OneTask for Group {
         self.due.set_all(Instant::now());
     }
 
-    /// Closes every connection with 4001 (the player left), paced: [`CLOSE_BATCH`] bots
-    /// every 2 ms, as the other engines; then reads what still arrives until the server
+    /// Closes every connection with 4001 (the player left), paced
+    /// ([`close_batches`]), as the other engines; then reads what still arrives until the server
     /// has closed every connection (or [`CLOSE_WAIT`]), so no socket is dropped with unread
     /// bytes (a reset, not a close, to the server).
     async fn close(&mut self) {
         self.closing = true;
-        for start in (0..self.bots.len()).step_by(CLOSE_BATCH) {
-            let end = (start + CLOSE_BATCH).min(self.bots.len());
-            for key in start..end {
+        for batch in close_batches(self.bots.len()) {
+            for key in batch {
                 let bot = &mut self.bots[key];
                 if !matches!(bot.stage, Stage::Admitting | Stage::Open) {
                     continue;
@@ -202,7 +201,7 @@ impl OneTask for Group {
             }
             self.flush_dirty();
             self.receive_ready();
-            tokio::time::sleep(2 * TICK).await;
+            tokio::time::sleep(CLOSE_PACE).await;
         }
         let until = Instant::now() + CLOSE_WAIT;
         while Instant::now() < until && self.bots.iter().any(|bot| bot.socket.is_some()) {

@@ -30,7 +30,9 @@ use tickwire_net::wt::{h3, parse_cert_sha256, quic_client_config};
 use self::session::{Greeting, Session, SessionEvent};
 use super::due::{DueTimes, earliest};
 use super::ledger::Ledger;
-use super::{GroupResult, GroupSpec, OneTask, Pending, Queue, TICK, drive};
+use super::{
+    CLOSE_PACE, GroupResult, GroupSpec, OneTask, Pending, Queue, TICK, close_batches, drive,
+};
 use crate::plan::Plan;
 use crate::scenario::BotLogic;
 
@@ -42,9 +44,6 @@ const BOTS_PER_SOCKET: usize = 512;
 const BATCHES_PER_PASS: usize = 1;
 /// Send batch slots: a flush to many connections goes out in few `sendmmsg` calls.
 const SEND_BATCH: usize = 256;
-/// Bots that send their close frames together when a run ends, every 2 ms (as the UDP
-/// engine paces its goodbyes: all at once overflowed the server's socket).
-const CLOSE_BATCH: usize = 100;
 /// How long the closes are given to be answered by the server's QUIC close.
 const CLOSE_WAIT: Duration = Duration::from_secs(2);
 
@@ -243,14 +242,13 @@ impl OneTask for Group {
         self.due.set_all(Instant::now());
     }
 
-    /// Every bot leaves: its close frame, [`CLOSE_BATCH`] bots every 2 ms, answered by the
+    /// Every bot leaves: its close frame, paced ([`close_batches`]), answered by the
     /// server's QUIC close; the closes not answered within [`CLOSE_WAIT`] become QUIC
     /// closes (4001) of this side.
     async fn close(&mut self) {
-        for start in (0..self.bots.len()).step_by(CLOSE_BATCH) {
+        for batch in close_batches(self.bots.len()) {
             let now = Instant::now();
-            let end = (start + CLOSE_BATCH).min(self.bots.len());
-            for key in start..end {
+            for key in batch {
                 let bot = &mut self.bots[key];
                 bot.ended = true;
                 if let Some(session) = bot.session.as_mut() {
@@ -259,7 +257,7 @@ impl OneTask for Group {
                 }
             }
             self.turn();
-            tokio::time::sleep(2 * TICK).await;
+            tokio::time::sleep(CLOSE_PACE).await;
         }
         let deadline = Instant::now() + CLOSE_WAIT;
         while Instant::now() < deadline && self.bots.iter().any(Self::awaits_close) {
