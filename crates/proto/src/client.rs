@@ -290,10 +290,10 @@ impl Client {
 
     /// When `handle_timeout` or `poll_transmit` next has something to do.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let handshake_deadline =
-            self.server_started + Duration::from_secs(self.token.timeout_seconds.into());
         match &self.phase {
             Phase::SendingRequest { last_sent } | Phase::SendingResponse { last_sent, .. } => {
+                let handshake_deadline =
+                    self.server_started + Duration::from_secs(self.token.timeout_seconds.into());
                 let resend =
                     last_sent.map_or(self.server_started, |sent| sent + HANDSHAKE_RESEND_INTERVAL);
                 Some(resend.min(handshake_deadline))

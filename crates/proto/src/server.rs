@@ -23,6 +23,12 @@ use crate::reliable::{ReliabilityConfig, SendError};
 use crate::token::USER_DATA_BYTES;
 use crate::{Transmit, UnixClock};
 
+/// The server's lookup tables, read for every datagram. foldhash, seeded per map, rather
+/// than std's SipHash: hashing a `SocketAddr` with SipHash cost more than the table lookup
+/// around it. The keys a peer could choose do not reach these maps before a valid connect
+/// token and a challenge answered from that address.
+type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+
 /// Largest datagram the server reads; anything longer is not a tickwire packet.
 pub const MAX_DATAGRAM_BYTES: usize = 2048;
 /// Handshake replies waiting for `poll_transmit`; beyond this, new requests are dropped
@@ -288,7 +294,7 @@ fn shrink_queue<T>(queue: &mut VecDeque<T>, usual: usize) {
 
 /// Gives back most of a map's capacity once a quarter of it or less is in use (room to
 /// double again before it grows).
-fn shrink_map<K: Eq + std::hash::Hash, V>(map: &mut HashMap<K, V>) {
+fn shrink_map<K: Eq + std::hash::Hash, V>(map: &mut FastMap<K, V>) {
     if map.capacity() > KEPT_CAPACITY && map.len() * 4 < map.capacity() {
         map.shrink_to((map.len() * 2).max(KEPT_CAPACITY));
     }
@@ -332,8 +338,8 @@ pub struct Server {
     clock: UnixClock,
     slots: Vec<Slot>,
     free_slots: Vec<u32>,
-    by_address: HashMap<SocketAddr, u32>,
-    by_client_id: HashMap<u64, u32>,
+    by_address: FastMap<SocketAddr, u32>,
+    by_client_id: FastMap<u64, u32>,
     replies: VecDeque<PendingReply>,
     events: VecDeque<ServerEvent>,
     /// Slots whose connection may have a packet to write, each at most once, served in
@@ -373,8 +379,8 @@ impl Server {
             clock: UnixClock::new(now, unix_time),
             slots: Vec::new(),
             free_slots: Vec::new(),
-            by_address: HashMap::new(),
-            by_client_id: HashMap::new(),
+            by_address: FastMap::default(),
+            by_client_id: FastMap::default(),
             replies: VecDeque::new(),
             events: VecDeque::new(),
             ready: VecDeque::new(),

@@ -6,7 +6,6 @@
 //! panic in the game's code marks the room [`crashed`](RoomHost::crashed) and no further
 //! call reaches it; the shard then disposes of it alone.
 
-use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 use std::time::{Duration, Instant};
 
@@ -17,6 +16,7 @@ use crate::room::{
     Command, CreateRefused, JoinRefused, LeaveReason, Member, PlayerId, Room, RoomContext,
     RoomState, Seat,
 };
+use crate::sessions::IdMap;
 use crate::shard::RoomId;
 use crate::timers::TimerId;
 use crate::timestep::{Due, FixedTimestep, TickRateError};
@@ -47,7 +47,7 @@ pub struct RoomHost {
     members: Vec<Member>,
     /// Each member's `connected`, by id: every message is checked against it, so it must not
     /// cost a walk over a room of thousands.
-    connected: HashMap<PlayerId, bool>,
+    connected: IdMap<PlayerId, bool>,
     /// Which seats are taken, by seat number: a join takes the lowest free one.
     seats_taken: Vec<bool>,
     capacity: u16,
@@ -83,7 +83,7 @@ impl RoomHost {
             id,
             room,
             members: Vec::new(),
-            connected: HashMap::new(),
+            connected: IdMap::default(),
             seats_taken: vec![false; usize::from(capacity)],
             capacity,
             timestep,

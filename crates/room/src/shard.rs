@@ -12,6 +12,7 @@ use crate::host::RoomHost;
 use crate::limits::{MessageLimitConfig, MessageLimiter, MessageVerdict};
 use crate::listing::{Listing, RoomOptions};
 use crate::room::{Command, CreateRefused, JoinRefused, LeaveReason, PlayerId, Room, Seat};
+use crate::sessions::IdMap;
 use crate::timestep::TickRateError;
 
 /// What a player of a crashed room is told.
@@ -358,8 +359,8 @@ pub struct Shard {
     held: std::collections::BTreeSet<(Instant, PlayerId)>,
     /// Rooms that ticked and await their publish phase.
     unpublished: Vec<RoomId>,
-    rooms: HashMap<RoomId, HostedRoom>,
-    players: HashMap<PlayerId, Seated>,
+    rooms: IdMap<RoomId, HostedRoom>,
+    players: IdMap<PlayerId, Seated>,
     outputs: Vec<ShardOutput>,
     stats: ShardStats,
     tick_times: HashMap<String, TickTimes>,
@@ -379,8 +380,8 @@ impl Shard {
             rooms_due: None,
             held: std::collections::BTreeSet::new(),
             unpublished: Vec::new(),
-            rooms: HashMap::new(),
-            players: HashMap::new(),
+            rooms: IdMap::default(),
+            players: IdMap::default(),
             outputs: Vec::new(),
             stats: ShardStats::default(),
             tick_times: HashMap::new(),

@@ -328,15 +328,22 @@ impl Reliability {
     /// `None` when neither is pending. New messages and acks owed at once go out on the
     /// driver's next `write_packet` regardless ([`Reliability::wants_to_send`]).
     pub fn next_timeout(&self) -> Option<Instant> {
-        let resend_timeout = self.rtt.resend_timeout();
-        self.channels
+        // The resend timeout is worked out only when a window holds something: a game's
+        // stream (unreliable messages only) asks this after every packet.
+        let resend = self
+            .channels
             .iter()
             .filter_map(|channel| match channel {
-                Channel::Reliable { send, .. } => send.next_timeout(resend_timeout),
+                Channel::Reliable { send, .. } if !send.window_is_empty() => {
+                    send.next_timeout(self.rtt.resend_timeout())
+                }
                 _ => None,
             })
-            .chain(self.received.ack_deadline())
-            .min()
+            .min();
+        match (resend, self.received.ack_deadline()) {
+            (Some(resend), Some(ack)) => Some(resend.min(ack)),
+            (resend, ack) => resend.or(ack),
+        }
     }
 
     /// Estimates, counters and memory in use.
@@ -495,17 +502,15 @@ impl Reliability {
 
     /// Applies the peer's ack: marks our packets acked, their reliable units delivered, takes
     /// an RTT sample and frees fully acked messages.
-    fn handle_ack(&mut self, now: Instant, Ack { ack, bits }: Ack) {
-        for back in 0..=32u16 {
-            if back > 0 && bits >> (back - 1) & 1 == 0 {
-                continue;
-            }
-            let sequence = ack.wrapping_sub(back);
+    fn handle_ack(&mut self, now: Instant, ack: Ack) {
+        let mut news = false;
+        for sequence in self.sent.named_in_flight(ack) {
             let Some(acked) = self.sent.ack(sequence, now) else {
                 continue;
             };
+            news = true;
             self.counters.packets_acked += 1;
-            if back == 0
+            if sequence == ack.ack
                 && self
                     .largest_acked
                     .is_none_or(|largest| sequence_newer(sequence, largest))
@@ -526,6 +531,10 @@ impl Reliability {
                     self.bytes_in_flight -= len;
                 }
             }
+        }
+        if !news {
+            // Nothing freed and no RTT sample: the channels are as they were.
+            return;
         }
         for channel in &mut self.channels {
             if let Channel::Reliable { send, .. } = channel {

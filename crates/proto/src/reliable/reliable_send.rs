@@ -258,6 +258,11 @@ impl ReliableSender {
     }
 
     /// When the earliest unacked unit becomes due again.
+    /// True when no message is admitted and unacked (queued ones may wait).
+    pub(crate) fn window_is_empty(&self) -> bool {
+        self.window.is_empty()
+    }
+
     pub(crate) fn next_timeout(&self, resend_timeout: Duration) -> Option<Instant> {
         self.window
             .iter()
