@@ -41,6 +41,7 @@
 //! | [`udp::RecvBatch`], [`udp::SendBatch`] | preallocated datagram slots, one `*mmsg` call each |
 //! | [`udp::RecvStats`], [`udp::SendStats`] | per-batch counters, drops by reason |
 //! | [`udp::bind_reuseport`] | the socket setup: `SO_REUSEPORT`, buffer sizes, dual stack |
+//! | [`due::DueTimes`] | when each of many connections next needs looking at (a heap that lets a time move later for free) |
 //! | `ws::WsEndpoint`, `ws::WsLinks`, `ws::HttpListener` | (`server`) the WebSocket transport: `/ws`, the one token check, the connections a shard drives, TLS |
 //! | `wt::WtLinks` | (`server`) the WebTransport transport, one per shard on its own port: `/wt` over HTTP/3 (quinn-proto and HTTP/3 sans-IO), datagrams for unreliable channels, packets batched across sessions |
 //! | [`wt::WtClient`] | a player over WebTransport |
@@ -72,6 +73,7 @@ macro_rules! slot_id {
 }
 
 pub mod driver;
+pub mod due;
 pub mod udp;
 pub mod ws;
 pub mod wt;

@@ -339,6 +339,25 @@ impl Client {
         self.end(reason);
     }
 
+    /// Whether [`poll_transmit`](Self::poll_transmit) would write something now without a
+    /// timer: a farewell, a handshake packet due, messages or an ack owed at once. It may
+    /// say true when `poll_transmit` then finds nothing, never false when it would write;
+    /// keepalives, resends and delayed acks come due at [`poll_timeout`](Self::poll_timeout).
+    /// A driver that has just handed in datagrams can skip `poll_transmit` when it is false
+    /// (a stream of snapshots asks for no answer of its own).
+    pub fn wants_to_send(&self, now: Instant) -> bool {
+        if !self.farewells.is_empty() {
+            return true;
+        }
+        match &self.phase {
+            Phase::SendingRequest { last_sent } | Phase::SendingResponse { last_sent, .. } => {
+                handshake_resend_due(*last_sent, now)
+            }
+            Phase::Connected(connection) => connection.wants_to_send(),
+            Phase::Disconnected(_) => false,
+        }
+    }
+
     /// Writes the next datagram to send into `buf` (at least the MTU) and says where it goes.
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
         if let Some((destination, packet)) = self.farewells.pop_front() {
@@ -347,10 +366,7 @@ impl Client {
             return Some(Transmit { destination, len });
         }
         let destination = self.server_address();
-        let due = |last_sent: &Option<Instant>| {
-            last_sent
-                .is_none_or(|sent| now.saturating_duration_since(sent) >= HANDSHAKE_RESEND_INTERVAL)
-        };
+        let due = |last_sent: &Option<Instant>| handshake_resend_due(*last_sent, now);
         let len = match &mut self.phase {
             Phase::SendingRequest { last_sent } if due(last_sent) => {
                 *last_sent = Some(now);
@@ -379,4 +395,9 @@ impl Client {
         };
         Some(Transmit { destination, len })
     }
+}
+
+/// Whether a handshake packet last sent at `last_sent` (never, if `None`) is due again.
+fn handshake_resend_due(last_sent: Option<Instant>, now: Instant) -> bool {
+    last_sent.is_none_or(|sent| now.saturating_duration_since(sent) >= HANDSHAKE_RESEND_INTERVAL)
 }

@@ -57,7 +57,6 @@
 //! [`BatchSocket::try_recv_batch`]: tickwire_net::udp::BatchSocket::try_recv_batch
 
 mod colyseus;
-mod due;
 mod ledger;
 mod udp;
 mod ws;

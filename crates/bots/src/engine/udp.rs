@@ -25,7 +25,7 @@ use tickwire_net::udp::{BatchSocket, RecvBatch, SendBatch, enable_local_addresse
 use tickwire_proto::reliable::ReliabilityConfig;
 use tickwire_proto::{Client, ClientEvent, MAX_DATAGRAM_BYTES, unix_now};
 
-use super::due::{DueTimes, earliest};
+use tickwire_net::due::{DueTimes, earliest};
 use super::ledger::Ledger;
 use super::{CLOSE_PACE, GroupResult, GroupSpec, OneTask, Pending, Report, close_batches, drive};
 use crate::plan::Plan;
@@ -379,10 +379,6 @@ impl Group {
                         continue;
                     };
                     bot.client.handle_datagram(now, from, datagram);
-                    if !bot.dirty {
-                        bot.dirty = true;
-                        self.dirty.push(key);
-                    }
                     // A bot's events are drained whole, so a repeat here finds none.
                     if self.touched.last() != Some(&key) {
                         self.touched.push(key);
@@ -398,9 +394,11 @@ impl Group {
         }
         let now_ns = self.ledger.now_ns(Instant::now());
         self.ledger.datagrams(true, received, now_ns);
+        let now = Instant::now();
         for index in 0..self.touched.len() {
             let key = self.touched[index];
             self.events(key, now_ns);
+            self.after_receive(key, now);
         }
         any_more
     }
@@ -419,13 +417,10 @@ impl Group {
                     for (from, datagram) in &self.inbox {
                         bot.client.handle_datagram(now, from, datagram);
                     }
-                    if !bot.dirty {
-                        bot.dirty = true;
-                        self.dirty.push(key);
-                    }
                     let now_ns = self.ledger.now_ns(now);
                     self.ledger.datagrams(true, count as u64, now_ns);
                     self.events(key, now_ns);
+                    self.after_receive(key, now);
                     if count < self.inbox.capacity() {
                         return;
                     }
@@ -436,6 +431,23 @@ impl Group {
                     return;
                 }
             }
+        }
+    }
+
+    /// After bot `key` took in datagrams and its events: flushed if it has something to
+    /// send at once (an owed ack, an answer, the handshake's next step); otherwise only its
+    /// timer is filed again. A snapshot asks nothing back, and polling every receiving bot
+    /// for a packet it did not have cost a write attempt per datagram received.
+    fn after_receive(&mut self, key: usize, now: Instant) {
+        let bot = &mut self.bots[key];
+        if bot.client.wants_to_send(now) {
+            if !bot.dirty {
+                bot.dirty = true;
+                self.dirty.push(key);
+            }
+        } else if !bot.dirty {
+            bot.deadline = bot.client.poll_timeout();
+            self.refresh_due(key);
         }
     }
 

@@ -25,7 +25,7 @@ use tickwire_proto::websocket::{
     Inbound, MessageReader, opcode, write_masked_close, write_masked_frame,
 };
 
-use super::due::{DueTimes, earliest};
+use tickwire_net::due::{DueTimes, earliest};
 use super::ledger::Ledger;
 use super::udp::{EPOLL_EVENTS, Readiness};
 use super::{

@@ -4,7 +4,7 @@ mod packets;
 mod session;
 mod tls;
 
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::io;
 use std::net::{IpAddr, SocketAddr, UdpSocket};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
@@ -23,6 +23,7 @@ use super::config::{
 };
 use super::framing::max_frame_bytes;
 use super::stats::{WtCounters, WtCounts};
+use crate::due::DueTimes;
 use crate::udp::{RecvBatch, RecvStats, SendBatch, SendStats};
 use crate::ws::{
     AdmittedClient, CloseCode, TlsIdentity, WsClosed, WsConfig, WsCounters, WsEndpoint,
@@ -194,8 +195,11 @@ pub struct WtLinks {
     per_ip: HashMap<IpAddr, usize>,
     touched: Vec<usize>,
     dirty: Vec<usize>,
-    /// Each session's next timer, earliest first.
-    timers: BTreeSet<(Instant, usize)>,
+    /// Each session's next timer (QUIC's or its own deadline), by index. A timer that moves
+    /// later keeps its earlier entry: the session is looked at then and filed again.
+    timers: DueTimes,
+    /// Scratch for the sessions whose time has come.
+    expired: Vec<usize>,
     events: VecDeque<WtLinkEvent>,
     recv: Option<RecvBatch>,
     send: SendBatch,
@@ -304,7 +308,8 @@ impl WtLinks {
             per_ip: HashMap::new(),
             touched: Vec::new(),
             dirty: Vec::new(),
-            timers: BTreeSet::new(),
+            timers: DueTimes::default(),
+            expired: Vec::new(),
             events: VecDeque::new(),
             recv: Some(RecvBatch::new()),
             send: SendBatch::with_capacity(SEND_BATCH, SendBatch::DEFAULT_SLOT_SIZE),
@@ -494,7 +499,7 @@ impl WtLinks {
     /// The earliest deadline: a session's QUIC timer, handshake or close deadline, or the
     /// certificate's renewal.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let first = self.timers.first().map(|&(at, _)| at);
+        let first = self.timers.earliest();
         match (first, self.next_renewal) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -504,14 +509,18 @@ impl WtLinks {
     /// Runs what is due at `now`.
     pub fn handle_timeout(&mut self, now: Instant) {
         self.clock = self.clock.max(now);
-        while let Some(&(at, index)) = self.timers.first() {
-            if at > now {
-                break;
-            }
-            self.timers.pop_first();
+        let mut expired = std::mem::take(&mut self.expired);
+        self.timers.take_expired(now, &mut expired);
+        for &index in &expired {
             let link = match self.conns[index].as_mut() {
                 Some(conn) => {
-                    conn.timer = None;
+                    let next = conn.next_timeout();
+                    if next.is_none_or(|at| at > now) {
+                        // Filed before its time (its timers moved later since): filed
+                        // again, nothing to run.
+                        self.timers.set(index, next);
+                        continue;
+                    }
                     if conn.quic.poll_timeout().is_some_and(|at| at <= now) {
                         conn.quic.handle_timeout(now);
                     }
@@ -524,6 +533,7 @@ impl WtLinks {
             }
             self.touch(index);
         }
+        self.expired = expired;
         if self.next_renewal.is_some_and(|at| at <= now) {
             self.renew_self_signed(now);
         }

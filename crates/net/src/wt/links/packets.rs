@@ -215,26 +215,14 @@ impl WtLinks {
         let Some(conn) = self.conns[index].as_mut() else {
             return;
         };
-        let next = conn.next_timeout();
-        if next == conn.timer {
-            return;
-        }
-        if let Some(old) = conn.timer.take() {
-            self.timers.remove(&(old, index));
-        }
-        if let Some(at) = next {
-            self.timers.insert((at, index));
-        }
-        conn.timer = next;
+        self.timers.set(index, conn.next_timeout());
     }
 
     fn remove(&mut self, index: usize) {
-        let Some(mut conn) = self.conns[index].take() else {
+        let Some(conn) = self.conns[index].take() else {
             return;
         };
-        if let Some(at) = conn.timer.take() {
-            self.timers.remove(&(at, index));
-        }
+        self.timers.forget(index);
         self.live -= 1;
         let ip = conn.peer.ip().to_canonical();
         if let Some(count) = self.per_ip.get_mut(&ip) {

@@ -115,8 +115,6 @@ pub(super) struct Conn {
     pub(super) phase: Phase,
     /// The handshake or close deadline.
     pub(super) deadline: Option<Instant>,
-    /// The instant this session is filed under in the links' timer set.
-    pub(super) timer: Option<Instant>,
     /// Listed for the next flush.
     pub(super) dirty: bool,
     /// Listed to be driven at the end of this `handle_io` or `handle_timeout`.
@@ -172,7 +170,6 @@ impl Conn {
             quic,
             phase: Phase::Handshake,
             deadline: Some(now + shared.handshake_timeout),
-            timer: None,
             dirty: false,
             touched: false,
             announced: false,
