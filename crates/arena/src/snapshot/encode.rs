@@ -323,8 +323,11 @@ struct Candidate {
     /// Index in the baseline, or `NOT_MEMBER`.
     member: u32,
     priority: f32,
-    /// Bits it takes if sent.
+    /// Bits it takes if sent: its id at most, and `fields`.
     cost: u32,
+    /// What is written after its id if sent: its full state for a newcomer, the update
+    /// from its acknowledged state for a member.
+    fields: Fields,
     fate: Fate,
 }
 
@@ -359,13 +362,10 @@ pub struct SnapshotEncoder {
     stamp: u32,
     candidates: Vec<Candidate>,
     destroys: Vec<EntityId>,
-    creates: Vec<(EntityId, EntityState)>,
-    updates: Vec<(EntityId, EntityState, EntityState)>,
     bullets_near: Vec<(f32, u32)>,
     records: Vec<Record>,
     by_priority: Vec<u32>,
     ranks: Vec<f32>,
-    merged: Vec<Record>,
 }
 
 impl SnapshotEncoder {
@@ -383,13 +383,10 @@ impl SnapshotEncoder {
             frame: Frame::new(schema, map_size, &config),
             candidates: Vec::with_capacity(config.candidates + config.max_entities),
             destroys: Vec::with_capacity(config.max_entities),
-            creates: Vec::with_capacity(config.max_entities),
-            updates: Vec::with_capacity(config.max_entities),
             bullets_near: Vec::with_capacity(2 * config.max_bullets),
             records: Vec::with_capacity(config.max_entities),
             by_priority: Vec::with_capacity(config.max_entities),
             ranks: Vec::with_capacity(config.candidates + config.max_entities),
-            merged: Vec::with_capacity(config.max_entities),
             marks: Vec::new(),
             stamp: 0,
             tokens_per_tick,
@@ -496,6 +493,7 @@ impl SnapshotEncoder {
                 member: index as u32,
                 priority: 0.0,
                 cost: 0,
+                fields: Fields::default(),
                 fate: Fate::Wait,
             });
         }
@@ -565,6 +563,7 @@ impl SnapshotEncoder {
                                 member: NOT_MEMBER,
                                 priority: 0.0,
                                 cost: 0,
+                                fields: Fields::default(),
                                 fate: Fate::Wait,
                             });
                         }
@@ -694,15 +693,15 @@ impl SnapshotEncoder {
             used += self.bullets_near.len() * bullet_cost;
         }
 
-        // Unchanged members cost nothing; the rest go by priority while they fit.
+        // Unchanged members cost nothing; the rest go by priority while they fit. Each one
+        // sent has its bits packed here, once: they are its cost, and what is written.
         let mut wanted = 0usize;
         for candidate in &mut self.candidates {
             let state = frame.states[usize::from(candidate.id)];
             let weight = 1.0 / (1.0 + candidate.distance_squared / 16.0);
             if candidate.member == NOT_MEMBER {
-                candidate.cost = (ID_BITS_MAX + create_bits(schema)) as u32;
+                candidate.fields = Fields::full(schema, &state);
                 candidate.priority = NEW_ENTITY_AGE * weight;
-                candidate.fate = Fate::Send;
             } else {
                 let record = &baseline[candidate.member as usize];
                 let old = record.state();
@@ -710,10 +709,11 @@ impl SnapshotEncoder {
                     candidate.fate = Fate::Unchanged;
                     continue;
                 }
-                candidate.cost = (ID_BITS_MAX + update_bits(schema, &old, &state)) as u32;
+                candidate.fields = Fields::update(schema, &old, &state);
                 candidate.priority = (f32::from(record.age(tick)) + 1.0) * weight;
-                candidate.fate = Fate::Send;
             }
+            candidate.cost = ID_BITS_MAX as u32 + candidate.fields.len;
+            candidate.fate = Fate::Send;
             wanted += candidate.cost as usize;
         }
         let available = budget_bits.saturating_sub(used);
@@ -738,44 +738,10 @@ impl SnapshotEncoder {
                 }
             }
         }
-        self.creates.clear();
-        self.updates.clear();
-        for candidate in &self.candidates {
-            let id = candidate.id;
-            let state = frame.states[usize::from(id)];
-            let fresh = Record::new(id, &state, tick);
-            match (candidate.member == NOT_MEMBER, candidate.fate) {
-                (true, Fate::Send) => {
-                    self.creates.push((id, state));
-                    self.records.push(fresh);
-                }
-                (true, _) => {}
-                (false, Fate::Send) => {
-                    let record = baseline[candidate.member as usize];
-                    self.updates.push((id, record.state(), state));
-                    self.records.push(fresh);
-                }
-                (false, Fate::Unchanged) => self.records.push(fresh),
-                (false, Fate::Wait) => self.records.push(baseline[candidate.member as usize]),
-            }
-        }
-        if !self.creates.is_empty() {
-            // Members' records are in id order and so are the creates: merge, not sort.
-            self.merged.clear();
-            let members = self.records.len() - self.creates.len();
-            let (kept, created) = self.records.split_at(members);
-            let (mut i, mut j) = (0, 0);
-            while i < kept.len() || j < created.len() {
-                if j == created.len() || (i < kept.len() && kept[i].id < created[j].id) {
-                    self.merged.push(kept[i]);
-                    i += 1;
-                } else {
-                    self.merged.push(created[j]);
-                    j += 1;
-                }
-            }
-            std::mem::swap(&mut self.records, &mut self.merged);
-        }
+        // Members come first, then newcomers, each part in id order.
+        let members = self.candidates.partition_point(|c| c.member != NOT_MEMBER);
+        let (kept, newcomers) = self.candidates.split_at(members);
+        let counts = view_records(&mut self.records, kept, newcomers, baseline, frame, tick);
 
         let mut w = BitWriter::new(out);
         w.write_uint(u64::from(tick), 32)?;
@@ -791,27 +757,21 @@ impl SnapshotEncoder {
         w.write_uint(self.destroys.len() as u64, 8)?;
         let mut ids = IdWriter::default();
         for &id in &self.destroys {
-            ids.write(&mut w, id)?;
+            ids.write(&mut w, id, Fields::default())?;
         }
-        w.write_uint(self.creates.len() as u64, 8)?;
-        let mut ids = IdWriter::default();
-        for (id, state) in &self.creates {
-            ids.write(&mut w, *id)?;
-            write_full(&mut w, schema, state)?;
-        }
-        w.write_uint(self.updates.len() as u64, 8)?;
-        let mut ids = IdWriter::default();
-        for (id, old, new) in &self.updates {
-            ids.write(&mut w, *id)?;
-            write_update(&mut w, schema, old, new)?;
-        }
+        w.write_uint(counts.creates as u64, 8)?;
+        write_sent(&mut w, newcomers)?;
+        w.write_uint(counts.updates as u64, 8)?;
+        write_sent(&mut w, kept)?;
         w.write_uint(self.bullets_near.len() as u64, 6)?;
         for &(_, item) in &self.bullets_near {
             let bullet = &frame.bullets[item as usize];
-            w.write_uint(u64::from(bullet.x), x_bits)?;
-            w.write_uint(u64::from(bullet.y), y_bits)?;
-            w.write_uint(u64::from(bullet.direction), 10)?;
-            w.write_bool(bullet.owner == recipient)?;
+            let mut fields = Fields::default();
+            fields.push(bullet.x, x_bits);
+            fields.push(bullet.y, y_bits);
+            fields.push(bullet.direction, 10);
+            fields.push(u16::from(bullet.owner == recipient), 1);
+            fields.write(&mut w)?;
         }
         let len = w.finish()?;
 
@@ -864,85 +824,127 @@ fn write_own(
     w.write_varint(u64::from(own.score))
 }
 
-pub(crate) fn create_bits(schema: &SnapshotSchema) -> usize {
-    let (x_bits, y_bits) = schema.position_bits();
-    (x_bits + y_bits + 10 + schema.health_bits() + 1) as usize
+/// Fields packed least significant first, as the wire stores them: pushing `a` then `b`
+/// and writing the result once puts the same bits on the wire as writing `a` then `b`, in
+/// one or two writer calls rather than one per field. Holds at most 64 bits (an update
+/// takes at most 58: `3 + 2 × (1 + 16) + 10 + 11`).
+#[derive(Debug, Clone, Copy, Default)]
+struct Fields {
+    value: u64,
+    len: u32,
 }
 
-fn axis_bits(old: u16, new: u16, full: u32) -> usize {
-    let delta = i32::from(new) - i32::from(old);
-    1 + if (-128..=127).contains(&delta) {
-        8
-    } else {
-        full as usize
+impl Fields {
+    /// A newcomer's whole state.
+    fn full(schema: &SnapshotSchema, state: &EntityState) -> Self {
+        let (x_bits, y_bits) = schema.position_bits();
+        let mut fields = Self::default();
+        fields.push(state.x, x_bits);
+        fields.push(state.y, y_bits);
+        fields.push(state.aim, 10);
+        fields.push(state.health, schema.health_bits());
+        fields.push(u16::from(state.alive), 1);
+        fields
+    }
+
+    /// A member's change from `old`: a flag per group, then the groups that changed.
+    fn update(schema: &SnapshotSchema, old: &EntityState, new: &EntityState) -> Self {
+        let (x_bits, y_bits) = schema.position_bits();
+        let mut fields = Self::default();
+        let moved = (old.x, old.y) != (new.x, new.y);
+        fields.push(u16::from(moved), 1);
+        if moved {
+            fields.push_axis(old.x, new.x, x_bits);
+            fields.push_axis(old.y, new.y, y_bits);
+        }
+        let aimed = old.aim != new.aim;
+        fields.push(u16::from(aimed), 1);
+        if aimed {
+            fields.push(new.aim, 10);
+        }
+        let vitals = (old.health, old.alive) != (new.health, new.alive);
+        fields.push(u16::from(vitals), 1);
+        if vitals {
+            fields.push(new.health, schema.health_bits());
+            fields.push(u16::from(new.alive), 1);
+        }
+        fields
+    }
+
+    /// An 8-bit delta when the step moved by less than 128, else the new step whole.
+    #[inline]
+    fn push_axis(&mut self, old: u16, new: u16, full: u32) {
+        let delta = i32::from(new) - i32::from(old);
+        if (-128..=127).contains(&delta) {
+            self.push(1 | ((delta + 128) as u16) << 1, 9);
+        } else {
+            self.push(0, 1);
+            self.push(new, full);
+        }
+    }
+
+    /// Appends `value`, which fits in `bits` (the schema's grids guarantee it).
+    #[inline(always)]
+    fn push(&mut self, value: u16, bits: u32) {
+        debug_assert!(u64::from(value) >> bits == 0, "{value} in {bits} bits");
+        self.value |= u64::from(value) << self.len;
+        self.len += bits;
+    }
+
+    fn write(self, w: &mut BitWriter<'_>) -> Result<(), EncodeError> {
+        w.write_uint(self.value, self.len)
     }
 }
 
-pub(crate) fn update_bits(schema: &SnapshotSchema, old: &EntityState, new: &EntityState) -> usize {
-    let (x_bits, y_bits) = schema.position_bits();
-    let mut bits = 3;
-    if (old.x, old.y) != (new.x, new.y) {
-        bits += axis_bits(old.x, new.x, x_bits) + axis_bits(old.y, new.y, y_bits);
-    }
-    if old.aim != new.aim {
-        bits += 10;
-    }
-    if (old.health, old.alive) != (new.health, new.alive) {
-        bits += schema.health_bits() as usize + 1;
-    }
-    bits
+/// How many creates and updates a snapshot carries.
+#[derive(Debug, Default)]
+struct Sent {
+    creates: usize,
+    updates: usize,
 }
 
-#[inline]
-fn write_full(
-    w: &mut BitWriter<'_>,
-    schema: &SnapshotSchema,
-    state: &EntityState,
-) -> Result<(), EncodeError> {
-    let (x_bits, y_bits) = schema.position_bits();
-    w.write_uint(u64::from(state.x), x_bits)?;
-    w.write_uint(u64::from(state.y), y_bits)?;
-    w.write_uint(u64::from(state.aim), 10)?;
-    w.write_uint(u64::from(state.health), schema.health_bits())?;
-    w.write_bool(state.alive)
+/// Fills `records` with the view the snapshot leaves the client with, in id order: a member
+/// with its state now if sent or unchanged, its acknowledged one while it waits; a newcomer
+/// if sent. Members (`kept`) and newcomers are each in id order, so they are merged.
+fn view_records(
+    records: &mut Vec<Record>,
+    kept: &[Candidate],
+    newcomers: &[Candidate],
+    baseline: &[Record],
+    frame: &Frame,
+    tick: u32,
+) -> Sent {
+    records.clear();
+    let mut sent = Sent::default();
+    let fresh = |id: EntityId| Record::new(id, &frame.states[usize::from(id)], tick);
+    let mut created = newcomers.iter().filter(|c| c.fate == Fate::Send).peekable();
+    for member in kept {
+        while let Some(newcomer) = created.next_if(|c| c.id < member.id) {
+            records.push(fresh(newcomer.id));
+            sent.creates += 1;
+        }
+        records.push(match member.fate {
+            Fate::Send => {
+                sent.updates += 1;
+                fresh(member.id)
+            }
+            Fate::Unchanged => fresh(member.id),
+            Fate::Wait => baseline[member.member as usize],
+        });
+    }
+    for newcomer in created {
+        records.push(fresh(newcomer.id));
+        sent.creates += 1;
+    }
+    sent
 }
 
-#[inline]
-fn write_axis(w: &mut BitWriter<'_>, old: u16, new: u16, full: u32) -> Result<(), EncodeError> {
-    let delta = i32::from(new) - i32::from(old);
-    if (-128..=127).contains(&delta) {
-        w.write_bool(true)?;
-        w.write_uint((delta + 128) as u64, 8)
-    } else {
-        w.write_bool(false)?;
-        w.write_uint(u64::from(new), full)
-    }
-}
-
-#[inline]
-fn write_update(
-    w: &mut BitWriter<'_>,
-    schema: &SnapshotSchema,
-    old: &EntityState,
-    new: &EntityState,
-) -> Result<(), EncodeError> {
-    let (x_bits, y_bits) = schema.position_bits();
-    let moved = (old.x, old.y) != (new.x, new.y);
-    w.write_bool(moved)?;
-    if moved {
-        write_axis(w, old.x, new.x, x_bits)?;
-        write_axis(w, old.y, new.y, y_bits)?;
-    }
-    let aimed = old.aim != new.aim;
-    w.write_bool(aimed)?;
-    if aimed {
-        w.write_uint(u64::from(new.aim), 10)?;
-    }
-    let vitals = (old.health, old.alive) != (new.health, new.alive);
-    w.write_bool(vitals)?;
-    if vitals {
-        w.write_uint(u64::from(new.health), schema.health_bits())?;
-        w.write_bool(new.alive)?;
+/// Writes the candidates of `part` (newcomers: the creates; members: the updates) that
+/// are sent, each as its id and its packed fields.
+fn write_sent(w: &mut BitWriter<'_>, part: &[Candidate]) -> Result<(), EncodeError> {
+    let mut ids = IdWriter::default();
+    for candidate in part.iter().filter(|c| c.fate == Fate::Send) {
+        ids.write(w, candidate.id, candidate.fields)?;
     }
     Ok(())
 }
@@ -954,23 +956,35 @@ struct IdWriter {
 }
 
 impl IdWriter {
+    /// Writes `id`'s gap, then `fields` (in one writer call when both fit 64 bits).
     #[inline]
-    fn write(&mut self, w: &mut BitWriter<'_>, id: EntityId) -> Result<(), EncodeError> {
+    fn write(
+        &mut self,
+        w: &mut BitWriter<'_>,
+        id: EntityId,
+        fields: Fields,
+    ) -> Result<(), EncodeError> {
         let gap = u32::from(id) - self.next;
+        let mut packed = Fields::default();
         if gap < 16 {
-            w.write_bool(false)?;
-            w.write_uint(u64::from(gap), 4)?;
+            packed.push(0b0, 1);
+            packed.push(gap as u16, 4);
         } else if gap < 272 {
-            w.write_bool(true)?;
-            w.write_bool(false)?;
-            w.write_uint(u64::from(gap - 16), 8)?;
+            packed.push(0b01, 2);
+            packed.push((gap - 16) as u16, 8);
         } else {
-            w.write_bool(true)?;
-            w.write_bool(true)?;
-            w.write_uint(u64::from(gap), 16)?;
+            packed.push(0b11, 2);
+            packed.push(gap as u16, 16);
         }
         self.next = u32::from(id) + 1;
-        Ok(())
+        if packed.len + fields.len <= 64 {
+            packed.value |= fields.value << packed.len;
+            packed.len += fields.len;
+            packed.write(w)
+        } else {
+            packed.write(w)?;
+            fields.write(w)
+        }
     }
 }
 
