@@ -343,6 +343,48 @@ enum Fate {
 
 const NOT_MEMBER: u32 = u32::MAX;
 
+/// The interest cells around a recipient's, as offsets: ring by ring (the square of
+/// Chebyshev distance `r` from it), nearest first, each ring row by row. Computed once per
+/// encoder rather than found by scanning each ring's square for every recipient.
+#[derive(Debug, Clone)]
+struct InterestRings {
+    cells: Vec<(i32, i32)>,
+    /// Where each ring ends in `cells`.
+    ends: Vec<usize>,
+}
+
+impl InterestRings {
+    /// The rings that cover `radius` with cells of `cell_size`.
+    fn new(radius: f32, cell_size: f32) -> Self {
+        let rings = (radius / cell_size).ceil() as i32;
+        let (mut cells, mut ends) = (Vec::new(), Vec::new());
+        for ring in 0..=rings {
+            for dy in -ring..=ring {
+                for dx in -ring..=ring {
+                    if dx.abs().max(dy.abs()) == ring {
+                        cells.push((dx, dy));
+                    }
+                }
+            }
+            ends.push(cells.len());
+        }
+        Self { cells, ends }
+    }
+
+    /// Each ring's cells, nearest ring first.
+    fn rings(&self) -> impl Iterator<Item = &[(i32, i32)]> {
+        let starts = std::iter::once(0).chain(self.ends.iter().copied());
+        starts
+            .zip(&self.ends)
+            .map(|(start, &end)| &self.cells[start..end])
+    }
+
+    /// Every cell, in ring order.
+    fn cells(&self) -> &[(i32, i32)] {
+        &self.cells
+    }
+}
+
 /// Priority of a new entity, in ticks of age: it competes as an update four ticks stale.
 const NEW_ENTITY_AGE: f32 = 4.0;
 
@@ -366,6 +408,7 @@ pub struct SnapshotEncoder {
     records: Vec<Record>,
     by_priority: Vec<u32>,
     ranks: Vec<f32>,
+    rings: InterestRings,
 }
 
 impl SnapshotEncoder {
@@ -389,6 +432,7 @@ impl SnapshotEncoder {
             ranks: Vec::with_capacity(config.candidates + config.max_entities),
             marks: Vec::new(),
             stamp: 0,
+            rings: InterestRings::new(config.interest_radius, config.interest_cell_size),
             tokens_per_tick,
             schema,
             config,
@@ -501,7 +545,6 @@ impl SnapshotEncoder {
         // New candidates: rings of interest cells, nearest first, at most `candidates`
         // looked at; a crowded cell is read from an offset that moves every tick.
         let (cx, cy) = frame.cell_coords(me_position);
-        let rings = (config.interest_radius / frame.cell_size).ceil() as i32;
         let member_count = self.candidates.len();
         // A full view samples a quarter as many: newcomers only replace members, and the
         // rotating offsets still reach every entity of a crowd within a few ticks.
@@ -511,65 +554,60 @@ impl SnapshotEncoder {
             config.candidates
         };
         let mut looked = 0usize;
-        'rings: for ring in 0..=rings {
-            let mut cells_left = if ring == 0 { 1 } else { 8 * ring as usize };
-            for dy in -ring..=ring {
-                for dx in -ring..=ring {
-                    if dx.abs().max(dy.abs()) != ring {
-                        continue;
-                    }
-                    let (x, y) = (cx + dx, cy + dy);
-                    if x < 0 || y < 0 || x >= frame.columns as i32 || y >= frame.rows as i32 {
-                        cells_left -= 1;
-                        continue;
-                    }
-                    let items = frame
-                        .players_by_cell
-                        .cell((y as u32 * frame.columns + x as u32) as usize);
-                    let remaining = limit - looked;
-                    if remaining == 0 {
-                        break 'rings;
-                    }
-                    let quota = (remaining / cells_left)
-                        .max(8)
-                        .min(remaining)
-                        .min(items.len());
+        'rings: for ring in self.rings.rings() {
+            let mut cells_left = ring.len();
+            for &(dx, dy) in ring {
+                let (x, y) = (cx + dx, cy + dy);
+                if x < 0 || y < 0 || x >= frame.columns as i32 || y >= frame.rows as i32 {
                     cells_left -= 1;
-                    if quota == 0 {
+                    continue;
+                }
+                let items = frame
+                    .players_by_cell
+                    .cell((y as u32 * frame.columns + x as u32) as usize);
+                let remaining = limit - looked;
+                if remaining == 0 {
+                    break 'rings;
+                }
+                let quota = (remaining / cells_left)
+                    .max(8)
+                    .min(remaining)
+                    .min(items.len());
+                cells_left -= 1;
+                if quota == 0 {
+                    continue;
+                }
+                let offset = if quota < items.len() {
+                    (tick as usize)
+                        .wrapping_mul(quota)
+                        .wrapping_add(me.wrapping_mul(7919))
+                        % items.len()
+                } else {
+                    0
+                };
+                for j in 0..quota {
+                    let item = items[(offset + j) % items.len()];
+                    let id = frame.ids[item as usize];
+                    let index = usize::from(id);
+                    if marks[index] == stamp {
                         continue;
                     }
-                    let offset = if quota < items.len() {
-                        (tick as usize)
-                            .wrapping_mul(quota)
-                            .wrapping_add(me.wrapping_mul(7919))
-                            % items.len()
-                    } else {
-                        0
-                    };
-                    for j in 0..quota {
-                        let item = items[(offset + j) % items.len()];
-                        let id = frame.ids[item as usize];
-                        let index = usize::from(id);
-                        if marks[index] == stamp {
-                            continue;
-                        }
-                        marks[index] = stamp;
-                        let d2 = distance_squared(id);
-                        if d2 <= radius_squared {
-                            self.candidates.push(Candidate {
-                                id,
-                                rank: d2,
-                                distance_squared: d2,
-                                member: NOT_MEMBER,
-                                priority: 0.0,
-                                cost: 0,
-                                fields: Fields::default(),
-                                fate: Fate::Wait,
-                            });
-                        }
+                    marks[index] = stamp;
+                    let d2 = distance_squared(id);
+                    if d2 <= radius_squared {
+                        self.candidates.push(Candidate {
+                            id,
+                            rank: d2,
+                            distance_squared: d2,
+                            member: NOT_MEMBER,
+                            priority: 0.0,
+                            cost: 0,
+                            fields: Fields::default(),
+                            fate: Fate::Wait,
+                        });
                     }
-                    looked += quota;
                 }
+                looked += quota;
             }
         }
 
@@ -648,36 +686,29 @@ impl SnapshotEncoder {
         let bullet_cost = (x_bits + y_bits + 10 + 1) as usize;
         if config.max_bullets > 0 && used + bullet_cost <= budget_bits {
             let limit = 2 * config.max_bullets;
-            'bullet_rings: for ring in 0..=rings {
-                for dy in -ring..=ring {
-                    for dx in -ring..=ring {
-                        if dx.abs().max(dy.abs()) != ring {
-                            continue;
-                        }
-                        let (x, y) = (cx + dx, cy + dy);
-                        if x < 0 || y < 0 || x >= frame.columns as i32 || y >= frame.rows as i32 {
-                            continue;
-                        }
-                        let items = frame
-                            .bullets_by_cell
-                            .cell((y as u32 * frame.columns + x as u32) as usize);
-                        let offset = if items.len() > limit {
-                            (tick as usize).wrapping_mul(limit) % items.len()
-                        } else {
-                            0
-                        };
-                        for j in 0..items.len() {
-                            if self.bullets_near.len() == limit {
-                                break 'bullet_rings;
-                            }
-                            let item = items[(offset + j) % items.len()];
-                            let p = frame.bullets[item as usize].position;
-                            let (dx, dy) = (p.x - me_position.x, p.y - me_position.y);
-                            let d2 = dx * dx + dy * dy;
-                            if d2 <= radius_squared {
-                                self.bullets_near.push((d2, item));
-                            }
-                        }
+            'bullet_rings: for &(dx, dy) in self.rings.cells() {
+                let (x, y) = (cx + dx, cy + dy);
+                if x < 0 || y < 0 || x >= frame.columns as i32 || y >= frame.rows as i32 {
+                    continue;
+                }
+                let items = frame
+                    .bullets_by_cell
+                    .cell((y as u32 * frame.columns + x as u32) as usize);
+                let offset = if items.len() > limit {
+                    (tick as usize).wrapping_mul(limit) % items.len()
+                } else {
+                    0
+                };
+                for j in 0..items.len() {
+                    if self.bullets_near.len() == limit {
+                        break 'bullet_rings;
+                    }
+                    let item = items[(offset + j) % items.len()];
+                    let p = frame.bullets[item as usize].position;
+                    let (dx, dy) = (p.x - me_position.x, p.y - me_position.y);
+                    let d2 = dx * dx + dy * dy;
+                    if d2 <= radius_squared {
+                        self.bullets_near.push((d2, item));
                     }
                 }
             }
@@ -891,6 +922,7 @@ impl Fields {
         self.len += bits;
     }
 
+    #[inline(always)]
     fn write(self, w: &mut BitWriter<'_>) -> Result<(), EncodeError> {
         w.write_uint(self.value, self.len)
     }
@@ -957,7 +989,7 @@ struct IdWriter {
 
 impl IdWriter {
     /// Writes `id`'s gap, then `fields` (in one writer call when both fit 64 bits).
-    #[inline]
+    #[inline(always)]
     fn write(
         &mut self,
         w: &mut BitWriter<'_>,
