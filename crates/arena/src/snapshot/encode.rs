@@ -557,14 +557,16 @@ impl SnapshotEncoder {
         'rings: for ring in self.rings.rings() {
             let mut cells_left = ring.len();
             for &(dx, dy) in ring {
-                let (x, y) = (cx + dx, cy + dy);
-                if x < 0 || y < 0 || x >= frame.columns as i32 || y >= frame.rows as i32 {
+                let Some(cell) = frame.cell_at(cx + dx, cy + dy) else {
+                    cells_left -= 1;
+                    continue;
+                };
+                let items = frame.players_by_cell.cell(cell);
+                if items.is_empty() {
+                    // Takes no quota: only the cells left to share it change.
                     cells_left -= 1;
                     continue;
                 }
-                let items = frame
-                    .players_by_cell
-                    .cell((y as u32 * frame.columns + x as u32) as usize);
                 let remaining = limit - looked;
                 if remaining == 0 {
                     break 'rings;
@@ -687,13 +689,10 @@ impl SnapshotEncoder {
         if config.max_bullets > 0 && used + bullet_cost <= budget_bits {
             let limit = 2 * config.max_bullets;
             'bullet_rings: for &(dx, dy) in self.rings.cells() {
-                let (x, y) = (cx + dx, cy + dy);
-                if x < 0 || y < 0 || x >= frame.columns as i32 || y >= frame.rows as i32 {
+                let Some(cell) = frame.cell_at(cx + dx, cy + dy) else {
                     continue;
-                }
-                let items = frame
-                    .bullets_by_cell
-                    .cell((y as u32 * frame.columns + x as u32) as usize);
+                };
+                let items = frame.bullets_by_cell.cell(cell);
                 let offset = if items.len() > limit {
                     (tick as usize).wrapping_mul(limit) % items.len()
                 } else {

@@ -211,6 +211,14 @@ impl Frame {
         (*self.present.get(index)?).then(|| self.positions[index])
     }
 
+    /// The index of the cell at column `x`, row `y`, if the grid has one there.
+    #[inline]
+    pub(crate) fn cell_at(&self, x: i32, y: i32) -> Option<usize> {
+        // Negative coordinates wrap to large unsigned ones: one comparison per axis.
+        let (x, y) = (x as u32, y as u32);
+        (x < self.columns && y < self.rows).then(|| (y * self.columns + x) as usize)
+    }
+
     pub(crate) fn cell_coords(&self, p: Vec2) -> (i32, i32) {
         let cell = cell_index(p, self.cell_size, self.columns, self.rows);
         ((cell % self.columns) as i32, (cell / self.columns) as i32)
