@@ -1,9 +1,10 @@
 //! The server side: [`SnapshotEncoder`] (one per room) and [`ClientSnapshots`] (one per
 //! recipient: what was sent, what was acknowledged, the bandwidth left).
 
-use tickwire_wire::{BitWrite, BitWriter, EncodeError};
+use tickwire_wire::{BitWrite, EncodeError};
 
 use super::frame::{Frame, OwnState};
+use super::writer::SnapshotWriter;
 use super::{
     EntityId, EntityIds, EntityState, EntityView, ID_BITS_MAX, SnapshotConfig, SnapshotConfigError,
     SnapshotSchema,
@@ -773,7 +774,7 @@ impl SnapshotEncoder {
         let (kept, newcomers) = self.candidates.split_at(members);
         let counts = view_records(&mut self.records, kept, newcomers, baseline, frame, tick);
 
-        let mut w = BitWriter::new(out);
+        let mut w = SnapshotWriter::new(out);
         w.write_uint(u64::from(tick), 32)?;
         w.write_bool(has_baseline)?;
         if has_baseline {
@@ -836,7 +837,7 @@ fn own_bits(schema: &SnapshotSchema, own: &OwnState, state: &EntityState) -> usi
 }
 
 fn write_own(
-    w: &mut BitWriter<'_>,
+    w: &mut SnapshotWriter<'_>,
     schema: &SnapshotSchema,
     own: &OwnState,
     state: &EntityState,
@@ -922,8 +923,8 @@ impl Fields {
     }
 
     #[inline(always)]
-    fn write(self, w: &mut BitWriter<'_>) -> Result<(), EncodeError> {
-        w.write_uint(self.value, self.len)
+    fn write(self, w: &mut SnapshotWriter<'_>) -> Result<(), EncodeError> {
+        w.write_wide(self.value, self.len)
     }
 }
 
@@ -972,7 +973,7 @@ fn view_records(
 
 /// Writes the candidates of `part` (newcomers: the creates; members: the updates) that
 /// are sent, each as its id and its packed fields.
-fn write_sent(w: &mut BitWriter<'_>, part: &[Candidate]) -> Result<(), EncodeError> {
+fn write_sent(w: &mut SnapshotWriter<'_>, part: &[Candidate]) -> Result<(), EncodeError> {
     let mut ids = IdWriter::default();
     for candidate in part.iter().filter(|c| c.fate == Fate::Send) {
         ids.write(w, candidate.id, candidate.fields)?;
@@ -991,7 +992,7 @@ impl IdWriter {
     #[inline(always)]
     fn write(
         &mut self,
-        w: &mut BitWriter<'_>,
+        w: &mut SnapshotWriter<'_>,
         id: EntityId,
         fields: Fields,
     ) -> Result<(), EncodeError> {
