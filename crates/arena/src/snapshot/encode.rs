@@ -6,8 +6,8 @@ use tickwire_wire::{BitWrite, EncodeError};
 use super::frame::{Frame, OwnState};
 use super::writer::SnapshotWriter;
 use super::{
-    EntityId, EntityIds, EntityState, EntityView, ID_BITS_MAX, SnapshotConfig, SnapshotConfigError,
-    SnapshotSchema,
+    EntityId, EntityIds, EntityState, EntityView, ID_BITS_MAX, PackedState, SnapshotConfig,
+    SnapshotConfigError, SnapshotSchema,
 };
 use crate::geom::Vec2;
 use crate::world::World;
@@ -18,40 +18,24 @@ use crate::world::World;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 struct Record {
     id: EntityId,
-    x: u16,
-    y: u16,
-    aim: u16,
-    /// Health (at most 1,023: [`SnapshotSchema::new`]) with [`ALIVE`] set while in play.
-    health: u16,
+    state: PackedState,
     /// The low 16 bits of the tick whose state this is: the priority accumulator's zero.
     /// An age past 65,535 ticks (18 minutes at 60 Hz) wraps and only lowers a long-starved
     /// update's priority for one round.
     refreshed: u16,
 }
 
-/// [`Record::health`]'s in-play bit.
-const ALIVE: u16 = 1 << 15;
-
 impl Record {
-    fn new(id: EntityId, state: &EntityState, tick: u32) -> Self {
+    fn new(id: EntityId, state: impl Into<PackedState>, tick: u32) -> Self {
         Self {
             id,
-            x: state.x,
-            y: state.y,
-            aim: state.aim,
-            health: state.health | if state.alive { ALIVE } else { 0 },
+            state: state.into(),
             refreshed: tick as u16,
         }
     }
 
     fn state(&self) -> EntityState {
-        EntityState {
-            x: self.x,
-            y: self.y,
-            aim: self.aim,
-            health: self.health & !ALIVE,
-            alive: self.health & ALIVE != 0,
-        }
+        self.state.into()
     }
 
     /// Ticks since the state was current, as of `tick`.
@@ -675,7 +659,7 @@ impl SnapshotEncoder {
 
         self.records.clear();
         let own = &frame.own[me];
-        let own_state = &frame.states[me];
+        let own_state = &EntityState::from(frame.states[me]);
         let schema = &self.schema;
         let (x_bits, y_bits) = schema.position_bits();
         let mut used = header_bits(has_baseline, own.last_input.is_some())
@@ -735,7 +719,7 @@ impl SnapshotEncoder {
                 candidate.priority = NEW_ENTITY_AGE * weight;
             } else {
                 let record = &baseline[candidate.member as usize];
-                let old = record.state();
+                let old = record.state;
                 if old == state {
                     candidate.fate = Fate::Unchanged;
                     continue;
@@ -867,19 +851,18 @@ struct Fields {
 
 impl Fields {
     /// A newcomer's whole state.
-    fn full(schema: &SnapshotSchema, state: &EntityState) -> Self {
+    fn full(schema: &SnapshotSchema, state: &PackedState) -> Self {
         let (x_bits, y_bits) = schema.position_bits();
         let mut fields = Self::default();
         fields.push(state.x, x_bits);
         fields.push(state.y, y_bits);
         fields.push(state.aim, 10);
-        fields.push(state.health, schema.health_bits());
-        fields.push(u16::from(state.alive), 1);
+        fields.push_vitals(schema, state);
         fields
     }
 
     /// A member's change from `old`: a flag per group, then the groups that changed.
-    fn update(schema: &SnapshotSchema, old: &EntityState, new: &EntityState) -> Self {
+    fn update(schema: &SnapshotSchema, old: &PackedState, new: &PackedState) -> Self {
         let (x_bits, y_bits) = schema.position_bits();
         let mut fields = Self::default();
         let moved = (old.x, old.y) != (new.x, new.y);
@@ -893,13 +876,19 @@ impl Fields {
         if aimed {
             fields.push(new.aim, 10);
         }
-        let vitals = (old.health, old.alive) != (new.health, new.alive);
+        let vitals = old.vitals != new.vitals;
         fields.push(u16::from(vitals), 1);
         if vitals {
-            fields.push(new.health, schema.health_bits());
-            fields.push(u16::from(new.alive), 1);
+            fields.push_vitals(schema, new);
         }
         fields
+    }
+
+    /// Health, then the in-play bit.
+    #[inline]
+    fn push_vitals(&mut self, schema: &SnapshotSchema, state: &PackedState) {
+        self.push(state.health(), schema.health_bits());
+        self.push(u16::from(state.alive()), 1);
     }
 
     /// An 8-bit delta when the step moved by less than 128, else the new step whole.
@@ -948,7 +937,7 @@ fn view_records(
 ) -> Sent {
     records.clear();
     let mut sent = Sent::default();
-    let fresh = |id: EntityId| Record::new(id, &frame.states[usize::from(id)], tick);
+    let fresh = |id: EntityId| Record::new(id, frame.states[usize::from(id)], tick);
     let mut created = newcomers.iter().filter(|c| c.fate == Fate::Send).peekable();
     for member in kept {
         while let Some(newcomer) = created.next_if(|c| c.id < member.id) {

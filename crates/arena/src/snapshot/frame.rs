@@ -1,6 +1,6 @@
 //! [`Frame`]: the world as every snapshot of one tick sees it, captured once.
 
-use super::{EntityId, EntityIds, EntityState, SnapshotConfig, SnapshotSchema};
+use super::{EntityId, EntityIds, EntityState, PackedState, SnapshotConfig, SnapshotSchema};
 use crate::geom::Vec2;
 use crate::world::World;
 
@@ -74,7 +74,7 @@ pub struct Frame {
     pub(crate) tick: u64,
     /// By entity id.
     pub(crate) present: Vec<bool>,
-    pub(crate) states: Vec<EntityState>,
+    pub(crate) states: Vec<PackedState>,
     pub(crate) positions: Vec<Vec2>,
     pub(crate) own: Vec<OwnState>,
     /// The ids present, in world slot order.
@@ -123,7 +123,7 @@ impl Frame {
         let bound = ids.id_bound();
         if self.present.len() < bound {
             self.present.resize(bound, false);
-            self.states.resize(bound, EntityState::default());
+            self.states.resize(bound, PackedState::default());
             self.positions.resize(bound, Vec2::ZERO);
             self.own.resize(bound, OwnState::default());
         }
@@ -137,13 +137,13 @@ impl Frame {
             let (x, y) = self.schema.quantize_position(position);
             self.present[index] = true;
             self.positions[index] = position;
-            self.states[index] = EntityState {
+            self.states[index] = PackedState::from(&EntityState {
                 x,
                 y,
                 aim: SnapshotSchema::quantize_angle(player.aim()),
                 health: player.health().min(self.schema.max_health()),
                 alive: player.is_alive(),
-            };
+            });
             let stats = player.stats();
             self.own[index] = OwnState {
                 position,
@@ -197,7 +197,7 @@ impl Frame {
     /// An entity's quantized state, if it is in the frame.
     pub fn state(&self, id: EntityId) -> Option<EntityState> {
         let index = usize::from(id);
-        (*self.present.get(index)?).then(|| self.states[index])
+        (*self.present.get(index)?).then(|| self.states[index].into())
     }
 
     /// Ids in the frame.
