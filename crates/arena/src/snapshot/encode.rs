@@ -370,6 +370,20 @@ impl InterestRings {
     }
 }
 
+/// `value` as an unsigned integer that orders like [`f32::total_cmp`]: the selection of
+/// the cap's threshold is then a plain integer one, with the same result.
+fn total_order_key(value: f32) -> u32 {
+    // What `total_cmp` compares as an `i32`, then moved to unsigned order.
+    let bits = value.to_bits() as i32;
+    (bits ^ (((bits >> 31) as u32) >> 1) as i32) as u32 ^ (1 << 31)
+}
+
+/// The value of a [`total_order_key`].
+fn from_total_order_key(key: u32) -> f32 {
+    let ordered = (key ^ (1 << 31)) as i32;
+    f32::from_bits((ordered ^ (((ordered >> 31) as u32) >> 1) as i32) as u32)
+}
+
 /// Priority of a new entity, in ticks of age: it competes as an update four ticks stale.
 const NEW_ENTITY_AGE: f32 = 4.0;
 
@@ -392,7 +406,8 @@ pub struct SnapshotEncoder {
     bullets_near: Vec<(f32, u32)>,
     records: Vec<Record>,
     by_priority: Vec<u32>,
-    ranks: Vec<f32>,
+    /// Candidates' ranks as [`total_order_key`]s.
+    ranks: Vec<u32>,
     rings: InterestRings,
 }
 
@@ -614,13 +629,14 @@ impl SnapshotEncoder {
             // The rank of the max-th nearest, found on a copy of the ranks; the
             // candidates themselves are filtered in place so members keep their id order.
             self.ranks.clear();
-            self.ranks.extend(self.candidates.iter().map(|c| c.rank));
-            let (_, threshold, _) = self.ranks.select_nth_unstable_by(max - 1, f32::total_cmp);
-            let threshold = *threshold;
+            self.ranks
+                .extend(self.candidates.iter().map(|c| total_order_key(c.rank)));
+            let (_, threshold, _) = self.ranks.select_nth_unstable(max - 1);
+            let threshold = from_total_order_key(*threshold);
             // Everything nearer than the threshold lies before it after the selection.
             let nearer = self.ranks[..max - 1]
                 .iter()
-                .filter(|r| **r < threshold)
+                .filter(|&&key| from_total_order_key(key) < threshold)
                 .count();
             // Ties at the threshold: the first ones in candidate order fill what is left.
             let mut ties_left = max - nearer;
@@ -1032,6 +1048,38 @@ mod tests {
             };
             let record = Record::new(9, &state, 70_000);
             assert_eq!((record.id, record.state()), (9, state));
+        }
+    }
+
+    #[test]
+    fn total_order_keys_order_like_total_cmp_and_give_the_value_back() {
+        let values = [
+            f32::NEG_INFINITY,
+            -1e30,
+            -1.0,
+            -f32::MIN_POSITIVE,
+            -0.0,
+            0.0,
+            f32::MIN_POSITIVE,
+            0.64,
+            1.0,
+            400.0,
+            f32::INFINITY,
+            f32::NAN,
+            -f32::NAN,
+        ];
+        for a in values {
+            assert_eq!(
+                from_total_order_key(total_order_key(a)).to_bits(),
+                a.to_bits()
+            );
+            for b in values {
+                assert_eq!(
+                    total_order_key(a).cmp(&total_order_key(b)),
+                    a.total_cmp(&b),
+                    "{a} against {b}"
+                );
+            }
         }
     }
 
