@@ -61,8 +61,11 @@ impl CellIndex {
         self.start[0] = 0;
     }
 
+    #[inline]
     pub(crate) fn cell(&self, cell: usize) -> &[u32] {
-        &self.items[self.start[cell] as usize..self.start[cell + 1] as usize]
+        // One bounds check for both ends of the cell.
+        let bounds = &self.start[cell..cell + 2];
+        &self.items[bounds[0] as usize..bounds[1] as usize]
     }
 }
 
