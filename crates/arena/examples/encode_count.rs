@@ -15,7 +15,10 @@
 //!     $CARGO_TARGET_DIR/release/examples/encode_count rooms
 //! ```
 //!
-//! Instructions per snapshot = the collected total / the snapshots it prints.
+//! Instructions per snapshot = `SnapshotEncoder::encode`'s inclusive count
+//! (`callgrind_annotate --inclusive=yes --threshold=100 callgrind.out.<pid>`) / the
+//! snapshots it prints; the collected total also holds the frame captures and the checksum.
+//! The checksum must not change when the encoder does.
 
 use std::sync::Arc;
 
