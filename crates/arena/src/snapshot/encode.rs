@@ -336,6 +336,9 @@ struct InterestRings {
     cells: Vec<(i32, i32)>,
     /// Where each ring ends in `cells`.
     ends: Vec<usize>,
+    /// Each offset's place in `cells`, row by row over the square the rings cover.
+    places: Vec<u32>,
+    rings: i32,
 }
 
 impl InterestRings {
@@ -353,7 +356,28 @@ impl InterestRings {
             }
             ends.push(cells.len());
         }
-        Self { cells, ends }
+        let side = (2 * rings + 1) as usize;
+        let mut places = vec![0; side * side];
+        for (place, &(dx, dy)) in cells.iter().enumerate() {
+            places[(dy + rings) as usize * side + (dx + rings) as usize] = place as u32;
+        }
+        Self {
+            cells,
+            ends,
+            places,
+            rings,
+        }
+    }
+
+    /// Where the cell at offset `(dx, dy)` comes in [`cells`](Self::cells), if the rings
+    /// reach it.
+    fn place(&self, dx: i32, dy: i32) -> Option<u32> {
+        let reach = -self.rings..=self.rings;
+        if !(reach.contains(&dx) && reach.contains(&dy)) {
+            return None;
+        }
+        let side = 2 * self.rings + 1;
+        Some(self.places[((dy + self.rings) * side + dx + self.rings) as usize])
     }
 
     /// Each ring's cells, nearest ring first.
@@ -384,6 +408,39 @@ fn from_total_order_key(key: u32) -> f32 {
     f32::from_bits((ordered ^ (((ordered >> 31) as u32) >> 1) as i32) as u32)
 }
 
+/// The bullets in range of a recipient at `me` (in cell `center`) in the order the scan of
+/// the rings' cells finds them, without the scan: by their cell's place in the rings, then
+/// by index (a cell lists its items in index order). Only for a frame of no more bullets
+/// than the scan takes, which then neither reads a cell from a rotated offset nor stops
+/// early. Returns false, and leaves the scan to do it, if a bullet in range lies in a cell
+/// the rings do not reach (it cannot: the rings cover the radius).
+fn few_bullets_in_scan_order(
+    frame: &Frame,
+    rings: &InterestRings,
+    center: (i32, i32),
+    me: Vec2,
+    radius_squared: f32,
+    order: &mut Vec<(u32, u32, f32)>,
+    near: &mut Vec<(f32, u32)>,
+) -> bool {
+    order.clear();
+    for (item, bullet) in frame.bullets.iter().enumerate() {
+        let (dx, dy) = (bullet.position.x - me.x, bullet.position.y - me.y);
+        let d2 = dx * dx + dy * dy;
+        if d2 <= radius_squared {
+            let cell = frame.bullets_by_cell.cell_of(item);
+            let (x, y) = ((cell % frame.columns) as i32, (cell / frame.columns) as i32);
+            let Some(place) = rings.place(x - center.0, y - center.1) else {
+                return false;
+            };
+            order.push((place, item as u32, d2));
+        }
+    }
+    order.sort_unstable_by_key(|&(place, item, _)| (place, item));
+    near.extend(order.iter().map(|&(_, item, d2)| (d2, item)));
+    true
+}
+
 /// Priority of a new entity, in ticks of age: it competes as an update four ticks stale.
 const NEW_ENTITY_AGE: f32 = 4.0;
 
@@ -409,6 +466,8 @@ pub struct SnapshotEncoder {
     /// Candidates' ranks as [`total_order_key`]s.
     ranks: Vec<u32>,
     rings: InterestRings,
+    /// Scratch for [`few_bullets_in_scan_order`].
+    bullet_order: Vec<(u32, u32, f32)>,
 }
 
 impl SnapshotEncoder {
@@ -430,6 +489,7 @@ impl SnapshotEncoder {
             records: Vec::with_capacity(config.max_entities),
             by_priority: Vec::with_capacity(config.max_entities),
             ranks: Vec::with_capacity(config.candidates + config.max_entities),
+            bullet_order: Vec::with_capacity(2 * config.max_bullets),
             marks: Vec::new(),
             stamp: 0,
             rings: InterestRings::new(config.interest_radius, config.interest_cell_size),
@@ -689,26 +749,39 @@ impl SnapshotEncoder {
         let bullet_cost = (x_bits + y_bits + 10 + 1) as usize;
         if config.max_bullets > 0 && used + bullet_cost <= budget_bits {
             let limit = 2 * config.max_bullets;
-            'bullet_rings: for &(dx, dy) in self.rings.cells() {
-                let Some(cell) = frame.cell_at(cx + dx, cy + dy) else {
-                    continue;
-                };
-                let items = frame.bullets_by_cell.cell(cell);
-                let offset = if items.len() > limit {
-                    (tick as usize).wrapping_mul(limit) % items.len()
-                } else {
-                    0
-                };
-                for j in 0..items.len() {
-                    if self.bullets_near.len() == limit {
-                        break 'bullet_rings;
-                    }
-                    let item = items[(offset + j) % items.len()];
-                    let p = frame.bullets[item as usize].position;
-                    let (dx, dy) = (p.x - me_position.x, p.y - me_position.y);
-                    let d2 = dx * dx + dy * dy;
-                    if d2 <= radius_squared {
-                        self.bullets_near.push((d2, item));
+            let few = frame.bullets.len() <= limit
+                && few_bullets_in_scan_order(
+                    frame,
+                    &self.rings,
+                    (cx, cy),
+                    me_position,
+                    radius_squared,
+                    &mut self.bullet_order,
+                    &mut self.bullets_near,
+                );
+            // A frame of more bullets than the scan takes: rings of cells, nearest first.
+            if !few {
+                'bullet_rings: for &(dx, dy) in self.rings.cells() {
+                    let Some(cell) = frame.cell_at(cx + dx, cy + dy) else {
+                        continue;
+                    };
+                    let items = frame.bullets_by_cell.cell(cell);
+                    let offset = if items.len() > limit {
+                        (tick as usize).wrapping_mul(limit) % items.len()
+                    } else {
+                        0
+                    };
+                    for j in 0..items.len() {
+                        if self.bullets_near.len() == limit {
+                            break 'bullet_rings;
+                        }
+                        let item = items[(offset + j) % items.len()];
+                        let p = frame.bullets[item as usize].position;
+                        let (dx, dy) = (p.x - me_position.x, p.y - me_position.y);
+                        let d2 = dx * dx + dy * dy;
+                        if d2 <= radius_squared {
+                            self.bullets_near.push((d2, item));
+                        }
                     }
                 }
             }

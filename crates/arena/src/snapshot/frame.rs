@@ -61,6 +61,11 @@ impl CellIndex {
         self.start[0] = 0;
     }
 
+    /// The cell item `item` is in.
+    pub(crate) fn cell_of(&self, item: usize) -> u32 {
+        self.cells_of[item]
+    }
+
     #[inline]
     pub(crate) fn cell(&self, cell: usize) -> &[u32] {
         // One bounds check for both ends of the cell.
