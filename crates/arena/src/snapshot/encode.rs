@@ -1,12 +1,13 @@
 //! The server side: [`SnapshotEncoder`] (one per room) and [`ClientSnapshots`] (one per
 //! recipient: what was sent, what was acknowledged, the bandwidth left).
 
-use tickwire_wire::{BitWrite, BitWriter, EncodeError};
+use tickwire_wire::{BitWrite, EncodeError};
 
 use super::frame::{Frame, OwnState};
+use super::writer::SnapshotWriter;
 use super::{
-    EntityId, EntityIds, EntityState, EntityView, ID_BITS_MAX, SnapshotConfig, SnapshotConfigError,
-    SnapshotSchema,
+    EntityId, EntityIds, EntityState, EntityView, ID_BITS_MAX, PackedState, SnapshotConfig,
+    SnapshotConfigError, SnapshotSchema,
 };
 use crate::geom::Vec2;
 use crate::world::World;
@@ -17,40 +18,24 @@ use crate::world::World;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 struct Record {
     id: EntityId,
-    x: u16,
-    y: u16,
-    aim: u16,
-    /// Health (at most 1,023: [`SnapshotSchema::new`]) with [`ALIVE`] set while in play.
-    health: u16,
+    state: PackedState,
     /// The low 16 bits of the tick whose state this is: the priority accumulator's zero.
     /// An age past 65,535 ticks (18 minutes at 60 Hz) wraps and only lowers a long-starved
     /// update's priority for one round.
     refreshed: u16,
 }
 
-/// [`Record::health`]'s in-play bit.
-const ALIVE: u16 = 1 << 15;
-
 impl Record {
-    fn new(id: EntityId, state: &EntityState, tick: u32) -> Self {
+    fn new(id: EntityId, state: impl Into<PackedState>, tick: u32) -> Self {
         Self {
             id,
-            x: state.x,
-            y: state.y,
-            aim: state.aim,
-            health: state.health | if state.alive { ALIVE } else { 0 },
+            state: state.into(),
             refreshed: tick as u16,
         }
     }
 
     fn state(&self) -> EntityState {
-        EntityState {
-            x: self.x,
-            y: self.y,
-            aim: self.aim,
-            health: self.health & !ALIVE,
-            alive: self.health & ALIVE != 0,
-        }
+        self.state.into()
     }
 
     /// Ticks since the state was current, as of `tick`.
@@ -323,8 +308,11 @@ struct Candidate {
     /// Index in the baseline, or `NOT_MEMBER`.
     member: u32,
     priority: f32,
-    /// Bits it takes if sent.
+    /// Bits it takes if sent: its id at most, and `fields`.
     cost: u32,
+    /// What is written after its id if sent: its full state for a newcomer, the update
+    /// from its acknowledged state for a member.
+    fields: Fields,
     fate: Fate,
 }
 
@@ -339,6 +327,119 @@ enum Fate {
 }
 
 const NOT_MEMBER: u32 = u32::MAX;
+
+/// The interest cells around a recipient's, as offsets: ring by ring (the square of
+/// Chebyshev distance `r` from it), nearest first, each ring row by row. Computed once per
+/// encoder rather than found by scanning each ring's square for every recipient.
+#[derive(Debug, Clone)]
+struct InterestRings {
+    cells: Vec<(i32, i32)>,
+    /// Where each ring ends in `cells`.
+    ends: Vec<usize>,
+    /// Each offset's place in `cells`, row by row over the square the rings cover.
+    places: Vec<u32>,
+    rings: i32,
+}
+
+impl InterestRings {
+    /// The rings that cover `radius` with cells of `cell_size`.
+    fn new(radius: f32, cell_size: f32) -> Self {
+        let rings = (radius / cell_size).ceil() as i32;
+        let (mut cells, mut ends) = (Vec::new(), Vec::new());
+        for ring in 0..=rings {
+            for dy in -ring..=ring {
+                for dx in -ring..=ring {
+                    if dx.abs().max(dy.abs()) == ring {
+                        cells.push((dx, dy));
+                    }
+                }
+            }
+            ends.push(cells.len());
+        }
+        let side = (2 * rings + 1) as usize;
+        let mut places = vec![0; side * side];
+        for (place, &(dx, dy)) in cells.iter().enumerate() {
+            places[(dy + rings) as usize * side + (dx + rings) as usize] = place as u32;
+        }
+        Self {
+            cells,
+            ends,
+            places,
+            rings,
+        }
+    }
+
+    /// Where the cell at offset `(dx, dy)` comes in [`cells`](Self::cells), if the rings
+    /// reach it.
+    fn place(&self, dx: i32, dy: i32) -> Option<u32> {
+        let reach = -self.rings..=self.rings;
+        if !(reach.contains(&dx) && reach.contains(&dy)) {
+            return None;
+        }
+        let side = 2 * self.rings + 1;
+        Some(self.places[((dy + self.rings) * side + dx + self.rings) as usize])
+    }
+
+    /// Each ring's cells, nearest ring first.
+    fn rings(&self) -> impl Iterator<Item = &[(i32, i32)]> {
+        let starts = std::iter::once(0).chain(self.ends.iter().copied());
+        starts
+            .zip(&self.ends)
+            .map(|(start, &end)| &self.cells[start..end])
+    }
+
+    /// Every cell, in ring order.
+    fn cells(&self) -> &[(i32, i32)] {
+        &self.cells
+    }
+}
+
+/// `value` as an unsigned integer that orders like [`f32::total_cmp`]: the selection of
+/// the cap's threshold is then a plain integer one, with the same result.
+fn total_order_key(value: f32) -> u32 {
+    // What `total_cmp` compares as an `i32`, then moved to unsigned order.
+    let bits = value.to_bits() as i32;
+    (bits ^ (((bits >> 31) as u32) >> 1) as i32) as u32 ^ (1 << 31)
+}
+
+/// The value of a [`total_order_key`].
+fn from_total_order_key(key: u32) -> f32 {
+    let ordered = (key ^ (1 << 31)) as i32;
+    f32::from_bits((ordered ^ (((ordered >> 31) as u32) >> 1) as i32) as u32)
+}
+
+/// The bullets in range of a recipient at `me` (in cell `center`) in the order the scan of
+/// the rings' cells finds them, without the scan: by their cell's place in the rings, then
+/// by index (a cell lists its items in index order). Only for a frame of no more bullets
+/// than the scan takes, which then neither reads a cell from a rotated offset nor stops
+/// early. Returns false, and leaves the scan to do it, if a bullet in range lies in a cell
+/// the rings do not reach (it cannot: the rings cover the radius).
+fn few_bullets_in_scan_order(
+    frame: &Frame,
+    rings: &InterestRings,
+    center: (i32, i32),
+    me: Vec2,
+    radius_squared: f32,
+    order: &mut Vec<(u32, u32, f32)>,
+    near: &mut Vec<(f32, u32)>,
+) -> bool {
+    order.clear();
+    for (item, bullet) in frame.bullets.iter().enumerate() {
+        let (dx, dy) = (bullet.position.x - me.x, bullet.position.y - me.y);
+        let d2 = dx * dx + dy * dy;
+        if d2 <= radius_squared {
+            let cell = frame.bullets_by_cell.cell_of(item);
+            let (x, y) = ((cell % frame.columns) as i32, (cell / frame.columns) as i32);
+            let Some(place) = rings.place(x - center.0, y - center.1) else {
+                return false;
+            };
+            order.push((place, item as u32, d2));
+        }
+    }
+    order.sort_unstable_by_key(|&(place, item, _)| (place, item));
+    near.extend(order.iter().map(|&(_, item, d2)| (d2, item)));
+    true
+}
 
 /// Priority of a new entity, in ticks of age: it competes as an update four ticks stale.
 const NEW_ENTITY_AGE: f32 = 4.0;
@@ -359,13 +460,14 @@ pub struct SnapshotEncoder {
     stamp: u32,
     candidates: Vec<Candidate>,
     destroys: Vec<EntityId>,
-    creates: Vec<(EntityId, EntityState)>,
-    updates: Vec<(EntityId, EntityState, EntityState)>,
     bullets_near: Vec<(f32, u32)>,
     records: Vec<Record>,
     by_priority: Vec<u32>,
-    ranks: Vec<f32>,
-    merged: Vec<Record>,
+    /// Candidates' ranks as [`total_order_key`]s.
+    ranks: Vec<u32>,
+    rings: InterestRings,
+    /// Scratch for [`few_bullets_in_scan_order`].
+    bullet_order: Vec<(u32, u32, f32)>,
 }
 
 impl SnapshotEncoder {
@@ -383,15 +485,14 @@ impl SnapshotEncoder {
             frame: Frame::new(schema, map_size, &config),
             candidates: Vec::with_capacity(config.candidates + config.max_entities),
             destroys: Vec::with_capacity(config.max_entities),
-            creates: Vec::with_capacity(config.max_entities),
-            updates: Vec::with_capacity(config.max_entities),
             bullets_near: Vec::with_capacity(2 * config.max_bullets),
             records: Vec::with_capacity(config.max_entities),
             by_priority: Vec::with_capacity(config.max_entities),
             ranks: Vec::with_capacity(config.candidates + config.max_entities),
-            merged: Vec::with_capacity(config.max_entities),
+            bullet_order: Vec::with_capacity(2 * config.max_bullets),
             marks: Vec::new(),
             stamp: 0,
+            rings: InterestRings::new(config.interest_radius, config.interest_cell_size),
             tokens_per_tick,
             schema,
             config,
@@ -496,6 +597,7 @@ impl SnapshotEncoder {
                 member: index as u32,
                 priority: 0.0,
                 cost: 0,
+                fields: Fields::default(),
                 fate: Fate::Wait,
             });
         }
@@ -503,7 +605,6 @@ impl SnapshotEncoder {
         // New candidates: rings of interest cells, nearest first, at most `candidates`
         // looked at; a crowded cell is read from an offset that moves every tick.
         let (cx, cy) = frame.cell_coords(me_position);
-        let rings = (config.interest_radius / frame.cell_size).ceil() as i32;
         let member_count = self.candidates.len();
         // A full view samples a quarter as many: newcomers only replace members, and the
         // rotating offsets still reach every entity of a crowd within a few ticks.
@@ -513,64 +614,62 @@ impl SnapshotEncoder {
             config.candidates
         };
         let mut looked = 0usize;
-        'rings: for ring in 0..=rings {
-            let mut cells_left = if ring == 0 { 1 } else { 8 * ring as usize };
-            for dy in -ring..=ring {
-                for dx in -ring..=ring {
-                    if dx.abs().max(dy.abs()) != ring {
-                        continue;
-                    }
-                    let (x, y) = (cx + dx, cy + dy);
-                    if x < 0 || y < 0 || x >= frame.columns as i32 || y >= frame.rows as i32 {
-                        cells_left -= 1;
-                        continue;
-                    }
-                    let items = frame
-                        .players_by_cell
-                        .cell((y as u32 * frame.columns + x as u32) as usize);
-                    let remaining = limit - looked;
-                    if remaining == 0 {
-                        break 'rings;
-                    }
-                    let quota = (remaining / cells_left)
-                        .max(8)
-                        .min(remaining)
-                        .min(items.len());
+        'rings: for ring in self.rings.rings() {
+            let mut cells_left = ring.len();
+            for &(dx, dy) in ring {
+                let Some(cell) = frame.cell_at(cx + dx, cy + dy) else {
                     cells_left -= 1;
-                    if quota == 0 {
+                    continue;
+                };
+                let items = frame.players_by_cell.cell(cell);
+                if items.is_empty() {
+                    // Takes no quota: only the cells left to share it change.
+                    cells_left -= 1;
+                    continue;
+                }
+                let remaining = limit - looked;
+                if remaining == 0 {
+                    break 'rings;
+                }
+                let quota = (remaining / cells_left)
+                    .max(8)
+                    .min(remaining)
+                    .min(items.len());
+                cells_left -= 1;
+                if quota == 0 {
+                    continue;
+                }
+                let offset = if quota < items.len() {
+                    (tick as usize)
+                        .wrapping_mul(quota)
+                        .wrapping_add(me.wrapping_mul(7919))
+                        % items.len()
+                } else {
+                    0
+                };
+                for j in 0..quota {
+                    let item = items[(offset + j) % items.len()];
+                    let id = frame.ids[item as usize];
+                    let index = usize::from(id);
+                    if marks[index] == stamp {
                         continue;
                     }
-                    let offset = if quota < items.len() {
-                        (tick as usize)
-                            .wrapping_mul(quota)
-                            .wrapping_add(me.wrapping_mul(7919))
-                            % items.len()
-                    } else {
-                        0
-                    };
-                    for j in 0..quota {
-                        let item = items[(offset + j) % items.len()];
-                        let id = frame.ids[item as usize];
-                        let index = usize::from(id);
-                        if marks[index] == stamp {
-                            continue;
-                        }
-                        marks[index] = stamp;
-                        let d2 = distance_squared(id);
-                        if d2 <= radius_squared {
-                            self.candidates.push(Candidate {
-                                id,
-                                rank: d2,
-                                distance_squared: d2,
-                                member: NOT_MEMBER,
-                                priority: 0.0,
-                                cost: 0,
-                                fate: Fate::Wait,
-                            });
-                        }
+                    marks[index] = stamp;
+                    let d2 = distance_squared(id);
+                    if d2 <= radius_squared {
+                        self.candidates.push(Candidate {
+                            id,
+                            rank: d2,
+                            distance_squared: d2,
+                            member: NOT_MEMBER,
+                            priority: 0.0,
+                            cost: 0,
+                            fields: Fields::default(),
+                            fate: Fate::Wait,
+                        });
                     }
-                    looked += quota;
                 }
+                looked += quota;
             }
         }
 
@@ -590,13 +689,14 @@ impl SnapshotEncoder {
             // The rank of the max-th nearest, found on a copy of the ranks; the
             // candidates themselves are filtered in place so members keep their id order.
             self.ranks.clear();
-            self.ranks.extend(self.candidates.iter().map(|c| c.rank));
-            let (_, threshold, _) = self.ranks.select_nth_unstable_by(max - 1, f32::total_cmp);
-            let threshold = *threshold;
+            self.ranks
+                .extend(self.candidates.iter().map(|c| total_order_key(c.rank)));
+            let (_, threshold, _) = self.ranks.select_nth_unstable(max - 1);
+            let threshold = from_total_order_key(*threshold);
             // Everything nearer than the threshold lies before it after the selection.
             let nearer = self.ranks[..max - 1]
                 .iter()
-                .filter(|r| **r < threshold)
+                .filter(|&&key| from_total_order_key(key) < threshold)
                 .count();
             // Ties at the threshold: the first ones in candidate order fill what is left.
             let mut ties_left = max - nearer;
@@ -635,7 +735,7 @@ impl SnapshotEncoder {
 
         self.records.clear();
         let own = &frame.own[me];
-        let own_state = &frame.states[me];
+        let own_state = &EntityState::from(frame.states[me]);
         let schema = &self.schema;
         let (x_bits, y_bits) = schema.position_bits();
         let mut used = header_bits(has_baseline, own.last_input.is_some())
@@ -649,35 +749,38 @@ impl SnapshotEncoder {
         let bullet_cost = (x_bits + y_bits + 10 + 1) as usize;
         if config.max_bullets > 0 && used + bullet_cost <= budget_bits {
             let limit = 2 * config.max_bullets;
-            'bullet_rings: for ring in 0..=rings {
-                for dy in -ring..=ring {
-                    for dx in -ring..=ring {
-                        if dx.abs().max(dy.abs()) != ring {
-                            continue;
+            let few = frame.bullets.len() <= limit
+                && few_bullets_in_scan_order(
+                    frame,
+                    &self.rings,
+                    (cx, cy),
+                    me_position,
+                    radius_squared,
+                    &mut self.bullet_order,
+                    &mut self.bullets_near,
+                );
+            // A frame of more bullets than the scan takes: rings of cells, nearest first.
+            if !few {
+                'bullet_rings: for &(dx, dy) in self.rings.cells() {
+                    let Some(cell) = frame.cell_at(cx + dx, cy + dy) else {
+                        continue;
+                    };
+                    let items = frame.bullets_by_cell.cell(cell);
+                    let offset = if items.len() > limit {
+                        (tick as usize).wrapping_mul(limit) % items.len()
+                    } else {
+                        0
+                    };
+                    for j in 0..items.len() {
+                        if self.bullets_near.len() == limit {
+                            break 'bullet_rings;
                         }
-                        let (x, y) = (cx + dx, cy + dy);
-                        if x < 0 || y < 0 || x >= frame.columns as i32 || y >= frame.rows as i32 {
-                            continue;
-                        }
-                        let items = frame
-                            .bullets_by_cell
-                            .cell((y as u32 * frame.columns + x as u32) as usize);
-                        let offset = if items.len() > limit {
-                            (tick as usize).wrapping_mul(limit) % items.len()
-                        } else {
-                            0
-                        };
-                        for j in 0..items.len() {
-                            if self.bullets_near.len() == limit {
-                                break 'bullet_rings;
-                            }
-                            let item = items[(offset + j) % items.len()];
-                            let p = frame.bullets[item as usize].position;
-                            let (dx, dy) = (p.x - me_position.x, p.y - me_position.y);
-                            let d2 = dx * dx + dy * dy;
-                            if d2 <= radius_squared {
-                                self.bullets_near.push((d2, item));
-                            }
+                        let item = items[(offset + j) % items.len()];
+                        let p = frame.bullets[item as usize].position;
+                        let (dx, dy) = (p.x - me_position.x, p.y - me_position.y);
+                        let d2 = dx * dx + dy * dy;
+                        if d2 <= radius_squared {
+                            self.bullets_near.push((d2, item));
                         }
                     }
                 }
@@ -694,26 +797,27 @@ impl SnapshotEncoder {
             used += self.bullets_near.len() * bullet_cost;
         }
 
-        // Unchanged members cost nothing; the rest go by priority while they fit.
+        // Unchanged members cost nothing; the rest go by priority while they fit. Each one
+        // sent has its bits packed here, once: they are its cost, and what is written.
         let mut wanted = 0usize;
         for candidate in &mut self.candidates {
             let state = frame.states[usize::from(candidate.id)];
             let weight = 1.0 / (1.0 + candidate.distance_squared / 16.0);
             if candidate.member == NOT_MEMBER {
-                candidate.cost = (ID_BITS_MAX + create_bits(schema)) as u32;
+                candidate.fields = Fields::full(schema, &state);
                 candidate.priority = NEW_ENTITY_AGE * weight;
-                candidate.fate = Fate::Send;
             } else {
                 let record = &baseline[candidate.member as usize];
-                let old = record.state();
+                let old = record.state;
                 if old == state {
                     candidate.fate = Fate::Unchanged;
                     continue;
                 }
-                candidate.cost = (ID_BITS_MAX + update_bits(schema, &old, &state)) as u32;
+                candidate.fields = Fields::update(schema, &old, &state);
                 candidate.priority = (f32::from(record.age(tick)) + 1.0) * weight;
-                candidate.fate = Fate::Send;
             }
+            candidate.cost = ID_BITS_MAX as u32 + candidate.fields.len;
+            candidate.fate = Fate::Send;
             wanted += candidate.cost as usize;
         }
         let available = budget_bits.saturating_sub(used);
@@ -738,46 +842,12 @@ impl SnapshotEncoder {
                 }
             }
         }
-        self.creates.clear();
-        self.updates.clear();
-        for candidate in &self.candidates {
-            let id = candidate.id;
-            let state = frame.states[usize::from(id)];
-            let fresh = Record::new(id, &state, tick);
-            match (candidate.member == NOT_MEMBER, candidate.fate) {
-                (true, Fate::Send) => {
-                    self.creates.push((id, state));
-                    self.records.push(fresh);
-                }
-                (true, _) => {}
-                (false, Fate::Send) => {
-                    let record = baseline[candidate.member as usize];
-                    self.updates.push((id, record.state(), state));
-                    self.records.push(fresh);
-                }
-                (false, Fate::Unchanged) => self.records.push(fresh),
-                (false, Fate::Wait) => self.records.push(baseline[candidate.member as usize]),
-            }
-        }
-        if !self.creates.is_empty() {
-            // Members' records are in id order and so are the creates: merge, not sort.
-            self.merged.clear();
-            let members = self.records.len() - self.creates.len();
-            let (kept, created) = self.records.split_at(members);
-            let (mut i, mut j) = (0, 0);
-            while i < kept.len() || j < created.len() {
-                if j == created.len() || (i < kept.len() && kept[i].id < created[j].id) {
-                    self.merged.push(kept[i]);
-                    i += 1;
-                } else {
-                    self.merged.push(created[j]);
-                    j += 1;
-                }
-            }
-            std::mem::swap(&mut self.records, &mut self.merged);
-        }
+        // Members come first, then newcomers, each part in id order.
+        let members = self.candidates.partition_point(|c| c.member != NOT_MEMBER);
+        let (kept, newcomers) = self.candidates.split_at(members);
+        let counts = view_records(&mut self.records, kept, newcomers, baseline, frame, tick);
 
-        let mut w = BitWriter::new(out);
+        let mut w = SnapshotWriter::new(out);
         w.write_uint(u64::from(tick), 32)?;
         w.write_bool(has_baseline)?;
         if has_baseline {
@@ -791,27 +861,21 @@ impl SnapshotEncoder {
         w.write_uint(self.destroys.len() as u64, 8)?;
         let mut ids = IdWriter::default();
         for &id in &self.destroys {
-            ids.write(&mut w, id)?;
+            ids.write(&mut w, id, Fields::default())?;
         }
-        w.write_uint(self.creates.len() as u64, 8)?;
-        let mut ids = IdWriter::default();
-        for (id, state) in &self.creates {
-            ids.write(&mut w, *id)?;
-            write_full(&mut w, schema, state)?;
-        }
-        w.write_uint(self.updates.len() as u64, 8)?;
-        let mut ids = IdWriter::default();
-        for (id, old, new) in &self.updates {
-            ids.write(&mut w, *id)?;
-            write_update(&mut w, schema, old, new)?;
-        }
+        w.write_uint(counts.creates as u64, 8)?;
+        write_sent(&mut w, newcomers)?;
+        w.write_uint(counts.updates as u64, 8)?;
+        write_sent(&mut w, kept)?;
         w.write_uint(self.bullets_near.len() as u64, 6)?;
         for &(_, item) in &self.bullets_near {
             let bullet = &frame.bullets[item as usize];
-            w.write_uint(u64::from(bullet.x), x_bits)?;
-            w.write_uint(u64::from(bullet.y), y_bits)?;
-            w.write_uint(u64::from(bullet.direction), 10)?;
-            w.write_bool(bullet.owner == recipient)?;
+            let mut fields = Fields::default();
+            fields.push(bullet.x, x_bits);
+            fields.push(bullet.y, y_bits);
+            fields.push(bullet.direction, 10);
+            fields.push(u16::from(bullet.owner == recipient), 1);
+            fields.write(&mut w)?;
         }
         let len = w.finish()?;
 
@@ -846,7 +910,7 @@ fn own_bits(schema: &SnapshotSchema, own: &OwnState, state: &EntityState) -> usi
 }
 
 fn write_own(
-    w: &mut BitWriter<'_>,
+    w: &mut SnapshotWriter<'_>,
     schema: &SnapshotSchema,
     own: &OwnState,
     state: &EntityState,
@@ -864,85 +928,133 @@ fn write_own(
     w.write_varint(u64::from(own.score))
 }
 
-pub(crate) fn create_bits(schema: &SnapshotSchema) -> usize {
-    let (x_bits, y_bits) = schema.position_bits();
-    (x_bits + y_bits + 10 + schema.health_bits() + 1) as usize
+/// Fields packed least significant first, as the wire stores them: pushing `a` then `b`
+/// and writing the result once puts the same bits on the wire as writing `a` then `b`, in
+/// one or two writer calls rather than one per field. Holds at most 64 bits (an update
+/// takes at most 58: `3 + 2 × (1 + 16) + 10 + 11`).
+#[derive(Debug, Clone, Copy, Default)]
+struct Fields {
+    value: u64,
+    len: u32,
 }
 
-fn axis_bits(old: u16, new: u16, full: u32) -> usize {
-    let delta = i32::from(new) - i32::from(old);
-    1 + if (-128..=127).contains(&delta) {
-        8
-    } else {
-        full as usize
+impl Fields {
+    /// A newcomer's whole state.
+    fn full(schema: &SnapshotSchema, state: &PackedState) -> Self {
+        let (x_bits, y_bits) = schema.position_bits();
+        let mut fields = Self::default();
+        fields.push(state.x, x_bits);
+        fields.push(state.y, y_bits);
+        fields.push(state.aim, 10);
+        fields.push_vitals(schema, state);
+        fields
+    }
+
+    /// A member's change from `old`: a flag per group, then the groups that changed.
+    fn update(schema: &SnapshotSchema, old: &PackedState, new: &PackedState) -> Self {
+        let (x_bits, y_bits) = schema.position_bits();
+        let mut fields = Self::default();
+        let moved = (old.x, old.y) != (new.x, new.y);
+        fields.push(u16::from(moved), 1);
+        if moved {
+            fields.push_axis(old.x, new.x, x_bits);
+            fields.push_axis(old.y, new.y, y_bits);
+        }
+        let aimed = old.aim != new.aim;
+        fields.push(u16::from(aimed), 1);
+        if aimed {
+            fields.push(new.aim, 10);
+        }
+        let vitals = old.vitals != new.vitals;
+        fields.push(u16::from(vitals), 1);
+        if vitals {
+            fields.push_vitals(schema, new);
+        }
+        fields
+    }
+
+    /// Health, then the in-play bit.
+    #[inline]
+    fn push_vitals(&mut self, schema: &SnapshotSchema, state: &PackedState) {
+        self.push(state.health(), schema.health_bits());
+        self.push(u16::from(state.alive()), 1);
+    }
+
+    /// An 8-bit delta when the step moved by less than 128, else the new step whole.
+    #[inline]
+    fn push_axis(&mut self, old: u16, new: u16, full: u32) {
+        let delta = i32::from(new) - i32::from(old);
+        if (-128..=127).contains(&delta) {
+            self.push(1 | ((delta + 128) as u16) << 1, 9);
+        } else {
+            self.push(0, 1);
+            self.push(new, full);
+        }
+    }
+
+    /// Appends `value`, which fits in `bits` (the schema's grids guarantee it).
+    #[inline(always)]
+    fn push(&mut self, value: u16, bits: u32) {
+        debug_assert!(u64::from(value) >> bits == 0, "{value} in {bits} bits");
+        self.value |= u64::from(value) << self.len;
+        self.len += bits;
+    }
+
+    #[inline(always)]
+    fn write(self, w: &mut SnapshotWriter<'_>) -> Result<(), EncodeError> {
+        w.write_wide(self.value, self.len)
     }
 }
 
-pub(crate) fn update_bits(schema: &SnapshotSchema, old: &EntityState, new: &EntityState) -> usize {
-    let (x_bits, y_bits) = schema.position_bits();
-    let mut bits = 3;
-    if (old.x, old.y) != (new.x, new.y) {
-        bits += axis_bits(old.x, new.x, x_bits) + axis_bits(old.y, new.y, y_bits);
-    }
-    if old.aim != new.aim {
-        bits += 10;
-    }
-    if (old.health, old.alive) != (new.health, new.alive) {
-        bits += schema.health_bits() as usize + 1;
-    }
-    bits
+/// How many creates and updates a snapshot carries.
+#[derive(Debug, Default)]
+struct Sent {
+    creates: usize,
+    updates: usize,
 }
 
-#[inline]
-fn write_full(
-    w: &mut BitWriter<'_>,
-    schema: &SnapshotSchema,
-    state: &EntityState,
-) -> Result<(), EncodeError> {
-    let (x_bits, y_bits) = schema.position_bits();
-    w.write_uint(u64::from(state.x), x_bits)?;
-    w.write_uint(u64::from(state.y), y_bits)?;
-    w.write_uint(u64::from(state.aim), 10)?;
-    w.write_uint(u64::from(state.health), schema.health_bits())?;
-    w.write_bool(state.alive)
+/// Fills `records` with the view the snapshot leaves the client with, in id order: a member
+/// with its state now if sent or unchanged, its acknowledged one while it waits; a newcomer
+/// if sent. Members (`kept`) and newcomers are each in id order, so they are merged.
+fn view_records(
+    records: &mut Vec<Record>,
+    kept: &[Candidate],
+    newcomers: &[Candidate],
+    baseline: &[Record],
+    frame: &Frame,
+    tick: u32,
+) -> Sent {
+    records.clear();
+    let mut sent = Sent::default();
+    let fresh = |id: EntityId| Record::new(id, frame.states[usize::from(id)], tick);
+    let mut created = newcomers.iter().filter(|c| c.fate == Fate::Send).peekable();
+    for member in kept {
+        while let Some(newcomer) = created.next_if(|c| c.id < member.id) {
+            records.push(fresh(newcomer.id));
+            sent.creates += 1;
+        }
+        records.push(match member.fate {
+            Fate::Send => {
+                sent.updates += 1;
+                fresh(member.id)
+            }
+            Fate::Unchanged => fresh(member.id),
+            Fate::Wait => baseline[member.member as usize],
+        });
+    }
+    for newcomer in created {
+        records.push(fresh(newcomer.id));
+        sent.creates += 1;
+    }
+    sent
 }
 
-#[inline]
-fn write_axis(w: &mut BitWriter<'_>, old: u16, new: u16, full: u32) -> Result<(), EncodeError> {
-    let delta = i32::from(new) - i32::from(old);
-    if (-128..=127).contains(&delta) {
-        w.write_bool(true)?;
-        w.write_uint((delta + 128) as u64, 8)
-    } else {
-        w.write_bool(false)?;
-        w.write_uint(u64::from(new), full)
-    }
-}
-
-#[inline]
-fn write_update(
-    w: &mut BitWriter<'_>,
-    schema: &SnapshotSchema,
-    old: &EntityState,
-    new: &EntityState,
-) -> Result<(), EncodeError> {
-    let (x_bits, y_bits) = schema.position_bits();
-    let moved = (old.x, old.y) != (new.x, new.y);
-    w.write_bool(moved)?;
-    if moved {
-        write_axis(w, old.x, new.x, x_bits)?;
-        write_axis(w, old.y, new.y, y_bits)?;
-    }
-    let aimed = old.aim != new.aim;
-    w.write_bool(aimed)?;
-    if aimed {
-        w.write_uint(u64::from(new.aim), 10)?;
-    }
-    let vitals = (old.health, old.alive) != (new.health, new.alive);
-    w.write_bool(vitals)?;
-    if vitals {
-        w.write_uint(u64::from(new.health), schema.health_bits())?;
-        w.write_bool(new.alive)?;
+/// Writes the candidates of `part` (newcomers: the creates; members: the updates) that
+/// are sent, each as its id and its packed fields.
+fn write_sent(w: &mut SnapshotWriter<'_>, part: &[Candidate]) -> Result<(), EncodeError> {
+    let mut ids = IdWriter::default();
+    for candidate in part.iter().filter(|c| c.fate == Fate::Send) {
+        ids.write(w, candidate.id, candidate.fields)?;
     }
     Ok(())
 }
@@ -954,23 +1066,35 @@ struct IdWriter {
 }
 
 impl IdWriter {
-    #[inline]
-    fn write(&mut self, w: &mut BitWriter<'_>, id: EntityId) -> Result<(), EncodeError> {
+    /// Writes `id`'s gap, then `fields` (in one writer call when both fit 64 bits).
+    #[inline(always)]
+    fn write(
+        &mut self,
+        w: &mut SnapshotWriter<'_>,
+        id: EntityId,
+        fields: Fields,
+    ) -> Result<(), EncodeError> {
         let gap = u32::from(id) - self.next;
+        let mut packed = Fields::default();
         if gap < 16 {
-            w.write_bool(false)?;
-            w.write_uint(u64::from(gap), 4)?;
+            packed.push(0b0, 1);
+            packed.push(gap as u16, 4);
         } else if gap < 272 {
-            w.write_bool(true)?;
-            w.write_bool(false)?;
-            w.write_uint(u64::from(gap - 16), 8)?;
+            packed.push(0b01, 2);
+            packed.push((gap - 16) as u16, 8);
         } else {
-            w.write_bool(true)?;
-            w.write_bool(true)?;
-            w.write_uint(u64::from(gap), 16)?;
+            packed.push(0b11, 2);
+            packed.push(gap as u16, 16);
         }
         self.next = u32::from(id) + 1;
-        Ok(())
+        if packed.len + fields.len <= 64 {
+            packed.value |= fields.value << packed.len;
+            packed.len += fields.len;
+            packed.write(w)
+        } else {
+            packed.write(w)?;
+            fields.write(w)
+        }
     }
 }
 
@@ -997,6 +1121,38 @@ mod tests {
             };
             let record = Record::new(9, &state, 70_000);
             assert_eq!((record.id, record.state()), (9, state));
+        }
+    }
+
+    #[test]
+    fn total_order_keys_order_like_total_cmp_and_give_the_value_back() {
+        let values = [
+            f32::NEG_INFINITY,
+            -1e30,
+            -1.0,
+            -f32::MIN_POSITIVE,
+            -0.0,
+            0.0,
+            f32::MIN_POSITIVE,
+            0.64,
+            1.0,
+            400.0,
+            f32::INFINITY,
+            f32::NAN,
+            -f32::NAN,
+        ];
+        for a in values {
+            assert_eq!(
+                from_total_order_key(total_order_key(a)).to_bits(),
+                a.to_bits()
+            );
+            for b in values {
+                assert_eq!(
+                    total_order_key(a).cmp(&total_order_key(b)),
+                    a.total_cmp(&b),
+                    "{a} against {b}"
+                );
+            }
         }
     }
 

@@ -1,6 +1,6 @@
 //! [`Frame`]: the world as every snapshot of one tick sees it, captured once.
 
-use super::{EntityId, EntityIds, EntityState, SnapshotConfig, SnapshotSchema};
+use super::{EntityId, EntityIds, EntityState, PackedState, SnapshotConfig, SnapshotSchema};
 use crate::geom::Vec2;
 use crate::world::World;
 
@@ -61,8 +61,16 @@ impl CellIndex {
         self.start[0] = 0;
     }
 
+    /// The cell item `item` is in.
+    pub(crate) fn cell_of(&self, item: usize) -> u32 {
+        self.cells_of[item]
+    }
+
+    #[inline]
     pub(crate) fn cell(&self, cell: usize) -> &[u32] {
-        &self.items[self.start[cell] as usize..self.start[cell + 1] as usize]
+        // One bounds check for both ends of the cell.
+        let bounds = &self.start[cell..cell + 2];
+        &self.items[bounds[0] as usize..bounds[1] as usize]
     }
 }
 
@@ -74,7 +82,7 @@ pub struct Frame {
     pub(crate) tick: u64,
     /// By entity id.
     pub(crate) present: Vec<bool>,
-    pub(crate) states: Vec<EntityState>,
+    pub(crate) states: Vec<PackedState>,
     pub(crate) positions: Vec<Vec2>,
     pub(crate) own: Vec<OwnState>,
     /// The ids present, in world slot order.
@@ -123,7 +131,7 @@ impl Frame {
         let bound = ids.id_bound();
         if self.present.len() < bound {
             self.present.resize(bound, false);
-            self.states.resize(bound, EntityState::default());
+            self.states.resize(bound, PackedState::default());
             self.positions.resize(bound, Vec2::ZERO);
             self.own.resize(bound, OwnState::default());
         }
@@ -137,13 +145,13 @@ impl Frame {
             let (x, y) = self.schema.quantize_position(position);
             self.present[index] = true;
             self.positions[index] = position;
-            self.states[index] = EntityState {
+            self.states[index] = PackedState::from(&EntityState {
                 x,
                 y,
                 aim: SnapshotSchema::quantize_angle(player.aim()),
                 health: player.health().min(self.schema.max_health()),
                 alive: player.is_alive(),
-            };
+            });
             let stats = player.stats();
             self.own[index] = OwnState {
                 position,
@@ -197,7 +205,7 @@ impl Frame {
     /// An entity's quantized state, if it is in the frame.
     pub fn state(&self, id: EntityId) -> Option<EntityState> {
         let index = usize::from(id);
-        (*self.present.get(index)?).then(|| self.states[index])
+        (*self.present.get(index)?).then(|| self.states[index].into())
     }
 
     /// Ids in the frame.
@@ -209,6 +217,14 @@ impl Frame {
     pub fn position(&self, id: EntityId) -> Option<Vec2> {
         let index = usize::from(id);
         (*self.present.get(index)?).then(|| self.positions[index])
+    }
+
+    /// The index of the cell at column `x`, row `y`, if the grid has one there.
+    #[inline]
+    pub(crate) fn cell_at(&self, x: i32, y: i32) -> Option<usize> {
+        // Negative coordinates wrap to large unsigned ones: one comparison per axis.
+        let (x, y) = (x as u32, y as u32);
+        (x < self.columns && y < self.rows).then(|| (y * self.columns + x) as usize)
     }
 
     pub(crate) fn cell_coords(&self, p: Vec2) -> (i32, i32) {

@@ -32,6 +32,7 @@
 mod decode;
 mod encode;
 mod frame;
+mod writer;
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
@@ -82,6 +83,55 @@ pub struct EntityState {
     pub health: u16,
     /// In play (false while waiting to respawn).
     pub alive: bool,
+}
+
+/// An [`EntityState`] in 8 bytes, as the encoder keeps it (in a frame, and in the
+/// history records every recipient holds): health and the in-play bit share a `u16`, so
+/// "has anything changed" is one comparison.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct PackedState {
+    pub(crate) x: u16,
+    pub(crate) y: u16,
+    pub(crate) aim: u16,
+    /// Health (at most 1,023: [`SnapshotSchema::new`]) with [`PackedState::ALIVE`] set
+    /// while in play.
+    pub(crate) vitals: u16,
+}
+
+impl PackedState {
+    /// [`PackedState::vitals`]' in-play bit.
+    const ALIVE: u16 = 1 << 15;
+
+    pub(crate) fn health(&self) -> u16 {
+        self.vitals & !Self::ALIVE
+    }
+
+    pub(crate) fn alive(&self) -> bool {
+        self.vitals & Self::ALIVE != 0
+    }
+}
+
+impl From<&EntityState> for PackedState {
+    fn from(state: &EntityState) -> Self {
+        Self {
+            x: state.x,
+            y: state.y,
+            aim: state.aim,
+            vitals: state.health | if state.alive { Self::ALIVE } else { 0 },
+        }
+    }
+}
+
+impl From<PackedState> for EntityState {
+    fn from(state: PackedState) -> Self {
+        Self {
+            x: state.x,
+            y: state.y,
+            aim: state.aim,
+            health: state.health(),
+            alive: state.alive(),
+        }
+    }
 }
 
 /// One entity of a view: its id and quantized state.
