@@ -21,11 +21,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use tickwire_client::MatchAnswer;
+use tickwire_net::due::{DueTimes, earliest};
 use tickwire_net::udp::{BatchSocket, RecvBatch, SendBatch, enable_local_addresses};
 use tickwire_proto::reliable::ReliabilityConfig;
 use tickwire_proto::{Client, ClientEvent, MAX_DATAGRAM_BYTES, unix_now};
 
-use tickwire_net::due::{DueTimes, earliest};
 use super::ledger::Ledger;
 use super::{CLOSE_PACE, GroupResult, GroupSpec, OneTask, Pending, Report, close_batches, drive};
 use crate::plan::Plan;

@@ -20,12 +20,12 @@ use std::cell::RefCell;
 
 use bytes::Bytes;
 use tickwire_client::{Ended, MatchAnswer};
+use tickwire_net::due::{DueTimes, earliest};
 use tickwire_proto::ConnectionParams;
 use tickwire_proto::websocket::{
     Inbound, MessageReader, opcode, write_masked_close, write_masked_frame,
 };
 
-use tickwire_net::due::{DueTimes, earliest};
 use super::ledger::Ledger;
 use super::udp::{EPOLL_EVENTS, Readiness};
 use super::{

@@ -23,12 +23,12 @@ use std::time::{Duration, Instant};
 use bytes::BytesMut;
 use quinn_proto::{ClientConfig, ConnectionHandle, DatagramEvent, Endpoint, EndpointConfig};
 use tickwire_client::MatchAnswer;
+use tickwire_net::due::{DueTimes, earliest};
 use tickwire_net::udp::{RecvBatch, SendBatch};
 use tickwire_net::ws::CloseCode;
 use tickwire_net::wt::{h3, parse_cert_sha256, quic_client_config};
 
 use self::session::{Greeting, Session, SessionEvent};
-use tickwire_net::due::{DueTimes, earliest};
 use super::ledger::Ledger;
 use super::{
     CLOSE_PACE, GroupResult, GroupSpec, OneTask, Pending, Queue, TICK, close_batches, drive,
