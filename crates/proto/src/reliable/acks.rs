@@ -76,6 +76,18 @@ impl Bits256 {
             self.0 = [0; 4];
             return;
         }
+        if (1..64).contains(&n) {
+            // Every packet that arrives in order shifts by one: each word takes the bits
+            // its lower neighbour pushes out.
+            let [a, b, c, d] = self.0;
+            self.0 = [
+                a << n,
+                b << n | a >> (64 - n),
+                c << n | b >> (64 - n),
+                d << n | c >> (64 - n),
+            ];
+            return;
+        }
         let words = (n / 64) as usize;
         let bits = n % 64;
         let old = self.0;
@@ -476,6 +488,23 @@ mod tests {
         assert_eq!(bits.lowest_set(), Some(195));
         bits.shift_up(256);
         assert!(bits.is_empty());
+    }
+
+    #[test]
+    fn shifts_of_every_distance_match_a_bit_by_bit_one() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(9);
+        for _ in 0..20 {
+            let before = Bits256([rng.random(), rng.random(), rng.random(), rng.random()]);
+            for n in 0..=260 {
+                let mut shifted = before;
+                shifted.shift_up(n);
+                for i in 0..256 {
+                    let expected = i >= n && before.get(i - n);
+                    assert_eq!(shifted.get(i), expected, "bit {i} after a shift by {n}");
+                }
+            }
+        }
     }
 
     #[test]
