@@ -39,6 +39,8 @@ fn bytes_per_player(config: &ArenaConfig, rooms: u64, per_room: u64) -> f64 {
             let id = PlayerId(n as u64 * per_room + p);
             host.join(start, id, format!("bot-{}", id.0))
                 .expect("a seat");
+            // The shard routes a room's commands after each call into it.
+            host.take_commands().for_each(drop);
         }
     }
     for step in 1..=120u32 {
