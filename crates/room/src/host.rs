@@ -467,7 +467,7 @@ mod tests {
             capacity <= 2 * KEPT_COMMANDS,
             "the burst's peak is kept: {capacity}"
         );
-        let mut steady = |host: &mut RoomHost| {
+        let steady = |host: &mut RoomHost| {
             for _ in 0..2 * TIDY_TAKES {
                 host.commands.extend((0..100).map(|_| command()));
                 host.take_commands().for_each(drop);
