@@ -151,9 +151,13 @@ pub trait BitWrite {
 }
 
 /// Writes bits into a caller-provided byte buffer through a 64-bit scratch register,
-/// storing four bytes at a time.
+/// storing eight bytes at a time. [`write_wide`](Self::write_wide) takes up to 64 bits in
+/// one call: a caller that packs several fields into one word (the arena's snapshots pack
+/// an entity's id and fields) writes them with one call and at most one store.
 ///
-/// After an error the writer's contents are unspecified; start a new one.
+/// A buffer too short shows as [`EncodeErrorKind::BufferFull`] at the store that does not
+/// fit, or at the latest from [`finish`](Self::finish) (up to 63 bits wait in the register
+/// until then). After an error the writer's contents are unspecified; start a new one.
 ///
 /// ```
 /// use tickwire_wire::{BitWrite, BitWriter};
@@ -170,7 +174,7 @@ pub struct BitWriter<'a> {
     buf: &'a mut [u8],
     /// Bits not yet stored; bit 0 is the oldest.
     scratch: u64,
-    /// How many bits of `scratch` are pending (always < 32 between calls). Full width on
+    /// How many bits of `scratch` are pending (always < 64 between calls). Full width on
     /// purpose: a `u32` here is stored in 4 bytes and reloaded in 8 when the writer moves,
     /// which stalls store forwarding (measured: a third of the encode time).
     scratch_bits: u64,
@@ -189,6 +193,32 @@ impl<'a> BitWriter<'a> {
         }
     }
 
+    /// Writes the low `bits` (at most 64) bits of `value`, whose higher bits must be zero.
+    #[inline(always)]
+    pub fn write_wide(&mut self, value: u64, bits: u32) -> Result<(), EncodeError> {
+        debug_assert!(
+            bits == 64 || (bits < 64 && value >> bits == 0),
+            "write_wide of {bits} bits with higher bits set"
+        );
+        let used = self.scratch_bits;
+        self.scratch |= value << used;
+        let total = used + u64::from(bits);
+        if total < 64 {
+            self.scratch_bits = total;
+            return Ok(());
+        }
+        let Some(dst) = self.buf.get_mut(self.stored..self.stored + 8) else {
+            return Err(self.full());
+        };
+        dst.copy_from_slice(&self.scratch.to_le_bytes());
+        self.stored += 8;
+        // The bits of `value` that did not fit: `value >> (64 - used)`, and none when
+        // `used` is 0 (a shift by 64 is not defined).
+        self.scratch = (value >> 1) >> (63 - used);
+        self.scratch_bits = total - 64;
+        Ok(())
+    }
+
     /// Stores the pending bits, padding the last byte with zeros, and returns the number of
     /// bytes used.
     #[inline]
@@ -200,7 +230,7 @@ impl<'a> BitWriter<'a> {
             .buf
             .get_mut(self.stored..end)
             .ok_or(EncodeErrorKind::BufferFull { capacity })?;
-        // At most 4 bytes; a byte loop avoids a variable-length memcpy call.
+        // At most 8 bytes; a byte loop avoids a variable-length memcpy call.
         for (i, byte) in dst.iter_mut().enumerate() {
             *byte = (self.scratch >> (8 * i)) as u8;
         }
@@ -221,18 +251,7 @@ impl BitWrite for BitWriter<'_> {
     #[inline(always)]
     fn write_bits(&mut self, value: u32, bits: u32) -> Result<(), EncodeError> {
         debug_assert!(bits <= 32, "write_bits of {bits} bits");
-        self.scratch |= (u64::from(value) & low_mask(bits)) << self.scratch_bits;
-        self.scratch_bits += u64::from(bits);
-        if self.scratch_bits >= 32 {
-            let Some(dst) = self.buf.get_mut(self.stored..self.stored + 4) else {
-                return Err(self.full());
-            };
-            dst.copy_from_slice(&(self.scratch as u32).to_le_bytes());
-            self.stored += 4;
-            self.scratch >>= 32;
-            self.scratch_bits -= 32;
-        }
-        Ok(())
+        self.write_wide(u64::from(value) & low_mask(bits), bits)
     }
 
     #[inline]
@@ -303,6 +322,38 @@ mod tests {
         assert_eq!(&buf[..len], &[0b1111_1101, 0b0000_0001]);
     }
 
+    proptest::proptest! {
+        /// Any mix of wide (up to 64 bits) and narrow writes gives the bytes of a
+        /// bit-by-bit reference, and counts the same bits as it goes.
+        #[test]
+        fn wide_and_narrow_writes_match_a_bit_by_bit_reference(
+            writes in proptest::collection::vec(
+                (proptest::prelude::any::<u64>(), 0u32..=64, proptest::prelude::any::<bool>()),
+                0..60,
+            )
+        ) {
+            let mut buf = vec![0u8; 512];
+            let mut writer = BitWriter::new(&mut buf);
+            let mut reference = Vec::new();
+            for &(raw, bits, wide) in &writes {
+                let value = raw.checked_shr(64 - bits).unwrap_or(0);
+                if wide {
+                    writer.write_wide(value, bits).unwrap();
+                } else {
+                    writer.write_uint(value, bits).unwrap();
+                }
+                reference.extend((0..bits).map(|i| value >> i & 1 == 1));
+                proptest::prop_assert_eq!(writer.bits_written(), reference.len());
+            }
+            let len = writer.finish().unwrap();
+            let mut expected = vec![0u8; reference.len().div_ceil(8)];
+            for (i, bit) in reference.iter().enumerate() {
+                expected[i / 8] |= u8::from(*bit) << (i % 8);
+            }
+            proptest::prop_assert_eq!(&buf[..len], &expected[..]);
+        }
+    }
+
     #[test]
     fn high_bits_beyond_the_count_are_ignored() {
         let mut buf = [0u8; 4];
@@ -322,10 +373,24 @@ mod tests {
         let error = writer.finish().unwrap_err();
         assert_eq!(error.kind, EncodeErrorKind::BufferFull { capacity: 5 });
 
+        // A store that does not fit fails at once; bits still in the register fail at
+        // `finish`.
+        let mut buf = [0u8; 7];
+        let mut writer = BitWriter::new(&mut buf);
+        writer.write_bits(u32::MAX, 32).unwrap();
+        let error = writer.write_bits(u32::MAX, 32).unwrap_err();
+        assert_eq!(error.kind, EncodeErrorKind::BufferFull { capacity: 7 });
+
         let mut buf = [0u8; 3];
         let mut writer = BitWriter::new(&mut buf);
-        let error = writer.write_bits(u32::MAX, 32).unwrap_err();
+        writer.write_bits(u32::MAX, 32).unwrap();
+        let error = writer.finish().unwrap_err();
         assert_eq!(error.kind, EncodeErrorKind::BufferFull { capacity: 3 });
+        let mut writer = BitWriter::new(&mut buf);
+        assert!(
+            writer.write_wide(u64::MAX, 64).is_err(),
+            "64 bits in 3 bytes"
+        );
     }
 
     #[test]

@@ -1,10 +1,9 @@
 //! The server side: [`SnapshotEncoder`] (one per room) and [`ClientSnapshots`] (one per
 //! recipient: what was sent, what was acknowledged, the bandwidth left).
 
-use tickwire_wire::{BitWrite, EncodeError};
+use tickwire_wire::{BitWrite, BitWriter, EncodeError};
 
 use super::frame::{Frame, OwnState};
-use super::writer::SnapshotWriter;
 use super::{
     EntityId, EntityIds, EntityState, EntityView, ID_BITS_MAX, PackedState, SnapshotConfig,
     SnapshotConfigError, SnapshotSchema,
@@ -847,7 +846,7 @@ impl SnapshotEncoder {
         let (kept, newcomers) = self.candidates.split_at(members);
         let counts = view_records(&mut self.records, kept, newcomers, baseline, frame, tick);
 
-        let mut w = SnapshotWriter::new(out);
+        let mut w = BitWriter::new(out);
         w.write_uint(u64::from(tick), 32)?;
         w.write_bool(has_baseline)?;
         if has_baseline {
@@ -910,7 +909,7 @@ fn own_bits(schema: &SnapshotSchema, own: &OwnState, state: &EntityState) -> usi
 }
 
 fn write_own(
-    w: &mut SnapshotWriter<'_>,
+    w: &mut BitWriter<'_>,
     schema: &SnapshotSchema,
     own: &OwnState,
     state: &EntityState,
@@ -1001,7 +1000,7 @@ impl Fields {
     }
 
     #[inline(always)]
-    fn write(self, w: &mut SnapshotWriter<'_>) -> Result<(), EncodeError> {
+    fn write(self, w: &mut BitWriter<'_>) -> Result<(), EncodeError> {
         w.write_wide(self.value, self.len)
     }
 }
@@ -1051,7 +1050,7 @@ fn view_records(
 
 /// Writes the candidates of `part` (newcomers: the creates; members: the updates) that
 /// are sent, each as its id and its packed fields.
-fn write_sent(w: &mut SnapshotWriter<'_>, part: &[Candidate]) -> Result<(), EncodeError> {
+fn write_sent(w: &mut BitWriter<'_>, part: &[Candidate]) -> Result<(), EncodeError> {
     let mut ids = IdWriter::default();
     for candidate in part.iter().filter(|c| c.fate == Fate::Send) {
         ids.write(w, candidate.id, candidate.fields)?;
@@ -1070,7 +1069,7 @@ impl IdWriter {
     #[inline(always)]
     fn write(
         &mut self,
-        w: &mut SnapshotWriter<'_>,
+        w: &mut BitWriter<'_>,
         id: EntityId,
         fields: Fields,
     ) -> Result<(), EncodeError> {

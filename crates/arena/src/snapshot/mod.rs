@@ -32,7 +32,6 @@
 mod decode;
 mod encode;
 mod frame;
-mod writer;
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
