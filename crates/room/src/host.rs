@@ -399,9 +399,9 @@ impl RoomHost {
     /// The commands issued since the last call, for the runtime to carry out.
     ///
     /// Every [`TIDY_TAKES`] takes the queue gives back what it grew beyond four times the
-    /// most one take found meanwhile: a burst (a crowd joining in one turn, each join
-    /// telling everyone) grows it for a moment, and it kept that peak for the room's life
-    /// (1.9 KB a player in rooms of 30 filled at once). A steady room never reallocates.
+    /// most one take found meanwhile: a burst within one call (a tick that tells a crowd
+    /// something) grows it for a moment, and it kept that peak for the room's life. A
+    /// steady room never reallocates.
     pub fn take_commands(&mut self) -> std::vec::Drain<'_, Command> {
         self.commands_peak = self.commands_peak.max(self.commands.len());
         self.takes += 1;

@@ -686,10 +686,10 @@ mod tests {
         for front in [0u16, 7, 65_520] {
             for held in [0u16, 1, 2, 5, 33, 40] {
                 let mut loss = LossEstimator::default();
-                let mut sent = SentPackets::default();
-                for _ in 0..front {
-                    sent.front_sequence = sent.front_sequence.wrapping_add(1);
-                }
+                let mut sent = SentPackets {
+                    front_sequence: front,
+                    ..SentPackets::default()
+                };
                 for _ in 0..held {
                     sent.push_packet(start, AckWanted::Now, &mut loss);
                 }

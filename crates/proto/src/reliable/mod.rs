@@ -330,8 +330,7 @@ impl Reliability {
     pub fn next_timeout(&self) -> Option<Instant> {
         // The resend timeout is worked out only when a window holds something: a game's
         // stream (unreliable messages only) asks this after every packet.
-        let resend = self
-            .channels
+        self.channels
             .iter()
             .filter_map(|channel| match channel {
                 Channel::Reliable { send, .. } if !send.window_is_empty() => {
@@ -339,11 +338,8 @@ impl Reliability {
                 }
                 _ => None,
             })
-            .min();
-        match (resend, self.received.ack_deadline()) {
-            (Some(resend), Some(ack)) => Some(resend.min(ack)),
-            (resend, ack) => resend.or(ack),
-        }
+            .chain(self.received.ack_deadline())
+            .min()
     }
 
     /// Estimates, counters and memory in use.

@@ -257,12 +257,12 @@ impl ReliableSender {
         self.cursor.now = None;
     }
 
-    /// When the earliest unacked unit becomes due again.
     /// True when no message is admitted and unacked (queued ones may wait).
     pub(crate) fn window_is_empty(&self) -> bool {
         self.window.is_empty()
     }
 
+    /// When the earliest unacked unit becomes due again.
     pub(crate) fn next_timeout(&self, resend_timeout: Duration) -> Option<Instant> {
         self.window
             .iter()

@@ -23,7 +23,7 @@ use super::config::{
 };
 use super::framing::max_frame_bytes;
 use super::stats::{WtCounters, WtCounts};
-use crate::due::DueTimes;
+use crate::due::{DueTimes, earliest};
 use crate::udp::{RecvBatch, RecvStats, SendBatch, SendStats};
 use crate::ws::{
     AdmittedClient, CloseCode, TlsIdentity, WsClosed, WsConfig, WsCounters, WsEndpoint,
@@ -499,11 +499,7 @@ impl WtLinks {
     /// The earliest deadline: a session's QUIC timer, handshake or close deadline, or the
     /// certificate's renewal.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let first = self.timers.earliest();
-        match (first, self.next_renewal) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        earliest(self.timers.earliest(), self.next_renewal)
     }
 
     /// Runs what is due at `now`.
