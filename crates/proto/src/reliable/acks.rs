@@ -448,6 +448,7 @@ impl SentPackets {
             .min(self.entries.len());
         self.entries.drain(..count);
         self.entries_base += count as u64;
+        super::give_back_if_empty(&mut self.entries);
     }
 
     /// Packets in flight (sent, not yet acked or given up).

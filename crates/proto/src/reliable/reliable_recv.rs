@@ -11,10 +11,10 @@ use std::mem;
 
 use bytes::Bytes;
 
-use super::MESSAGE_WINDOW;
 use super::error::{MalformedError, ReadError};
 use super::fragment::Reassembly;
 use super::sequence::HALF;
+use super::{MESSAGE_WINDOW, give_back_if_empty};
 
 /// Bytes held for reliable messages across the connection's channels, and their bound.
 #[derive(Debug)]
@@ -198,5 +198,6 @@ impl ReliableReceiver {
             }
             self.next_id = self.next_id.wrapping_add(1);
         }
+        give_back_if_empty(&mut self.slots);
     }
 }

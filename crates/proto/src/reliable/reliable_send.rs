@@ -12,11 +12,11 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
-use super::MESSAGE_WINDOW;
 use super::acks::{SentEntry, SentPackets};
 use super::config::Layout;
 use super::fragment::{fragment_count, fragment_range};
 use super::frame::{MIN_FRAME_LEN, PacketWriter};
+use super::{MESSAGE_WINDOW, give_back_if_empty};
 
 #[derive(Clone, Copy, Debug, Default)]
 struct UnitState {
@@ -134,6 +134,7 @@ impl ReliableSender {
             *span_bytes += len;
             self.window.push_back(SendMessage::new(data, layout));
         }
+        give_back_if_empty(&mut self.pending);
     }
 
     /// Writes due units (never sent, or unacked for a resend timeout), oldest first, while
@@ -249,6 +250,7 @@ impl ReliableSender {
             self.oldest += 1;
             self.cursor.now = None;
         }
+        give_back_if_empty(&mut self.window);
         freed
     }
 
