@@ -794,7 +794,6 @@ impl Room for ArenaRoom {
     /// Snapshots of the newest tick, once its events are on their way.
     fn publish(&mut self, ctx: &mut RoomContext<'_>) {
         self.encoder.capture(&self.world, &self.ids);
-        let budget = self.config.snapshot.packet_budget;
         let interval = u64::from(self.config.snapshot_interval_ticks);
         let tick = self.world.tick();
         let ticks_since = tick.saturating_sub(self.published_tick).max(1);
@@ -845,14 +844,17 @@ impl Room for ArenaRoom {
                 continue;
             }
             if self.arena.capacity() < len {
-                // Room for a publish like the last one and a quarter more: sized on what
-                // snapshots take (a few hundred bytes in a small room), not on the budget
-                // each may take, which held 1,100 bytes a player in every room's arena.
+                // A fresh block, room for a publish like the last one and a quarter more
+                // (the first: this snapshot's size for every recipient left): sized on
+                // what snapshots take (a few hundred bytes in a small room), not on the
+                // budget each may take. The old block goes once its snapshots are sent;
+                // `reserve` would have reclaimed it whole, so a room kept its largest
+                // publish for life (its first, sized on the budget: 1,100 bytes a player).
                 let expected = match self.published_bytes {
-                    0 => budget * self.order.len(),
+                    0 => len * (self.order.len() - index),
                     last => last + last / 4,
                 };
-                self.arena.reserve(expected.max(len));
+                self.arena = BytesMut::with_capacity(expected.max(len));
             }
             published += len;
             self.arena.extend_from_slice(&self.packet[..len]);
