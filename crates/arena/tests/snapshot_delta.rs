@@ -203,3 +203,42 @@ fn late_acks_grow_the_history_until_deltas_resume() {
         client.history_slots()
     );
 }
+
+/// One snapshot every third tick (seed 003's plaza) with acks 15 ticks late (5 snapshots,
+/// a quarter of a second): the history's 8 slots hold the last 8 snapshots whatever their
+/// ticks, so every snapshot is a delta and the history does not grow. Before, the slots
+/// were ticks: a 15-tick-old baseline was refused as older than 8, and every snapshot went
+/// out whole.
+#[test]
+fn sparse_snapshots_keep_deltas_with_the_first_slots() {
+    let mut scene = scene(4, 12, SnapshotConfig::default());
+    let my_id = scene.ids.get(PlayerKey(0)).unwrap();
+    let mut client = scene.encoder.new_client();
+    let mut decoder = SnapshotDecoder::new(*scene.encoder.schema(), scene.encoder.config());
+    let mut buf = vec![0u8; 2048];
+    let mut in_flight = std::collections::VecDeque::new();
+    let (mut sent, mut deltas) = (0, 0);
+    for tick in 0..300u32 {
+        scene.world.step(&[]);
+        while scene.world.poll_event().is_some() {}
+        if tick % 3 != 0 {
+            continue;
+        }
+        scene.encoder.capture(&scene.world, &scene.ids);
+        let len = scene.encoder.encode(&mut client, my_id, &mut buf).unwrap();
+        let decoded = decoder.decode(&buf[..len]).unwrap();
+        if tick >= 60 {
+            sent += 1;
+            deltas += usize::from(decoded.baseline.is_some());
+        }
+        in_flight.push_back(client.last_sent().unwrap());
+        if in_flight.len() > 5 {
+            client.handle_ack(in_flight.pop_front().unwrap()).unwrap();
+        }
+    }
+    assert_eq!(
+        deltas, sent,
+        "every snapshot a delta against a 15-tick-old ack"
+    );
+    assert_eq!(client.history_slots(), 8, "the history did not grow");
+}

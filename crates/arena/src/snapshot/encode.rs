@@ -49,19 +49,24 @@ impl Record {
 /// needs them, so a player allocates a handful of times in its life:
 /// - the stride is the largest view this recipient has had: one who sees three others
 ///   holds 4 records per slot rather than `max_entities` (12 bytes each);
-/// - the slots (ticks back that a baseline may be) start at [`INITIAL_SLOTS`] and grow up
-///   to the configured history when an ack arrives for a snapshot already overwritten: a
-///   player whose acks come back within 8 ticks (133 ms at 60 Hz) never pays for the
-///   half-second a slow link needs. In rooms of 30 the history was two thirds of the
-///   room's memory per player at 32 slots.
+/// - the slots hold the last snapshots sent, one each, whatever ticks they went out on: at
+///   one snapshot every third tick (seed 003's plaza) 8 slots reach back 24 ticks, not 8.
+///   They start at [`INITIAL_SLOTS`] and double (up to the configured history) when an ack
+///   arrives for a snapshot already overwritten that the client may still hold: a player
+///   whose acks come back within 8 snapshots never pays for the half-second a slow link
+///   needs. In rooms of 30 the history was two thirds of the room's memory per player at
+///   32 slots.
 #[derive(Debug, Clone)]
 struct History {
-    /// Each slot's tick, if it holds one (slot = tick mod slots), and the records in its
-    /// view; one vector, so an encode's lookup touches one line besides the records.
+    /// Each slot's tick, if it holds one, and the records in its view; one vector, so an
+    /// encode's lookup touches one line besides the records.
     heads: Vec<SlotHead>,
+    /// The slot the next snapshot's view goes to: the oldest held.
+    next: usize,
     stride: usize,
     records: Vec<Record>,
-    /// The configured history: the most slots this may grow to.
+    /// The configured history: the most slots this may grow to, and the most ticks back a
+    /// baseline may be (the client's decoder holds views by tick, that many).
     max_slots: usize,
 }
 
@@ -80,6 +85,7 @@ impl History {
         let slots = INITIAL_SLOTS.min(max_slots);
         Self {
             heads: vec![SlotHead::default(); slots],
+            next: 0,
             stride: 0,
             records: Vec::new(),
             max_slots,
@@ -87,39 +93,57 @@ impl History {
     }
 
     /// Grows to hold at least `slots` (a power of two, at most the configured history),
-    /// moving each held view to its slot under the new count: two ticks in one new slot
-    /// would have shared an old one, so none collide.
+    /// keeping every held view, oldest first, so the next store overwrites none of them.
     fn grow_slots(&mut self, slots: usize) {
         let slots = slots.next_power_of_two().min(self.max_slots);
-        if slots <= self.slots() {
+        let old = self.slots();
+        if slots <= old {
             return;
         }
         let mut heads = vec![SlotHead::default(); slots];
         let mut records = vec![Record::default(); slots * self.stride];
-        for (old, head) in self.heads.iter().enumerate() {
-            let Some(tick) = head.tick else { continue };
-            let new = tick as usize % slots;
+        let mut held = 0;
+        for from in (0..old).map(|k| (self.next + k) % old) {
+            let head = self.heads[from];
+            if head.tick.is_none() {
+                continue;
+            }
             let len = head.len as usize;
-            records[new * self.stride..new * self.stride + len]
-                .copy_from_slice(&self.records[old * self.stride..old * self.stride + len]);
-            heads[new] = *head;
+            records[held * self.stride..held * self.stride + len]
+                .copy_from_slice(&self.records[from * self.stride..from * self.stride + len]);
+            heads[held] = head;
+            held += 1;
         }
         self.heads = heads;
         self.records = records;
+        self.next = held % slots;
     }
 
     fn slots(&self) -> usize {
         self.heads.len()
     }
 
-    fn slot(&self, tick: u32) -> usize {
-        tick as usize % self.slots()
+    /// The slot holding `tick`'s view: the heads are a few words, newest searched first
+    /// (acks trail the newest snapshot by a round trip).
+    fn slot(&self, tick: u32) -> Option<usize> {
+        let slots = self.slots();
+        (1..=slots)
+            .map(|back| (self.next + slots - back) % slots)
+            .find(|&slot| self.heads[slot].tick == Some(tick))
     }
 
     /// The view `tick`'s snapshot left, while the history holds it.
     fn view(&self, tick: u32) -> Option<&[Record]> {
-        let slot = self.slot(tick);
-        let head = self.heads[slot];
+        self.view_in(self.slot(tick)?, tick)
+    }
+
+    /// The same, looked for first in `hint` (where the ack found it).
+    fn view_hinted(&self, hint: usize, tick: u32) -> Option<&[Record]> {
+        self.view_in(hint, tick).or_else(|| self.view(tick))
+    }
+
+    fn view_in(&self, slot: usize, tick: u32) -> Option<&[Record]> {
+        let head = self.heads.get(slot)?;
         (head.tick == Some(tick)).then(|| {
             let start = slot * self.stride;
             &self.records[start..start + head.len as usize]
@@ -130,7 +154,17 @@ impl History {
         if view.len() > self.stride {
             self.grow(view.len().next_power_of_two(), view[0]);
         }
-        let slot = self.slot(tick);
+        let slots = self.slots();
+        let newest = (self.next + slots - 1) % slots;
+        // A second snapshot on one tick replaces the first: an ack names a tick, so only
+        // one view per tick can be the client's.
+        let slot = if self.heads[newest].tick == Some(tick) {
+            newest
+        } else {
+            let slot = self.next;
+            self.next = (slot + 1) % slots;
+            slot
+        };
         let start = slot * self.stride;
         self.records[start..start + view.len()].copy_from_slice(view);
         self.heads[slot] = SlotHead {
@@ -152,15 +186,15 @@ impl History {
 
     fn forget(&mut self) {
         self.heads.fill(SlotHead::default());
+        self.next = 0;
     }
 
-    /// Asks the CPU to start loading `tick`'s view (and its slot's tick and length), so
-    /// that the encode which reads it next finds it in cache.
-    fn prefetch(&self, tick: u32) {
-        if self.stride == 0 {
+    /// Asks the CPU to start loading `slot`'s view (and its tick and length), so that the
+    /// encode which reads it next finds it in cache.
+    fn prefetch(&self, slot: usize) {
+        if self.stride == 0 || slot >= self.slots() {
             return;
         }
-        let slot = self.slot(tick);
         prefetch_bytes(self.heads.as_ptr().wrapping_add(slot).cast(), 1);
         let start = self.records.as_ptr().wrapping_add(slot * self.stride);
         prefetch_bytes(start.cast(), self.stride * std::mem::size_of::<Record>());
@@ -207,6 +241,9 @@ pub enum AckError {
 pub struct ClientSnapshots {
     history: History,
     acked: Option<u32>,
+    /// The history slot `acked`'s view was in when its ack came: where encode and
+    /// prefetch look first (a slot moves only when the history grows).
+    acked_slot: usize,
     last_sent: Option<u32>,
     tokens: i64,
 }
@@ -217,6 +254,7 @@ impl ClientSnapshots {
         Self {
             history: History::new(config.history),
             acked: None,
+            acked_slot: 0,
             last_sent: None,
             tokens: config.packet_budget as i64,
         }
@@ -237,12 +275,15 @@ impl ClientSnapshots {
         if self.acked.is_some_and(|acked| !newer(tick, acked)) {
             return Ok(());
         }
-        if self.history.view(tick).is_some() {
+        if let Some(slot) = self.history.slot(tick) {
             self.acked = Some(tick);
-        } else if let Some(last) = self.last_sent {
-            // Overwritten before its ack came back: hold that many ticks from now on.
-            let age = last.wrapping_sub(tick) as usize;
-            self.history.grow_slots(age + 2);
+            self.acked_slot = slot;
+        } else if let Some(last) = self.last_sent
+            && (last.wrapping_sub(tick) as usize) < self.history.max_slots
+        {
+            // Overwritten before its ack came back, though the client still holds it:
+            // hold twice as many snapshots from now on.
+            self.history.grow_slots(2 * self.history.slots());
         }
         Ok(())
     }
@@ -252,8 +293,8 @@ impl ClientSnapshots {
     /// so the recipients' histories (one cache miss each otherwise) stream in while it
     /// works.
     pub fn prefetch_baseline(&self) {
-        if let Some(acked) = self.acked {
-            self.history.prefetch(acked);
+        if self.acked.is_some() {
+            self.history.prefetch(self.acked_slot);
         }
     }
 
@@ -275,8 +316,8 @@ impl ClientSnapshots {
         self.history.stride
     }
 
-    /// Ticks back a baseline may be: 8 at first, grown (up to the configured history) when
-    /// an ack came back for a snapshot already overwritten.
+    /// Snapshots the history holds: 8 at first, doubled (up to the configured history)
+    /// when an ack came back for a snapshot already overwritten that the client still held.
     pub fn history_slots(&self) -> usize {
         self.history.slots()
     }
@@ -542,7 +583,7 @@ impl SnapshotEncoder {
         }
         let config = &self.config;
         let tick = frame.tick as u32;
-        let history = client.history.slots();
+        let history = client.history.max_slots;
         client.tokens = (client.tokens + self.tokens_per_tick).min(config.packet_budget as i64);
         let budget_bits = (client.tokens.max(0) as usize).min(config.packet_budget) * 8;
 
@@ -550,7 +591,10 @@ impl SnapshotEncoder {
             let age = tick.wrapping_sub(acked);
             (1..history)
                 .contains(&(age as usize))
-                .then(|| client.history.view(acked).map(|view| (view, age)))
+                .then(|| {
+                    let view = client.history.view_hinted(client.acked_slot, acked);
+                    view.map(|view| (view, age))
+                })
                 .flatten()
         });
         let has_baseline = baseline.is_some();
