@@ -167,50 +167,10 @@ proptest! {
     }
 }
 
-/// Acks that come back 20 ticks late (a third of a second at 60 Hz, past the 8 ticks a
-/// recipient's history starts with): the first finds its snapshot overwritten, the history
-/// grows, and from then on every snapshot is a delta again.
-#[test]
-fn late_acks_grow_the_history_until_deltas_resume() {
-    let mut scene = scene(4, 12, SnapshotConfig::default());
-    let my_id = scene.ids.get(PlayerKey(0)).unwrap();
-    let mut client = scene.encoder.new_client();
-    let mut decoder = SnapshotDecoder::new(*scene.encoder.schema(), scene.encoder.config());
-    let mut buf = vec![0u8; 2048];
-    let mut in_flight = std::collections::VecDeque::new();
-    let mut deltas_late = 0;
-    for tick in 0..300u32 {
-        scene.world.step(&[]);
-        while scene.world.poll_event().is_some() {}
-        scene.encoder.capture(&scene.world, &scene.ids);
-        let len = scene.encoder.encode(&mut client, my_id, &mut buf).unwrap();
-        let decoded = decoder.decode(&buf[..len]).unwrap();
-        if tick >= 100 && decoded.baseline.is_some() {
-            deltas_late += 1;
-        }
-        in_flight.push_back(client.last_sent().unwrap());
-        if in_flight.len() > 20 {
-            client.handle_ack(in_flight.pop_front().unwrap()).unwrap();
-        }
-    }
-    assert_eq!(
-        deltas_late, 200,
-        "after the history grew, every snapshot is a delta against a 20-tick-old ack"
-    );
-    assert!(
-        client.history_slots() >= 32,
-        "{} slots",
-        client.history_slots()
-    );
-}
-
-/// One snapshot every third tick (seed 003's plaza) with acks 15 ticks late (5 snapshots,
-/// a quarter of a second): the history's 8 slots hold the last 8 snapshots whatever their
-/// ticks, so every snapshot is a delta and the history does not grow. Before, the slots
-/// were ticks: a 15-tick-old baseline was refused as older than 8, and every snapshot went
-/// out whole.
-#[test]
-fn sparse_snapshots_keep_deltas_with_the_first_slots() {
+/// Player 0's snapshots in a 12-player scene over 300 ticks, one every `every` ticks, each
+/// acked once `late` more have gone out. Returns, from tick `counted_from` on, the
+/// snapshots sent and the deltas among them, and the history's slots at the end.
+fn late_acks(every: u32, late: usize, counted_from: u32) -> (usize, usize, usize) {
     let mut scene = scene(4, 12, SnapshotConfig::default());
     let my_id = scene.ids.get(PlayerKey(0)).unwrap();
     let mut client = scene.encoder.new_client();
@@ -221,24 +181,49 @@ fn sparse_snapshots_keep_deltas_with_the_first_slots() {
     for tick in 0..300u32 {
         scene.world.step(&[]);
         while scene.world.poll_event().is_some() {}
-        if tick % 3 != 0 {
+        if tick % every != 0 {
             continue;
         }
         scene.encoder.capture(&scene.world, &scene.ids);
         let len = scene.encoder.encode(&mut client, my_id, &mut buf).unwrap();
         let decoded = decoder.decode(&buf[..len]).unwrap();
-        if tick >= 60 {
+        if tick >= counted_from {
             sent += 1;
             deltas += usize::from(decoded.baseline.is_some());
         }
         in_flight.push_back(client.last_sent().unwrap());
-        if in_flight.len() > 5 {
+        if in_flight.len() > late {
             client.handle_ack(in_flight.pop_front().unwrap()).unwrap();
         }
     }
+    (sent, deltas, client.history_slots())
+}
+
+/// Acks that come back 20 ticks late (a third of a second at 60 Hz, past the 8 snapshots a
+/// recipient's history starts with): the first finds its snapshot overwritten, the history
+/// grows, and from then on every snapshot is a delta again.
+#[test]
+fn late_acks_grow_the_history_until_deltas_resume() {
+    let (sent, deltas, slots) = late_acks(1, 20, 100);
+    assert_eq!(
+        (sent, deltas),
+        (200, 200),
+        "after the history grew, every snapshot is a delta against a 20-tick-old ack"
+    );
+    assert!(slots >= 32, "{slots} slots");
+}
+
+/// One snapshot every third tick (seed 003's plaza) with acks 15 ticks late (5 snapshots,
+/// a quarter of a second): the history's 8 slots hold the last 8 snapshots whatever their
+/// ticks, so every snapshot is a delta and the history does not grow. Before, the slots
+/// were ticks: a 15-tick-old baseline was refused as older than 8, and every snapshot went
+/// out whole.
+#[test]
+fn sparse_snapshots_keep_deltas_with_the_first_slots() {
+    let (sent, deltas, slots) = late_acks(3, 5, 60);
     assert_eq!(
         deltas, sent,
         "every snapshot a delta against a 15-tick-old ack"
     );
-    assert_eq!(client.history_slots(), 8, "the history did not grow");
+    assert_eq!(slots, 8, "the history did not grow");
 }
