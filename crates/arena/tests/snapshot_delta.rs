@@ -167,10 +167,15 @@ proptest! {
     }
 }
 
-/// Player 0's snapshots in a 12-player scene over 300 ticks, one every `every` ticks, each
-/// acked once `late` more have gone out. Returns, from tick `counted_from` on, the
-/// snapshots sent and the deltas among them, and the history's slots at the end.
-fn late_acks(every: u32, late: usize, counted_from: u32) -> (usize, usize, usize) {
+/// Player 0's snapshots in a 12-player scene over `ticks` ticks, one every `every` ticks,
+/// each acked once `late(tick)` more have gone out. Returns, from tick `counted_from` on,
+/// the snapshots sent and the deltas among them, and the history's slots at the end.
+fn late_acks(
+    ticks: u32,
+    every: u32,
+    late: impl Fn(u32) -> usize,
+    counted_from: u32,
+) -> (usize, usize, usize) {
     let mut scene = scene(4, 12, SnapshotConfig::default());
     let my_id = scene.ids.get(PlayerKey(0)).unwrap();
     let mut client = scene.encoder.new_client();
@@ -178,7 +183,7 @@ fn late_acks(every: u32, late: usize, counted_from: u32) -> (usize, usize, usize
     let mut buf = vec![0u8; 2048];
     let mut in_flight = std::collections::VecDeque::new();
     let (mut sent, mut deltas) = (0, 0);
-    for tick in 0..300u32 {
+    for tick in 0..ticks {
         scene.world.step(&[]);
         while scene.world.poll_event().is_some() {}
         if tick % every != 0 {
@@ -192,19 +197,19 @@ fn late_acks(every: u32, late: usize, counted_from: u32) -> (usize, usize, usize
             deltas += usize::from(decoded.baseline.is_some());
         }
         in_flight.push_back(client.last_sent().unwrap());
-        if in_flight.len() > late {
+        while in_flight.len() > late(tick) {
             client.handle_ack(in_flight.pop_front().unwrap()).unwrap();
         }
     }
     (sent, deltas, client.history_slots())
 }
 
-/// Acks that come back 20 ticks late (a third of a second at 60 Hz, past the 8 snapshots a
+/// Acks that come back 20 ticks late (a third of a second at 60 Hz, past the 4 snapshots a
 /// recipient's history starts with): the first finds its snapshot overwritten, the history
 /// grows, and from then on every snapshot is a delta again.
 #[test]
 fn late_acks_grow_the_history_until_deltas_resume() {
-    let (sent, deltas, slots) = late_acks(1, 20, 100);
+    let (sent, deltas, slots) = late_acks(300, 1, |_| 20, 100);
     assert_eq!(
         (sent, deltas),
         (200, 200),
@@ -213,17 +218,28 @@ fn late_acks_grow_the_history_until_deltas_resume() {
     assert!(slots >= 32, "{slots} slots");
 }
 
-/// One snapshot every third tick (seed 003's plaza) with acks 15 ticks late (5 snapshots,
-/// a quarter of a second): the history's 8 slots hold the last 8 snapshots whatever their
-/// ticks, so every snapshot is a delta and the history does not grow. Before, the slots
-/// were ticks: a 15-tick-old baseline was refused as older than 8, and every snapshot went
-/// out whole.
+/// A slow spell, then prompt acks again: the history grown for the spell halves at each
+/// review back to the 4 slots it started with, and no snapshot loses its delta on the way.
 #[test]
-fn sparse_snapshots_keep_deltas_with_the_first_slots() {
-    let (sent, deltas, slots) = late_acks(3, 5, 60);
+fn a_history_grown_by_a_slow_spell_shrinks_back() {
+    let (sent, deltas, slots) = late_acks(900, 1, |tick| if tick < 300 { 20 } else { 1 }, 100);
     assert_eq!(
         deltas, sent,
-        "every snapshot a delta against a 15-tick-old ack"
+        "every snapshot a delta, through the shrinking"
     );
-    assert_eq!(slots, 8, "the history did not grow");
+    assert_eq!(slots, 4, "back to the first slots");
+}
+
+/// One snapshot every third tick (seed 003's plaza) with acks 9 ticks late (3 snapshots):
+/// the history's 4 slots hold the last 4 snapshots whatever their ticks, so every snapshot
+/// is a delta and the history does not grow. Before, the slots were ticks: a 9-tick-old
+/// baseline was refused as older than the 8 slots, and every snapshot went out whole.
+#[test]
+fn sparse_snapshots_keep_deltas_with_the_first_slots() {
+    let (sent, deltas, slots) = late_acks(300, 3, |_| 3, 60);
+    assert_eq!(
+        deltas, sent,
+        "every snapshot a delta against a 9-tick-old ack"
+    );
+    assert_eq!(slots, 4, "the history did not grow");
 }

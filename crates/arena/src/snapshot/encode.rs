@@ -45,17 +45,19 @@ impl Record {
 
 /// A recipient's last snapshots, as the views they left it with: possible baselines.
 ///
-/// One block of `slots × stride` records, both grown in powers of two as the recipient
-/// needs them, so a player allocates a handful of times in its life:
+/// One block of `slots × stride` records, both powers of two sized to what the recipient
+/// needs, so a player allocates a handful of times in its life:
 /// - the stride is the largest view this recipient has had: one who sees three others
 ///   holds 4 records per slot rather than `max_entities` (12 bytes each);
 /// - the slots hold the last snapshots sent, one each, whatever ticks they went out on: at
-///   one snapshot every third tick (seed 003's plaza) 8 slots reach back 24 ticks, not 8.
-///   They start at [`INITIAL_SLOTS`] and double (up to the configured history) when an ack
-///   arrives for a snapshot already overwritten that the client may still hold: a player
-///   whose acks come back within 8 snapshots never pays for the half-second a slow link
-///   needs. In rooms of 30 the history was two thirds of the room's memory per player at
-///   32 slots.
+///   one snapshot every third tick (seed 003's plaza) 4 slots reach back 12 ticks, not 4.
+///   They start at [`INITIAL_SLOTS`], double (up to the configured history) when an ack
+///   arrives for a snapshot already overwritten that the client may still hold, and halve
+///   again once the acks need a quarter of them ([`History::review`]): a player whose acks
+///   come back within 4 snapshots never pays for the half-second a slow link needs, nor
+///   for a slow spell past. In rooms of 30 the history was two thirds of the room's memory
+///   per player at 32 slots; in seed 003's plaza (64 in every view) 8 slots were 6 KB a
+///   player.
 #[derive(Debug, Clone)]
 struct History {
     /// Each slot's tick, if it holds one, and the records in its view; one vector, so an
@@ -68,6 +70,10 @@ struct History {
     /// The configured history: the most slots this may grow to, and the most ticks back a
     /// baseline may be (the client's decoder holds views by tick, that many).
     max_slots: usize,
+    /// Snapshots stored since the last [`History::review`].
+    stored_since_review: usize,
+    /// The most slots an ack needed since then: its snapshot and every newer one.
+    needed: usize,
 }
 
 /// What a history slot holds.
@@ -77,8 +83,13 @@ struct SlotHead {
     len: u32,
 }
 
-/// Slots a recipient's history starts with.
-const INITIAL_SLOTS: usize = 8;
+/// Slots a recipient's history starts with, and the fewest it shrinks back to: acks that
+/// ride a player's inputs come back within 4 snapshots on a good link (at 60 Hz with an
+/// input every 40 ms and a 10 ms round trip, 2 to 4).
+const INITIAL_SLOTS: usize = 4;
+
+/// Snapshots between two reviews of the history's size (about 2 s at 60 Hz).
+const REVIEW_EVERY: usize = 128;
 
 impl History {
     fn new(max_slots: usize) -> Self {
@@ -89,6 +100,8 @@ impl History {
             stride: 0,
             records: Vec::new(),
             max_slots,
+            stored_since_review: 0,
+            needed: 0,
         }
     }
 
@@ -96,27 +109,52 @@ impl History {
     /// keeping every held view, oldest first, so the next store overwrites none of them.
     fn grow_slots(&mut self, slots: usize) {
         let slots = slots.next_power_of_two().min(self.max_slots);
-        let old = self.slots();
-        if slots <= old {
-            return;
+        if slots > self.slots() {
+            self.resize_slots(slots);
         }
+    }
+
+    /// Notes that an ack found its view in `slot`: the slots must hold it and every newer
+    /// snapshot, so that many at least until the next review.
+    fn note_ack(&mut self, slot: usize) {
+        let slots = self.slots();
+        let newer = (self.next + slots - 1 - slot) % slots;
+        self.needed = self.needed.max(newer + 1);
+    }
+
+    /// Every [`REVIEW_EVERY`] snapshots: half the slots when the acks of the stretch needed
+    /// at most a quarter of them (never below [`INITIAL_SLOTS`]), so a history grown by a
+    /// burst of late acks (a crowd's arrival, a slow spell) gives the memory back once the
+    /// acks are prompt again; the halved history still holds twice what they needed.
+    fn review(&mut self) {
+        let slots = self.slots();
+        if slots > INITIAL_SLOTS && self.needed * 4 <= slots {
+            self.resize_slots(slots / 2);
+        }
+        self.needed = 0;
+        self.stored_since_review = 0;
+    }
+
+    /// Moves to `slots` slots, keeping the newest held views that fit, oldest first.
+    fn resize_slots(&mut self, slots: usize) {
+        let old = self.slots();
         let mut heads = vec![SlotHead::default(); slots];
         let mut records = vec![Record::default(); slots * self.stride];
-        let mut held = 0;
-        for from in (0..old).map(|k| (self.next + k) % old) {
+        let held: Vec<usize> = (0..old)
+            .map(|k| (self.next + k) % old)
+            .filter(|&from| self.heads[from].tick.is_some())
+            .collect();
+        let kept = &held[held.len().saturating_sub(slots)..];
+        for (to, &from) in kept.iter().enumerate() {
             let head = self.heads[from];
-            if head.tick.is_none() {
-                continue;
-            }
             let len = head.len as usize;
-            records[held * self.stride..held * self.stride + len]
+            records[to * self.stride..to * self.stride + len]
                 .copy_from_slice(&self.records[from * self.stride..from * self.stride + len]);
-            heads[held] = head;
-            held += 1;
+            heads[to] = head;
         }
         self.heads = heads;
         self.records = records;
-        self.next = held % slots;
+        self.next = kept.len() % slots;
     }
 
     fn slots(&self) -> usize {
@@ -163,6 +201,7 @@ impl History {
         } else {
             let slot = self.next;
             self.next = (slot + 1) % slots;
+            self.stored_since_review += 1;
             slot
         };
         let start = slot * self.stride;
@@ -171,6 +210,9 @@ impl History {
             tick: Some(tick),
             len: view.len() as u32,
         };
+        if self.stored_since_review >= REVIEW_EVERY {
+            self.review();
+        }
     }
 
     fn grow(&mut self, stride: usize, filler: Record) {
@@ -278,6 +320,7 @@ impl ClientSnapshots {
         if let Some(slot) = self.history.slot(tick) {
             self.acked = Some(tick);
             self.acked_slot = slot;
+            self.history.note_ack(slot);
         } else if let Some(last) = self.last_sent
             && (last.wrapping_sub(tick) as usize) < self.history.max_slots
         {
@@ -316,8 +359,9 @@ impl ClientSnapshots {
         self.history.stride
     }
 
-    /// Snapshots the history holds: 8 at first, doubled (up to the configured history)
-    /// when an ack came back for a snapshot already overwritten that the client still held.
+    /// Snapshots the history holds: 4 at first, doubled (up to the configured history)
+    /// when an ack came back for a snapshot already overwritten that the client still held,
+    /// halved when a stretch's acks needed a quarter of them.
     pub fn history_slots(&self) -> usize {
         self.history.slots()
     }
