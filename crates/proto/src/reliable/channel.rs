@@ -13,7 +13,10 @@ use super::sequence::sequence_newer;
 #[derive(Debug)]
 pub(crate) enum Channel {
     Reliable {
-        send: ReliableSender,
+        /// Boxed: the largest variant by far, and every channel of a connection (most of
+        /// them unreliable) took its size; boxed, an idle connection holds 200 bytes less
+        /// (`connection_memory`).
+        send: Box<ReliableSender>,
         receive: ReliableReceiver,
     },
     Unreliable {
@@ -31,7 +34,7 @@ impl Channel {
     pub(crate) fn new(kind: ChannelKind) -> Self {
         match kind {
             ChannelKind::Reliable => Channel::Reliable {
-                send: ReliableSender::default(),
+                send: Box::default(),
                 receive: ReliableReceiver::default(),
             },
             ChannelKind::Unreliable => Channel::Unreliable {
