@@ -60,8 +60,10 @@ pub struct ReliabilityConfig {
     /// or complete but waiting for an earlier one), and the sender's budget for messages it
     /// has put in flight. Must be at least `max_message_size`. Default 1 MiB.
     pub max_reassembly_bytes: usize,
-    /// Reliable payload bytes queued per connection, unsent plus unacked; `send` beyond it
-    /// returns [`SendError::QueueFull`](super::SendError::QueueFull). Must be at least
+    /// Reliable bytes queued per connection, unsent plus unacked, each message counted with
+    /// [`RELIABLE_MESSAGE_OVERHEAD`](super::RELIABLE_MESSAGE_OVERHEAD) beside its payload;
+    /// `send` beyond it returns [`SendError::QueueFull`](super::SendError::QueueFull) (an
+    /// empty queue takes any message up to `max_message_size`). Must be at least
     /// `max_message_size`. Default 4 MiB.
     pub max_reliable_queue_bytes: usize,
     /// Unreliable messages queued per channel; when full, `send` drops the oldest and counts

@@ -23,7 +23,8 @@ pub enum SendError {
         /// Largest accepted on this channel.
         max: usize,
     },
-    /// The connection's reliable queue (unsent plus unacked bytes) would pass
+    /// The connection's reliable queue (unsent plus unacked bytes, each message with its
+    /// [`RELIABLE_MESSAGE_OVERHEAD`](super::RELIABLE_MESSAGE_OVERHEAD)) would pass
     /// `max_reliable_queue_bytes`: the peer is not keeping up. Callers disconnect with a
     /// reason rather than buffer without bound.
     #[error("reliable queue holds {queued} bytes; {len} more would exceed max {max}")]

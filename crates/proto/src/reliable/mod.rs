@@ -119,6 +119,13 @@ fn give_back<T>(queue: &mut VecDeque<T>) {
     *queue = VecDeque::new();
 }
 
+/// What a queued reliable message costs beyond its payload, counted against
+/// `max_reliable_queue_bytes`: its place in the send queue and then in the window (a
+/// `Bytes`, 32 bytes, and a window entry, 80), and its allocation's header (16). Counting payload
+/// alone, a peer that stops acking while a room sends it small messages would hold several
+/// times the bound in bookkeeping (4 MiB of 30-byte messages: 140,000 of them, ≈ 21 MB).
+pub const RELIABLE_MESSAGE_OVERHEAD: usize = 128;
+
 /// Counters reported in [`ReliabilityStats`].
 #[derive(Debug, Default)]
 struct Counters {
@@ -226,14 +233,17 @@ impl Reliability {
         }
         if let Channel::Reliable { send, .. } = state {
             let max = self.config.max_reliable_queue_bytes;
-            if self.reliable_queue_bytes + len > max {
+            let cost = len + RELIABLE_MESSAGE_OVERHEAD;
+            // An empty queue takes any message within `max_message_size`, which the config
+            // keeps within the bound: only the overhead may pass it, and only then.
+            if self.reliable_queue_bytes > 0 && self.reliable_queue_bytes + cost > max {
                 return Err(SendError::QueueFull {
                     queued: self.reliable_queue_bytes,
                     len,
                     max,
                 });
             }
-            self.reliable_queue_bytes += len;
+            self.reliable_queue_bytes += cost;
             send.push(message);
         } else if state.queue_unreliable(message, self.config.max_unreliable_queue) {
             self.counters.messages_dropped += 1;
@@ -560,8 +570,8 @@ impl Reliability {
         }
         for channel in &mut self.channels {
             if let Channel::Reliable { send, .. } = channel {
-                let freed = send.pop_acked();
-                self.reliable_queue_bytes -= freed;
+                let (freed, messages) = send.pop_acked();
+                self.reliable_queue_bytes -= freed + messages * RELIABLE_MESSAGE_OVERHEAD;
                 self.span_bytes -= freed;
                 // The resend timeout may have changed with the sample.
                 send.invalidate_cursor();

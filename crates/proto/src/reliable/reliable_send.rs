@@ -238,20 +238,21 @@ impl ReliableSender {
         Some(entry.unit_len(unit))
     }
 
-    /// Frees fully acked messages from the window's front; returns the bytes freed.
-    pub(crate) fn pop_acked(&mut self) -> usize {
-        let mut freed = 0;
+    /// Frees fully acked messages from the window's front; returns their bytes and count.
+    pub(crate) fn pop_acked(&mut self) -> (usize, usize) {
+        let (mut freed, mut messages) = (0, 0);
         while let Some(front) = self.window.front() {
             if front.unacked > 0 {
                 break;
             }
             freed += front.data.len();
+            messages += 1;
             self.window.pop_front();
             self.oldest += 1;
             self.cursor.now = None;
         }
         give_back_if_empty(&mut self.window);
-        freed
+        (freed, messages)
     }
 
     /// Forgets the scan position (the resend timeout or the window changed).
@@ -274,5 +275,25 @@ impl ReliableSender {
             .filter_map(|unit| unit.sent_at)
             .min()
             .map(|at| at + resend_timeout)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::reliable::RELIABLE_MESSAGE_OVERHEAD;
+
+    /// What the queue bound counts per message covers what a message takes beside its
+    /// payload: its `Bytes` in the send queue, then its window entry, and an allocation's
+    /// header (16 bytes with glibc).
+    #[test]
+    fn the_overhead_counted_covers_a_messages_bookkeeping() {
+        let bookkeeping = size_of::<Bytes>() + size_of::<SendMessage>() + 16;
+        eprintln!("bookkeeping {bookkeeping} B");
+        assert!(
+            bookkeeping <= RELIABLE_MESSAGE_OVERHEAD,
+            "a message takes {bookkeeping} bytes beside its payload, more than the \
+             {RELIABLE_MESSAGE_OVERHEAD} counted"
+        );
     }
 }

@@ -33,7 +33,10 @@ pub struct ReliabilityStats {
     pub units_resent: u64,
     /// Reliable bytes sent at least once and not yet acked.
     pub bytes_in_flight: usize,
-    /// Reliable bytes queued: unsent plus unacked (bounded by `max_reliable_queue_bytes`).
+    /// Reliable bytes queued, unsent plus unacked, each message counted with
+    /// [`RELIABLE_MESSAGE_OVERHEAD`](super::RELIABLE_MESSAGE_OVERHEAD) for its bookkeeping
+    /// (bounded by `max_reliable_queue_bytes`, which only a lone message may pass, by its
+    /// overhead at most).
     pub reliable_queue_bytes: usize,
     /// Bytes held for the peer's reliable messages: partly reassembled, or complete and
     /// waiting for an earlier one (bounded by `max_reassembly_bytes`).

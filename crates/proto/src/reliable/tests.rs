@@ -648,18 +648,21 @@ fn reliable_queue_over_its_bound_is_queue_full() {
     };
     let (mut a, mut b) = pair(&config);
     let t0 = Instant::now();
+    let overhead = RELIABLE_MESSAGE_OVERHEAD;
     a.send(CHANNEL_RELIABLE, message(0, 60 * 1024))
         .expect("fits the queue");
     assert_eq!(
-        a.send(CHANNEL_RELIABLE, message(1, 5 * 1024)),
+        a.send(CHANNEL_RELIABLE, message(1, 4 * 1024)),
         Err(SendError::QueueFull {
-            queued: 60 * 1024,
-            len: 5 * 1024,
+            queued: 60 * 1024 + overhead,
+            len: 4 * 1024,
             max: 64 * 1024
-        })
+        }),
+        "each message counts its bookkeeping beside its payload"
     );
-    a.send(CHANNEL_RELIABLE, message(2, 4 * 1024))
+    a.send(CHANNEL_RELIABLE, message(2, 4 * 1024 - 2 * overhead))
         .expect("exactly fills the queue");
+    assert_eq!(a.stats().reliable_queue_bytes, 64 * 1024);
     exchange(&mut a, &mut b, t0);
     exchange(&mut b, &mut a, t0 + ms(10));
     assert_eq!(
@@ -668,7 +671,28 @@ fn reliable_queue_over_its_bound_is_queue_full() {
         "acked bytes leave the queue"
     );
     a.send(CHANNEL_RELIABLE, message(3, 64 * 1024))
-        .expect("room again once acked");
+        .expect("room again once acked: an empty queue takes a message of the largest size");
+}
+
+/// Small messages fill the bound by their count too: a peer that stops acking holds at
+/// most the bound in payload and bookkeeping together, not the bound in payload alone.
+#[test]
+fn many_small_reliable_messages_fill_the_queue_by_their_bookkeeping() {
+    let config = ReliabilityConfig {
+        max_reliable_queue_bytes: 64 * 1024,
+        max_message_size: 64 * 1024,
+        ..ReliabilityConfig::default()
+    };
+    let (mut a, _b) = pair(&config);
+    let mut queued = 0;
+    while a.send(CHANNEL_RELIABLE, message(queued, 16)).is_ok() {
+        queued += 1;
+    }
+    assert_eq!(
+        queued as usize,
+        64 * 1024 / (16 + RELIABLE_MESSAGE_OVERHEAD),
+        "without the overhead, 4,096 16-byte messages would have been queued"
+    );
 }
 
 #[test]
