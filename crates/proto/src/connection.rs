@@ -100,7 +100,7 @@ pub(crate) struct Connection {
 }
 
 /// This layer's counters; [`Connection::stats`] adds the reliability layer's to them (held
-/// once each: a copy of those in every connection was 120 bytes a player).
+/// once each: a copy of those in every connection was 144 bytes a player).
 #[derive(Debug, Default, Clone, Copy)]
 struct PacketCounters {
     packets_sent: u64,

@@ -9,8 +9,6 @@ use std::net::SocketAddr;
 use std::time::Instant;
 
 use bytes::Bytes;
-use tickwire_proto::reliable::ReliabilityConfig;
-use tickwire_proto::token::TokenIssuer;
 use tickwire_proto::{Client, HANDSHAKE_RESEND_INTERVAL, Server};
 
 const RELIABLE: u8 = 0;
@@ -79,16 +77,7 @@ fn a_client_wants_to_send_when_a_packet_must_leave_at_once() {
 fn a_new_client_wants_to_send_its_request_and_then_waits_to_resend_it() {
     let now = Instant::now();
     let (_, address, key) = crowd::server(now);
-    let token = TokenIssuer {
-        protocol_id: 1,
-        key,
-        server_addresses: vec![address],
-        validity_seconds: 60,
-        timeout_seconds: 5,
-    }
-    .issue(&mut rand::rng(), crowd::UNIX_TIME, 7, &[])
-    .expect("token");
-    let mut client = Client::new(token, now, crowd::UNIX_TIME, ReliabilityConfig::default());
+    let mut client = crowd::client(address, &key, 7, now);
     assert!(client.wants_to_send(now), "the request is due");
     assert!(writes(&mut client, now));
     assert!(

@@ -140,21 +140,23 @@ impl History {
         let old = self.slots();
         let mut heads = vec![SlotHead::default(); slots];
         let mut records = vec![Record::default(); slots * self.stride];
-        let held: Vec<usize> = (0..old)
-            .map(|k| (self.next + k) % old)
+        let held = self.heads.iter().filter(|head| head.tick.is_some()).count();
+        let oldest_first = (0..old).map(|k| (self.next + k) % old);
+        let kept = oldest_first
             .filter(|&from| self.heads[from].tick.is_some())
-            .collect();
-        let kept = &held[held.len().saturating_sub(slots)..];
-        for (to, &from) in kept.iter().enumerate() {
+            .skip(held.saturating_sub(slots));
+        let mut to = 0;
+        for from in kept {
             let head = self.heads[from];
             let len = head.len as usize;
             records[to * self.stride..to * self.stride + len]
                 .copy_from_slice(&self.records[from * self.stride..from * self.stride + len]);
             heads[to] = head;
+            to += 1;
         }
         self.heads = heads;
         self.records = records;
-        self.next = kept.len() % slots;
+        self.next = to % slots;
     }
 
     fn slots(&self) -> usize {

@@ -22,6 +22,21 @@ pub fn server(now: Instant) -> (Server, SocketAddr, Key) {
     (server, address, key)
 }
 
+/// A client of `server`'s (at `address`, with `key`) with its connect token, not yet
+/// connected: its first `poll_transmit` is the connection request.
+pub fn client(address: SocketAddr, key: &Key, client_id: u64, now: Instant) -> Client {
+    let token = TokenIssuer {
+        protocol_id: 1,
+        key: key.clone(),
+        server_addresses: vec![address],
+        validity_seconds: 60,
+        timeout_seconds: 5,
+    }
+    .issue(&mut rand::rng(), UNIX_TIME, client_id, &[])
+    .expect("token");
+    Client::new(token, now, UNIX_TIME, ReliabilityConfig::default())
+}
+
 /// Connects `count` clients (each from its own port of 127.0.0.2) to `server`: request,
 /// challenge, response, accepted, a few rounds on a frozen clock. Returns the clients and
 /// the server's ids for them.
@@ -32,21 +47,9 @@ pub fn connect(
     count: u16,
     now: Instant,
 ) -> (Vec<Client>, Vec<ConnectionId>) {
-    let issuer = TokenIssuer {
-        protocol_id: 1,
-        key: key.clone(),
-        server_addresses: vec![address],
-        validity_seconds: 60,
-        timeout_seconds: 5,
-    };
     let port = |index: u16| 1000 + index;
     let mut clients: Vec<Client> = (0..count)
-        .map(|index| {
-            let token = issuer
-                .issue(&mut rand::rng(), UNIX_TIME, u64::from(index), &[])
-                .expect("token");
-            Client::new(token, now, UNIX_TIME, ReliabilityConfig::default())
-        })
+        .map(|index| client(address, key, u64::from(index), now))
         .collect();
     let mut buf = vec![0u8; 2048];
     let mut connected = Vec::new();
