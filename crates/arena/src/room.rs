@@ -33,11 +33,9 @@
 //!   released, and the [`StatSink`] gets a
 //!   [`StatEvent::SessionEnded`] with the session's kills, deaths, score and duration.
 
-use std::collections::HashMap;
-use std::hash::BuildHasherDefault;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use tickwire_room::room::{JoinRefused, LeaveReason, Member, PlayerId, Room, RoomContext};
@@ -53,10 +51,14 @@ use crate::messages::{
 };
 use crate::player::PlayerKey;
 use crate::snapshot::{
-    ClientSnapshots, EntityId, EntityIds, SchemaError, SnapshotConfig, SnapshotConfigError,
-    SnapshotEncoder, SnapshotSchema,
+    EntityId, EntityIds, SchemaError, SnapshotConfig, SnapshotConfigError, SnapshotEncoder,
+    SnapshotSchema,
 };
-use crate::world::{KeyHasher, World};
+use crate::world::World;
+
+mod occupants;
+
+use occupants::{Occupant, Occupants};
 
 /// The arena room's settings.
 #[derive(Debug, Clone, PartialEq)]
@@ -282,34 +284,13 @@ impl ArenaRoomFactory {
     }
 }
 
-struct Occupant {
-    key: PlayerKey,
-    entity: EntityId,
-    name: String,
-    snapshots: ClientSnapshots,
-    connected: bool,
-    violations: u32,
-    kicked: bool,
-    joined_at: Instant,
-    next_chat_tick: u64,
-    /// Snapshots go to this player on ticks where `(tick + phase) % interval == 0`.
-    phase: u32,
-    /// Send a snapshot at the next publish whatever the interval (a teleport, a respawn),
-    /// within that publish's budget of snapshots out of turn.
-    refresh: bool,
-    /// The room heard this player's name (within the roster limit), so it hears them leave.
-    announced: bool,
-}
-
 /// The arena game as a room (see the module docs for its lifecycle).
 pub struct ArenaRoom {
     world: World,
     ids: EntityIds,
     encoder: SnapshotEncoder,
     config: ArenaConfig,
-    occupants: HashMap<PlayerId, Occupant, BuildHasherDefault<KeyHasher>>,
-    /// Join order: snapshots are sent in it, so a room is deterministic.
-    order: Vec<PlayerId>,
+    occupants: Occupants,
     /// The next joiner's snapshot phase.
     next_phase: u32,
     /// The tick of the last publish: a turn that ran several ticks publishes once, for
@@ -332,7 +313,7 @@ impl std::fmt::Debug for ArenaRoom {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ArenaRoom")
             .field("tick", &self.world.tick())
-            .field("players", &self.order.len())
+            .field("players", &self.occupants.len())
             .field("stats", &self.stats)
             .finish_non_exhaustive()
     }
@@ -368,8 +349,7 @@ impl ArenaRoom {
             ids: EntityIds::new(),
             encoder,
             config,
-            occupants: HashMap::default(),
-            order: Vec::new(),
+            occupants: Occupants::default(),
             next_phase: 0,
             published_tick: 0,
             sink,
@@ -392,7 +372,7 @@ impl ArenaRoom {
 
     /// A player's entity id.
     pub fn entity_of(&self, player: PlayerId) -> Option<EntityId> {
-        self.occupants.get(&player).map(|o| o.entity)
+        self.occupants.get(player).map(|o| o.entity)
     }
 
     fn encode_message(&mut self, message: &ServerMessage) -> Option<Bytes> {
@@ -427,8 +407,8 @@ impl ArenaRoom {
 
     /// Tells `player` who every player in the room is (themself included).
     fn roster(&mut self, ctx: &mut RoomContext<'_>, player: PlayerId) {
-        for index in 0..self.order.len() {
-            let Some(occupant) = self.occupants.get(&self.order[index]) else {
+        for index in 0..self.occupants.len() {
+            let Some(occupant) = self.occupants.at(index) else {
                 continue;
             };
             let message = ServerMessage::Player {
@@ -450,7 +430,7 @@ impl ArenaRoom {
     fn scoreboard(&self) -> ServerMessage {
         let mut scores: Vec<Score> = self
             .occupants
-            .values()
+            .iter()
             .filter_map(|occupant| {
                 let stats = self.world.player(occupant.key)?.stats();
                 Some(Score {
@@ -477,7 +457,7 @@ impl ArenaRoom {
 
     fn violation(&mut self, ctx: &mut RoomContext<'_>, player: PlayerId) {
         let max = self.config.max_violations;
-        let Some(occupant) = self.occupants.get_mut(&player) else {
+        let Some(occupant) = self.occupants.get_mut(player) else {
             return;
         };
         occupant.violations += 1;
@@ -566,14 +546,14 @@ impl ArenaRoom {
     /// Marks `player` for a snapshot out of turn, right after this tick unless a crowd was
     /// marked too; returns the player.
     fn refresh(&mut self, player: PlayerKey) -> PlayerKey {
-        if let Some(occupant) = self.occupants.get_mut(&PlayerId(player.0)) {
+        if let Some(occupant) = self.occupants.get_mut(PlayerId(player.0)) {
             occupant.refresh = true;
         }
         player
     }
 
     fn connected(&self, player: PlayerId) -> bool {
-        self.occupants.get(&player).is_some_and(|o| o.connected)
+        self.occupants.get(player).is_some_and(|o| o.connected)
     }
 
     fn handle_input(&mut self, ctx: &mut RoomContext<'_>, from: PlayerId, message: &[u8]) {
@@ -581,7 +561,7 @@ impl ArenaRoom {
             self.stats.malformed += 1;
             return self.violation(ctx, from);
         };
-        let Some(occupant) = self.occupants.get_mut(&from) else {
+        let Some(occupant) = self.occupants.get_mut(from) else {
             return;
         };
         let key = occupant.key;
@@ -613,7 +593,7 @@ impl ArenaRoom {
         };
         let tick = self.world.tick();
         let interval = u64::from(self.config.chat_interval_ticks);
-        let Some(occupant) = self.occupants.get_mut(&from) else {
+        let Some(occupant) = self.occupants.get_mut(from) else {
             return;
         };
         match message {
@@ -651,7 +631,7 @@ impl Room for ArenaRoom {
 
     fn join(&mut self, ctx: &mut RoomContext<'_>, member: &Member) -> Result<(), JoinRefused> {
         let key = PlayerKey(member.id.0);
-        if self.occupants.contains_key(&member.id) {
+        if self.occupants.contains(member.id) {
             return Err(JoinRefused::AlreadyMember);
         }
         let Some(entity) = self.ids.insert(key) else {
@@ -661,25 +641,22 @@ impl Room for ArenaRoom {
             self.ids.remove(key);
             return Err(JoinRefused::Game(error.to_string()));
         }
-        self.occupants.insert(
-            member.id,
-            Occupant {
-                key,
-                entity,
-                snapshots: self.encoder.new_client(),
-                connected: member.connected,
-                violations: 0,
-                kicked: false,
-                joined_at: ctx.now(),
-                next_chat_tick: 0,
-                name: truncate_utf8(&member.name, MAX_NAME_BYTES).to_owned(),
-                phase: self.next_phase,
-                refresh: false,
-                announced: false,
-            },
-        );
+        self.occupants.push(Occupant {
+            id: member.id,
+            key,
+            entity,
+            snapshots: self.encoder.new_client(),
+            connected: member.connected,
+            violations: 0,
+            kicked: false,
+            joined_at: ctx.now(),
+            next_chat_tick: 0,
+            name: truncate_utf8(&member.name, MAX_NAME_BYTES).to_owned(),
+            phase: self.next_phase,
+            refresh: false,
+            announced: false,
+        });
         self.next_phase = (self.next_phase + 1) % self.config.snapshot_interval_ticks;
-        self.order.push(member.id);
         self.sink.record(StatEvent::Joined {
             room: ctx.room(),
             player: member.id,
@@ -687,7 +664,7 @@ impl Room for ArenaRoom {
         });
         self.welcome(ctx, member.id);
         self.scores_changed = true;
-        if !self.within_roster_limit(self.order.len()) {
+        if !self.within_roster_limit(self.occupants.len()) {
             // A crowd: no names, and the next scoreboard broadcast reaches the newcomer.
             return Ok(());
         }
@@ -699,7 +676,7 @@ impl Room for ArenaRoom {
         if let Some(bytes) = self.encode_message(&newcomer) {
             ctx.broadcast_except(member.id, RELIABLE, bytes);
         }
-        if let Some(occupant) = self.occupants.get_mut(&member.id) {
+        if let Some(occupant) = self.occupants.get_mut(member.id) {
             occupant.announced = true;
         }
         let scores = self.scoreboard();
@@ -710,18 +687,18 @@ impl Room for ArenaRoom {
     }
 
     fn disconnected(&mut self, _ctx: &mut RoomContext<'_>, player: PlayerId) {
-        if let Some(occupant) = self.occupants.get_mut(&player) {
+        if let Some(occupant) = self.occupants.get_mut(player) {
             occupant.connected = false;
         }
     }
 
     fn reconnected(&mut self, ctx: &mut RoomContext<'_>, player: PlayerId) {
-        if let Some(occupant) = self.occupants.get_mut(&player) {
+        if let Some(occupant) = self.occupants.get_mut(player) {
             occupant.connected = true;
             occupant.snapshots.reset();
         }
         self.welcome(ctx, player);
-        if !self.within_roster_limit(self.order.len()) {
+        if !self.within_roster_limit(self.occupants.len()) {
             self.scores_changed = true;
             return;
         }
@@ -733,10 +710,9 @@ impl Room for ArenaRoom {
     }
 
     fn leave(&mut self, ctx: &mut RoomContext<'_>, player: PlayerId, _reason: LeaveReason) {
-        let Some(occupant) = self.occupants.remove(&player) else {
+        let Some(occupant) = self.occupants.remove(player) else {
             return;
         };
-        self.order.retain(|id| *id != player);
         if let Some(avatar) = self.world.player(occupant.key) {
             let stats = avatar.stats();
             self.sink.record(StatEvent::SessionEnded {
@@ -762,7 +738,7 @@ impl Room for ArenaRoom {
     }
 
     fn message(&mut self, ctx: &mut RoomContext<'_>, from: PlayerId, channel: u8, message: Bytes) {
-        if !self.occupants.contains_key(&from) {
+        if !self.occupants.contains(from) {
             return;
         }
         match channel {
@@ -803,21 +779,17 @@ impl Room for ArenaRoom {
         // snapshots per tick, spread over the next ones, not 5,000 at once while their
         // inputs pile up unread. The others keep their flag for the next publish, or get
         // their snapshot in turn first.
-        let mut out_of_turn = self.order.len().div_ceil(interval as usize).max(1);
+        let mut out_of_turn = self.occupants.len().div_ceil(interval as usize).max(1);
         let mut published = 0;
-        for (index, player) in self.order.iter().enumerate() {
+        let occupants = self.occupants.as_mut_slice();
+        let recipients = occupants.len();
+        for index in 0..recipients {
             // The next recipient's baseline loads while this one's snapshot is encoded:
             // each is a cache miss otherwise (9 % of a crowd's tick in `snapshot_encode`).
-            if let Some(next) = self
-                .order
-                .get(index + 1)
-                .and_then(|p| self.occupants.get(p))
-            {
+            if let Some(next) = occupants.get(index + 1) {
                 next.snapshots.prefetch_baseline();
             }
-            let Some(occupant) = self.occupants.get_mut(player) else {
-                continue;
-            };
+            let occupant = &mut occupants[index];
             if !occupant.connected {
                 continue;
             }
@@ -851,7 +823,7 @@ impl Room for ArenaRoom {
                 // `reserve` would have reclaimed it whole, so a room kept its largest
                 // publish for life (its first, sized on the budget: 1,100 bytes a player).
                 let expected = match self.published_bytes {
-                    0 => len * (self.order.len() - index),
+                    0 => len * (recipients - index),
                     last => last + last / 4,
                 };
                 self.arena = BytesMut::with_capacity(expected.max(len));
@@ -861,7 +833,7 @@ impl Room for ArenaRoom {
             let snapshot = self.arena.split().freeze();
             self.stats.snapshots += 1;
             self.stats.snapshot_bytes += len as u64;
-            ctx.send(*player, SNAPSHOT, snapshot);
+            ctx.send(occupant.id, SNAPSHOT, snapshot);
         }
         if published > 0 {
             self.published_bytes = published;

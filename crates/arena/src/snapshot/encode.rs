@@ -534,8 +534,9 @@ const NEW_ENTITY_AGE: f32 = 4.0;
 ///
 /// Per tick: [`capture`](Self::capture) once, then [`encode`](Self::encode) for each
 /// recipient with that recipient's [`ClientSnapshots`]; acks go to
-/// [`ClientSnapshots::handle_ack`] whenever they arrive. Buffers are kept between calls:
-/// once the room has reached its size, encoding allocates nothing.
+/// [`ClientSnapshots::handle_ack`] whenever they arrive. Buffers are kept between calls,
+/// grown to what the room's views take: once the room has reached its size, encoding
+/// allocates nothing.
 #[derive(Debug, Clone)]
 pub struct SnapshotEncoder {
     config: SnapshotConfig,
@@ -569,13 +570,15 @@ impl SnapshotEncoder {
             i64::from(config.bandwidth_bytes_per_sec) / i64::from(tick_rate_hz.max(1));
         Ok(Self {
             frame: Frame::new(schema, map_size, &config),
-            candidates: Vec::with_capacity(config.candidates + config.max_entities),
-            destroys: Vec::with_capacity(config.max_entities),
-            bullets_near: Vec::with_capacity(2 * config.max_bullets),
-            records: Vec::with_capacity(config.max_entities),
-            by_priority: Vec::with_capacity(config.max_entities),
-            ranks: Vec::with_capacity(config.candidates + config.max_entities),
-            bullet_order: Vec::with_capacity(2 * config.max_bullets),
+            // Scratch grows to what the room's encodes need (a few dozen candidates in a
+            // room of 30, not the 192 a crowd may take: 7.7 KB a room at the maximum).
+            candidates: Vec::new(),
+            destroys: Vec::new(),
+            bullets_near: Vec::new(),
+            records: Vec::new(),
+            by_priority: Vec::new(),
+            ranks: Vec::new(),
+            bullet_order: Vec::new(),
             marks: Vec::new(),
             stamp: 0,
             rings: InterestRings::new(config.interest_radius, config.interest_cell_size),
