@@ -1,5 +1,5 @@
 //! Steady-state snapshot encoding allocates nothing but the rare growth of a player's
-//! history (when its view is larger than any it had): 1,000 players wandering and shooting
+//! history (when its view is larger than any it had) or of the captures held for it: 1,000 players wandering and shooting
 //! on the large map, a frame captured and a snapshot encoded for every one of them each
 //! tick, each acknowledged (deltas, creates, destroys and the priority path included).
 
@@ -44,7 +44,10 @@ fn steady_state_encoding_allocates_only_to_grow_a_players_history() {
         .collect();
     let mut buf = vec![0u8; 1100];
     let mut bytes = 0usize;
-    let mut tick = |sequence: u16, clients: &mut [(u16, ClientSnapshots)], bytes: &mut usize| {
+    let mut tick = |sequence: u16,
+                    encoder: &mut SnapshotEncoder,
+                    clients: &mut [(u16, ClientSnapshots)],
+                    bytes: &mut usize| {
         for (i, (_, input)) in inputs.iter_mut().enumerate() {
             if rng.random_range(0..60) == 0 {
                 input.move_x = f32::from(rng.random_range(-64i8..=64)) / 64.0;
@@ -66,23 +69,33 @@ fn steady_state_encoding_allocates_only_to_grow_a_players_history() {
         }
     };
     for sequence in 0..300 {
-        tick(sequence, &mut clients, &mut bytes);
+        tick(sequence, &mut encoder, &mut clients, &mut bytes);
     }
     bytes = 0;
-    let strides_before: Vec<usize> = clients.iter().map(|(_, c)| c.history_stride()).collect();
+    // What may grow: each player's two history blocks (ids, and records of entities that
+    // waited), and the encoder's copies of its past captures.
+    let sizes = |clients: &[(u16, ClientSnapshots)], encoder: &SnapshotEncoder| {
+        let mut sizes: Vec<usize> = clients
+            .iter()
+            .flat_map(|(_, c)| [c.history_stride(), c.history_wait_stride()])
+            .collect();
+        sizes.push(encoder.captures_held());
+        sizes
+    };
+    let sizes_before = sizes(&clients, &encoder);
     let before = thread_allocations();
     for sequence in 300..600 {
-        tick(sequence, &mut clients, &mut bytes);
+        tick(sequence, &mut encoder, &mut clients, &mut bytes);
     }
     let allocations = thread_allocations() - before;
     // The one allocation encoding may make: a player's history growing to hold a larger view
-    // than it ever had (doubling, at most log2(max_entities) + 1 times in its life).
-    let doublings: u32 = clients
+    // (or more waiting entities) than it ever had, doubling, at most log2(max_entities) + 1
+    // times in its life; and the captures held doubling for a longer history.
+    let doublings: u32 = sizes(&clients, &encoder)
         .iter()
-        .zip(&strides_before)
-        .map(|((_, c), &before)| {
-            c.history_stride().max(1).ilog2() - before.max(1).ilog2()
-                + u32::from(before == 0 && c.history_stride() > 0)
+        .zip(&sizes_before)
+        .map(|(&after, &before)| {
+            after.max(1).ilog2() - before.max(1).ilog2() + u32::from(before == 0 && after > 0)
         })
         .sum();
     assert!(

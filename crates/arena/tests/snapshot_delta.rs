@@ -96,7 +96,8 @@ fn run(seed: u64, loss_percent: u32, ack_loss_percent: u32, ticks: u32) -> (u32,
         }
         creates += decoded.created.len();
         destroys += decoded.destroyed.len();
-        let server_view: Vec<EntityView> = client.view(sent_tick).unwrap().collect();
+        let server_view: Vec<EntityView> =
+            scene.encoder.view(&client, sent_tick).unwrap().collect();
         assert_eq!(
             decoded.entities, server_view,
             "tick {sent_tick}: the client's view differs from what the server recorded"
@@ -242,4 +243,48 @@ fn sparse_snapshots_keep_deltas_with_the_first_slots() {
         "every snapshot a delta against a 9-tick-old ack"
     );
     assert_eq!(slots, 4, "the history did not grow");
+}
+
+/// A recipient's history points into the captures of the encoder that stored it: moved to
+/// another encoder (here a clone, whose captures then go their own way), its next snapshot
+/// is a full one that the client decodes to the view the new encoder recorded, and deltas
+/// resume from there.
+#[test]
+fn a_recipient_moved_to_another_encoder_gets_a_full_snapshot_then_deltas() {
+    let mut scene = scene(5, 12, SnapshotConfig::default());
+    let my_id = scene.ids.get(PlayerKey(0)).unwrap();
+    let mut client = scene.encoder.new_client();
+    let mut decoder = SnapshotDecoder::new(*scene.encoder.schema(), scene.encoder.config());
+    let mut buf = vec![0u8; 2048];
+    let mut step_and_send =
+        |scene: &mut Scene,
+         encoder: Option<&mut SnapshotEncoder>,
+         client: &mut tickwire_arena::snapshot::ClientSnapshots| {
+            scene.world.step(&[]);
+            while scene.world.poll_event().is_some() {}
+            let encoder = encoder.unwrap_or(&mut scene.encoder);
+            encoder.capture(&scene.world, &scene.ids);
+            let len = encoder.encode(client, my_id, &mut buf).unwrap();
+            let decoded = decoder.decode(&buf[..len]).unwrap();
+            let tick = client.last_sent().unwrap();
+            let recorded: Vec<EntityView> = encoder.view(client, tick).unwrap().collect();
+            assert_eq!(decoded.entities, recorded, "tick {tick}");
+            client.handle_ack(tick).unwrap();
+            decoded.baseline
+        };
+    step_and_send(&mut scene, None, &mut client);
+    assert!(
+        step_and_send(&mut scene, None, &mut client).is_some(),
+        "a delta"
+    );
+    let mut other = scene.encoder.clone();
+    assert_eq!(
+        step_and_send(&mut scene, Some(&mut other), &mut client),
+        None,
+        "the first snapshot from another encoder is a full one"
+    );
+    assert!(
+        step_and_send(&mut scene, Some(&mut other), &mut client).is_some(),
+        "then deltas again"
+    );
 }

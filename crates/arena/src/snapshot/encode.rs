@@ -4,263 +4,13 @@
 use tickwire_wire::{BitWrite, BitWriter, EncodeError};
 
 use super::frame::{Frame, OwnState};
+use super::history::{History, PastStates, Record};
 use super::{
     EntityId, EntityIds, EntityState, EntityView, ID_BITS_MAX, PackedState, SnapshotConfig,
     SnapshotConfigError, SnapshotSchema,
 };
 use crate::geom::Vec2;
 use crate::world::World;
-
-/// An entity as one snapshot left it in the client's view, packed into 12 bytes (an
-/// [`EntityState`] and a `u32` tick took 16): every recipient holds a history of these,
-/// so they are most of a player's memory in a room and the first thing each encode reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-struct Record {
-    id: EntityId,
-    state: PackedState,
-    /// The low 16 bits of the tick whose state this is: the priority accumulator's zero.
-    /// An age past 65,535 ticks (18 minutes at 60 Hz) wraps and only lowers a long-starved
-    /// update's priority for one round.
-    refreshed: u16,
-}
-
-impl Record {
-    fn new(id: EntityId, state: impl Into<PackedState>, tick: u32) -> Self {
-        Self {
-            id,
-            state: state.into(),
-            refreshed: tick as u16,
-        }
-    }
-
-    fn state(&self) -> EntityState {
-        self.state.into()
-    }
-
-    /// Ticks since the state was current, as of `tick`.
-    fn age(&self, tick: u32) -> u16 {
-        (tick as u16).wrapping_sub(self.refreshed)
-    }
-}
-
-/// A recipient's last snapshots, as the views they left it with: possible baselines.
-///
-/// One block of `slots × stride` records, both powers of two sized to what the recipient
-/// needs, so a player allocates a handful of times in its life:
-/// - the stride is the largest view this recipient has had: one who sees three others
-///   holds 4 records per slot rather than `max_entities` (12 bytes each);
-/// - the slots hold the last snapshots sent, one each, whatever ticks they went out on: at
-///   one snapshot every third tick (seed 003's plaza) 4 slots reach back 12 ticks, not 4.
-///   They start at [`INITIAL_SLOTS`], double (up to the configured history) when an ack
-///   arrives for a snapshot already overwritten that the client may still hold, and halve
-///   again once the acks need a quarter of them ([`History::review`]): a player whose acks
-///   come back within 4 snapshots never pays for the half-second a slow link needs, nor
-///   for a slow spell past. In rooms of 30 the history was two thirds of the room's memory
-///   per player at 32 slots; in seed 003's plaza (64 in every view) 8 slots were 6 KB a
-///   player.
-#[derive(Debug, Clone)]
-struct History {
-    /// Each slot's tick, if it holds one, and the records in its view; one vector, so an
-    /// encode's lookup touches one line besides the records.
-    heads: Vec<SlotHead>,
-    /// The slot the next snapshot's view goes to: the oldest held.
-    next: usize,
-    stride: usize,
-    records: Vec<Record>,
-    /// The configured history: the most slots this may grow to, and the most ticks back a
-    /// baseline may be (the client's decoder holds views by tick, that many).
-    max_slots: usize,
-    /// Snapshots stored since the last [`History::review`].
-    stored_since_review: usize,
-    /// The most slots an ack needed since then: its snapshot and every newer one.
-    needed: usize,
-}
-
-/// What a history slot holds.
-#[derive(Debug, Clone, Copy, Default)]
-struct SlotHead {
-    tick: Option<u32>,
-    len: u32,
-}
-
-/// Slots a recipient's history starts with, and the fewest it shrinks back to: acks that
-/// ride a player's inputs come back within 4 snapshots on a good link (at 60 Hz with an
-/// input every 40 ms and a 10 ms round trip, 2 to 4).
-const INITIAL_SLOTS: usize = 4;
-
-/// Snapshots between two reviews of the history's size (about 2 s at 60 Hz).
-const REVIEW_EVERY: usize = 128;
-
-impl History {
-    fn new(max_slots: usize) -> Self {
-        let slots = INITIAL_SLOTS.min(max_slots);
-        Self {
-            heads: vec![SlotHead::default(); slots],
-            next: 0,
-            stride: 0,
-            records: Vec::new(),
-            max_slots,
-            stored_since_review: 0,
-            needed: 0,
-        }
-    }
-
-    /// Grows to hold at least `slots` (a power of two, at most the configured history),
-    /// keeping every held view, oldest first, so the next store overwrites none of them.
-    fn grow_slots(&mut self, slots: usize) {
-        let slots = slots.next_power_of_two().min(self.max_slots);
-        if slots > self.slots() {
-            self.resize_slots(slots);
-        }
-    }
-
-    /// Notes that an ack found its view in `slot`: the slots must hold it and every newer
-    /// snapshot, so that many at least until the next review.
-    fn note_ack(&mut self, slot: usize) {
-        let slots = self.slots();
-        let newer = (self.next + slots - 1 - slot) % slots;
-        self.needed = self.needed.max(newer + 1);
-    }
-
-    /// Every [`REVIEW_EVERY`] snapshots: half the slots when the acks of the stretch needed
-    /// at most a quarter of them (never below [`INITIAL_SLOTS`]), so a history grown by a
-    /// burst of late acks (a crowd's arrival, a slow spell) gives the memory back once the
-    /// acks are prompt again; the halved history still holds twice what they needed.
-    fn review(&mut self) {
-        let slots = self.slots();
-        if slots > INITIAL_SLOTS && self.needed * 4 <= slots {
-            self.resize_slots(slots / 2);
-        }
-        self.needed = 0;
-        self.stored_since_review = 0;
-    }
-
-    /// Moves to `slots` slots, keeping the newest held views that fit, oldest first.
-    fn resize_slots(&mut self, slots: usize) {
-        let old = self.slots();
-        let mut heads = vec![SlotHead::default(); slots];
-        let mut records = vec![Record::default(); slots * self.stride];
-        let held = self.heads.iter().filter(|head| head.tick.is_some()).count();
-        let oldest_first = (0..old).map(|k| (self.next + k) % old);
-        let kept = oldest_first
-            .filter(|&from| self.heads[from].tick.is_some())
-            .skip(held.saturating_sub(slots));
-        let mut to = 0;
-        for from in kept {
-            let head = self.heads[from];
-            let len = head.len as usize;
-            records[to * self.stride..to * self.stride + len]
-                .copy_from_slice(&self.records[from * self.stride..from * self.stride + len]);
-            heads[to] = head;
-            to += 1;
-        }
-        self.heads = heads;
-        self.records = records;
-        self.next = to % slots;
-    }
-
-    fn slots(&self) -> usize {
-        self.heads.len()
-    }
-
-    /// The slot holding `tick`'s view: the heads are a few words, newest searched first
-    /// (acks trail the newest snapshot by a round trip).
-    fn slot(&self, tick: u32) -> Option<usize> {
-        let slots = self.slots();
-        (1..=slots)
-            .map(|back| (self.next + slots - back) % slots)
-            .find(|&slot| self.heads[slot].tick == Some(tick))
-    }
-
-    /// The view `tick`'s snapshot left, while the history holds it.
-    fn view(&self, tick: u32) -> Option<&[Record]> {
-        self.view_in(self.slot(tick)?, tick)
-    }
-
-    /// The same, looked for first in `hint` (where the ack found it).
-    fn view_hinted(&self, hint: usize, tick: u32) -> Option<&[Record]> {
-        self.view_in(hint, tick).or_else(|| self.view(tick))
-    }
-
-    fn view_in(&self, slot: usize, tick: u32) -> Option<&[Record]> {
-        let head = self.heads.get(slot)?;
-        (head.tick == Some(tick)).then(|| {
-            let start = slot * self.stride;
-            &self.records[start..start + head.len as usize]
-        })
-    }
-
-    fn store(&mut self, tick: u32, view: &[Record]) {
-        if view.len() > self.stride {
-            self.grow(view.len().next_power_of_two(), view[0]);
-        }
-        let slots = self.slots();
-        let newest = (self.next + slots - 1) % slots;
-        // A second snapshot on one tick replaces the first: an ack names a tick, so only
-        // one view per tick can be the client's.
-        let slot = if self.heads[newest].tick == Some(tick) {
-            newest
-        } else {
-            let slot = self.next;
-            self.next = (slot + 1) % slots;
-            self.stored_since_review += 1;
-            slot
-        };
-        let start = slot * self.stride;
-        self.records[start..start + view.len()].copy_from_slice(view);
-        self.heads[slot] = SlotHead {
-            tick: Some(tick),
-            len: view.len() as u32,
-        };
-        if self.stored_since_review >= REVIEW_EVERY {
-            self.review();
-        }
-    }
-
-    fn grow(&mut self, stride: usize, filler: Record) {
-        let mut records = vec![filler; self.slots() * stride];
-        for (slot, head) in self.heads.iter().enumerate() {
-            let (from, to) = (slot * self.stride, slot * stride);
-            let len = head.len as usize;
-            records[to..to + len].copy_from_slice(&self.records[from..from + len]);
-        }
-        self.records = records;
-        self.stride = stride;
-    }
-
-    fn forget(&mut self) {
-        self.heads.fill(SlotHead::default());
-        self.next = 0;
-    }
-
-    /// Asks the CPU to start loading `slot`'s view (and its tick and length), so that the
-    /// encode which reads it next finds it in cache.
-    fn prefetch(&self, slot: usize) {
-        if self.stride == 0 || slot >= self.slots() {
-            return;
-        }
-        prefetch_bytes(self.heads.as_ptr().wrapping_add(slot).cast(), 1);
-        let start = self.records.as_ptr().wrapping_add(slot * self.stride);
-        prefetch_bytes(start.cast(), self.stride * std::mem::size_of::<Record>());
-    }
-}
-
-/// Prefetches the cache lines of `len` bytes from `start` (a hint: no read, no fault).
-fn prefetch_bytes(start: *const u8, len: usize) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-        let mut at = 0;
-        while at < len.max(1) {
-            // SAFETY: a prefetch is a hint; it neither reads nor faults, whatever the
-            // address, and SSE (its target feature) is part of every x86_64 CPU.
-            unsafe { _mm_prefetch::<_MM_HINT_T0>(start.wrapping_add(at).cast()) };
-            at += 64;
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (start, len);
-}
 
 /// Why an acknowledgement was not taken.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -354,11 +104,18 @@ impl ClientSnapshots {
         self.acked
     }
 
-    /// Records each history slot has room for: the largest view this recipient has had,
-    /// rounded up to a power of two (0 before the first snapshot). Its memory is
-    /// `history_slots × stride × 12` bytes.
+    /// Ids each history slot has room for: the largest view this recipient has had,
+    /// rounded up to a power of two (0 before the first snapshot). The history's memory is
+    /// `history_slots × (stride × 2 + wait_stride × 12)` bytes, besides the room's copies
+    /// of its captures that its entries point into.
     pub fn history_stride(&self) -> usize {
         self.history.stride
+    }
+
+    /// Whole records each history slot has room for: the most entities one of this
+    /// recipient's snapshots left waiting for the byte budget, rounded up to a power of two.
+    pub fn history_wait_stride(&self) -> usize {
+        self.history.wait_stride
     }
 
     /// Snapshots the history holds: 4 at first, doubled (up to the configured history)
@@ -371,17 +128,6 @@ impl ClientSnapshots {
     /// The tick of the newest snapshot sent.
     pub fn last_sent(&self) -> Option<u32> {
         self.last_sent
-    }
-
-    /// The view the snapshot of `tick` left the client with (ordered by id), while the
-    /// history holds it.
-    pub fn view(&self, tick: u32) -> Option<impl Iterator<Item = EntityView> + '_> {
-        self.history.view(tick).map(|records| {
-            records.iter().map(|record| EntityView {
-                id: record.id,
-                state: record.state(),
-            })
-        })
     }
 }
 
@@ -548,7 +294,15 @@ pub struct SnapshotEncoder {
     candidates: Vec<Candidate>,
     destroys: Vec<EntityId>,
     bullets_near: Vec<(f32, u32)>,
-    records: Vec<Record>,
+    /// The states of the last captures, which the recipients' histories point into.
+    past: PastStates,
+    /// The number [`PastStates::push`] gave the frame.
+    capture: u32,
+    /// The recipient's baseline, each entity as the client holds it.
+    baseline: Vec<Record>,
+    /// The view a snapshot leaves: its ids, and those that waited.
+    view_ids: Vec<EntityId>,
+    view_waits: Vec<Record>,
     by_priority: Vec<u32>,
     /// Candidates' ranks as [`total_order_key`]s.
     ranks: Vec<u32>,
@@ -575,7 +329,11 @@ impl SnapshotEncoder {
             candidates: Vec::new(),
             destroys: Vec::new(),
             bullets_near: Vec::new(),
-            records: Vec::new(),
+            past: PastStates::new(),
+            capture: 0,
+            baseline: Vec::new(),
+            view_ids: Vec::new(),
+            view_waits: Vec::new(),
             by_priority: Vec::new(),
             ranks: Vec::new(),
             bullet_order: Vec::new(),
@@ -606,6 +364,7 @@ impl SnapshotEncoder {
     /// Captures the world for this tick's snapshots.
     pub fn capture(&mut self, world: &World, ids: &EntityIds) {
         self.frame.capture(world, ids);
+        self.capture = self.past.push(&self.frame.states);
         if self.marks.len() < self.frame.present.len() {
             self.marks.resize(self.frame.present.len(), 0);
         }
@@ -614,6 +373,29 @@ impl SnapshotEncoder {
     /// The frame captured last.
     pub fn frame(&self) -> &Frame {
         &self.frame
+    }
+
+    /// The view the snapshot of `tick` left `client` with (ordered by id), while its history
+    /// holds it and this encoder the capture it was encoded from.
+    pub fn view<'a>(
+        &'a self,
+        client: &'a ClientSnapshots,
+        tick: u32,
+    ) -> Option<impl Iterator<Item = EntityView> + 'a> {
+        let view = client.history.view(tick)?;
+        let states = self.past.states(view.capture)?;
+        let records: Vec<Record> = view.records(states).collect();
+        Some(records.into_iter().map(|record| EntityView {
+            id: record.id,
+            state: record.state(),
+        }))
+    }
+
+    /// Captures whose states this encoder holds for the recipients' baselines: twice the
+    /// longest history's snapshots, a power of two (8 at first). Their memory is 8 bytes a
+    /// player each.
+    pub fn captures_held(&self) -> usize {
+        self.past.depth()
     }
 
     /// Writes the snapshot of the captured tick for `recipient` into `out` (at least
@@ -636,18 +418,32 @@ impl SnapshotEncoder {
         client.tokens = (client.tokens + self.tokens_per_tick).min(config.packet_budget as i64);
         let budget_bits = (client.tokens.max(0) as usize).min(config.packet_budget) * 8;
 
+        if client.history.owner != self.past.owner() {
+            // A recipient new to this encoder (or one this encoder's clone had): its views
+            // point into another encoder's captures, so none is a baseline here.
+            client.reset();
+            client.history.owner = self.past.owner();
+        }
+        // Every recipient gets a snapshot of each capture, so its history of `slots`
+        // snapshots reaches back as many captures; twice that is held for one that missed
+        // some (a baseline whose capture has gone gives a full snapshot).
+        self.past.hold(2 * client.history.slots());
         let baseline = client.acked.and_then(|acked| {
             let age = tick.wrapping_sub(acked);
-            (1..history)
-                .contains(&(age as usize))
-                .then(|| {
-                    let view = client.history.view_hinted(client.acked_slot, acked);
-                    view.map(|view| (view, age))
-                })
-                .flatten()
+            if !(1..history).contains(&(age as usize)) {
+                return None;
+            }
+            let view = client.history.view_hinted(client.acked_slot, acked)?;
+            let states = self.past.states(view.capture)?;
+            view.read_into(states, &mut self.baseline);
+            Some(age)
         });
         let has_baseline = baseline.is_some();
-        let (baseline, baseline_age): (&[Record], u32) = baseline.unwrap_or((&[], 0));
+        let baseline_age = baseline.unwrap_or(0);
+        if !has_baseline {
+            self.baseline.clear();
+        }
+        let baseline = &self.baseline;
 
         self.stamp = self.stamp.wrapping_add(1);
         if self.stamp == 0 {
@@ -825,7 +621,6 @@ impl SnapshotEncoder {
             self.candidates[member_count..].sort_unstable_by_key(|c| c.id);
         }
 
-        self.records.clear();
         let own = &frame.own[me];
         let own_state = &EntityState::from(frame.states[me]);
         let schema = &self.schema;
@@ -937,7 +732,12 @@ impl SnapshotEncoder {
         // Members come first, then newcomers, each part in id order.
         let members = self.candidates.partition_point(|c| c.member != NOT_MEMBER);
         let (kept, newcomers) = self.candidates.split_at(members);
-        let counts = view_records(&mut self.records, kept, newcomers, baseline, frame, tick);
+        let counts = view_records(
+            (&mut self.view_ids, &mut self.view_waits),
+            kept,
+            newcomers,
+            baseline,
+        );
 
         let mut w = BitWriter::new(out);
         w.write_uint(u64::from(tick), 32)?;
@@ -971,7 +771,9 @@ impl SnapshotEncoder {
         }
         let len = w.finish()?;
 
-        client.history.store(tick, &self.records);
+        client
+            .history
+            .store(tick, self.capture, &self.view_ids, &self.view_waits);
         client.last_sent = Some(tick);
         client.tokens -= len as i64;
         Ok(len)
@@ -1105,37 +907,34 @@ struct Sent {
     updates: usize,
 }
 
-/// Fills `records` with the view the snapshot leaves the client with, in id order: a member
-/// with its state now if sent or unchanged, its acknowledged one while it waits; a newcomer
-/// if sent. Members (`kept`) and newcomers are each in id order, so they are merged.
+/// Fills `ids` with the view the snapshot leaves the client with, in id order: a member
+/// (its state now if sent or unchanged, its acknowledged one while it waits) and a newcomer
+/// if sent; and `waits` with the members that wait, whole (the others hold the frame's
+/// state). Members (`kept`) and newcomers are each in id order, so they are merged.
 fn view_records(
-    records: &mut Vec<Record>,
+    (ids, waits): (&mut Vec<EntityId>, &mut Vec<Record>),
     kept: &[Candidate],
     newcomers: &[Candidate],
     baseline: &[Record],
-    frame: &Frame,
-    tick: u32,
 ) -> Sent {
-    records.clear();
+    ids.clear();
+    waits.clear();
     let mut sent = Sent::default();
-    let fresh = |id: EntityId| Record::new(id, frame.states[usize::from(id)], tick);
     let mut created = newcomers.iter().filter(|c| c.fate == Fate::Send).peekable();
     for member in kept {
         while let Some(newcomer) = created.next_if(|c| c.id < member.id) {
-            records.push(fresh(newcomer.id));
+            ids.push(newcomer.id);
             sent.creates += 1;
         }
-        records.push(match member.fate {
-            Fate::Send => {
-                sent.updates += 1;
-                fresh(member.id)
-            }
-            Fate::Unchanged => fresh(member.id),
-            Fate::Wait => baseline[member.member as usize],
-        });
+        ids.push(member.id);
+        match member.fate {
+            Fate::Send => sent.updates += 1,
+            Fate::Unchanged => {}
+            Fate::Wait => waits.push(baseline[member.member as usize]),
+        }
     }
     for newcomer in created {
-        records.push(fresh(newcomer.id));
+        ids.push(newcomer.id);
         sent.creates += 1;
     }
     sent

@@ -32,6 +32,7 @@
 mod decode;
 mod encode;
 mod frame;
+mod history;
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
@@ -84,9 +85,9 @@ pub struct EntityState {
     pub alive: bool,
 }
 
-/// An [`EntityState`] in 8 bytes, as the encoder keeps it (in a frame, and in the
-/// history records every recipient holds): health and the in-play bit share a `u16`, so
-/// "has anything changed" is one comparison.
+/// An [`EntityState`] in 8 bytes, as the encoder keeps it (in a frame, in the room's
+/// copies of its last captures, and in a history's waiting records): health and the
+/// in-play bit share a `u16`, so "has anything changed" is one comparison.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) struct PackedState {
     pub(crate) x: u16,
