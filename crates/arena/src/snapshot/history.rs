@@ -374,8 +374,9 @@ pub(super) fn prefetch_bytes(start: *const u8, len: usize) {
 
 /// The states of a room's last captures, by capture number: the fresh entries of every
 /// recipient's [`History`] point into them. Holds as many captures as the longest history
-/// asks ([`PastStates::hold`]); a baseline whose capture has gone is not used (the
-/// snapshot is then a full one), as one past the configured history is not.
+/// asks ([`PastStates::hold`]), and gives back what a burst of late acks had asked for once
+/// the histories have shrunk ([`PastStates::review`]); a baseline whose capture has gone is
+/// not used (the snapshot is then a full one), as one past the configured history is not.
 #[derive(Debug, Clone)]
 pub(super) struct PastStates {
     owner: Owner,
@@ -383,6 +384,10 @@ pub(super) struct PastStates {
     frames: Vec<PastFrame>,
     /// The newest capture's number.
     newest: u32,
+    /// The most captures [`hold`](Self::hold) asked for since the last review.
+    asked: usize,
+    /// Captures pushed since then.
+    pushed_since_review: usize,
 }
 
 /// Tells one [`PastStates`] from every other, a clone's included (0 is none): a history
@@ -411,8 +416,12 @@ struct PastFrame {
     states: Vec<PackedState>,
 }
 
-/// Captures held at first: twice a new recipient's [`INITIAL_SLOTS`].
+/// Captures held at first, and the fewest held: twice a new recipient's [`INITIAL_SLOTS`].
 const INITIAL_CAPTURES: usize = 2 * INITIAL_SLOTS;
+
+/// Captures between two reviews of how many are held: twice a history's review period, so
+/// the histories have shrunk before the captures they pointed into are given back.
+const CAPTURES_PER_REVIEW: usize = 2 * REVIEW_EVERY;
 
 impl PastStates {
     pub(super) fn new() -> Self {
@@ -420,6 +429,8 @@ impl PastStates {
             owner: Owner::new(),
             frames: vec![PastFrame::default(); INITIAL_CAPTURES],
             newest: 0,
+            asked: 0,
+            pushed_since_review: 0,
         }
     }
 
@@ -437,6 +448,10 @@ impl PastStates {
         frame.capture = Some(self.newest);
         frame.states.clear();
         frame.states.extend_from_slice(states);
+        self.pushed_since_review += 1;
+        if self.pushed_since_review >= CAPTURES_PER_REVIEW {
+            self.review();
+        }
         self.newest
     }
 
@@ -449,15 +464,32 @@ impl PastStates {
     /// Holds at least the last `captures` captures from now on (a recipient's history of
     /// that many snapshots reaches back that far when it gets one each capture).
     pub(super) fn hold(&mut self, captures: usize) {
+        self.asked = self.asked.max(captures);
         let depth = captures.next_power_of_two();
-        if depth <= self.frames.len() {
-            return;
+        if depth > self.frames.len() {
+            self.keep_newest(depth);
         }
+    }
+
+    /// Every [`CAPTURES_PER_REVIEW`] captures: down to what the period's histories asked
+    /// for (never below [`INITIAL_CAPTURES`]), the newest kept.
+    fn review(&mut self) {
+        let depth = self.asked.next_power_of_two().max(INITIAL_CAPTURES);
+        if depth < self.frames.len() {
+            self.keep_newest(depth);
+        }
+        self.asked = 0;
+        self.pushed_since_review = 0;
+    }
+
+    /// Moves to `depth` (a power of two) captures, keeping the newest that fit.
+    fn keep_newest(&mut self, depth: usize) {
         let mut frames = vec![PastFrame::default(); depth];
         for frame in self.frames.drain(..) {
-            if let Some(capture) = frame.capture {
-                let at = capture as usize % depth;
-                frames[at] = frame;
+            if let Some(capture) = frame.capture
+                && (self.newest.wrapping_sub(capture) as usize) < depth
+            {
+                frames[capture as usize % depth] = frame;
             }
         }
         self.frames = frames;
@@ -518,6 +550,40 @@ mod tests {
             None,
             "overwritten once as old as the depth"
         );
+    }
+
+    #[test]
+    fn past_states_asked_for_by_a_burst_are_given_back_at_a_review() {
+        let mut past = PastStates::new();
+        // A review period with a burst of late acks: the histories ask for 64.
+        for _ in 0..CAPTURES_PER_REVIEW {
+            past.hold(64);
+            past.push(&[]);
+        }
+        assert_eq!(past.depth(), 64, "kept while asked for");
+        // The next period's histories ask for 8 at most: 64 held until its end.
+        for n in 0..CAPTURES_PER_REVIEW - 1 {
+            past.hold(8);
+            past.push(&[state(n as u16)]);
+        }
+        assert_eq!(past.depth(), 64);
+        past.hold(8);
+        let newest = past.push(&[state(7)]);
+        assert_eq!(past.depth(), INITIAL_CAPTURES, "given back at the review");
+        assert_eq!(
+            past.states(newest),
+            Some(&[state(7)][..]),
+            "the newest kept"
+        );
+        let oldest_kept = newest - INITIAL_CAPTURES as u32 + 1;
+        assert!(past.states(oldest_kept).is_some());
+        assert_eq!(past.states(oldest_kept - 1), None);
+        // A steady demand keeps what it asks for.
+        for _ in 0..2 * CAPTURES_PER_REVIEW {
+            past.hold(INITIAL_CAPTURES);
+            past.push(&[]);
+        }
+        assert_eq!(past.depth(), INITIAL_CAPTURES);
     }
 
     #[test]
