@@ -1,7 +1,8 @@
 //! Steady-state snapshot encoding allocates nothing but the rare growth of a player's
-//! history (when its view is larger than any it had) or of the captures held for it: 1,000 players wandering and shooting
-//! on the large map, a frame captured and a snapshot encoded for every one of them each
-//! tick, each acknowledged (deltas, creates, destroys and the priority path included).
+//! history (when its view is larger than any it had) or of the captures held for it: 1,000
+//! players wandering and shooting on the large map, a frame captured and a snapshot encoded
+//! for every one of them each tick, each acknowledged (deltas, creates, destroys and the
+//! priority path included).
 
 use std::sync::Arc;
 use tickwire_alloc_count::{CountingAllocator, thread_allocations};

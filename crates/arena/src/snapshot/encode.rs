@@ -384,8 +384,7 @@ impl SnapshotEncoder {
     ) -> Option<impl Iterator<Item = EntityView> + 'a> {
         let view = client.history.view(tick)?;
         let states = self.past.states(view.capture)?;
-        let records: Vec<Record> = view.records(states).collect();
-        Some(records.into_iter().map(|record| EntityView {
+        Some(view.records(states).map(|record| EntityView {
             id: record.id,
             state: record.state(),
         }))
@@ -428,6 +427,7 @@ impl SnapshotEncoder {
         // snapshots reaches back as many captures; twice that is held for one that missed
         // some (a baseline whose capture has gone gives a full snapshot).
         self.past.hold(2 * client.history.slots());
+        self.baseline.clear();
         let baseline = client.acked.and_then(|acked| {
             let age = tick.wrapping_sub(acked);
             if !(1..history).contains(&(age as usize)) {
@@ -440,9 +440,6 @@ impl SnapshotEncoder {
         });
         let has_baseline = baseline.is_some();
         let baseline_age = baseline.unwrap_or(0);
-        if !has_baseline {
-            self.baseline.clear();
-        }
         let baseline = &self.baseline;
 
         self.stamp = self.stamp.wrapping_add(1);

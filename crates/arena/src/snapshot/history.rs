@@ -55,13 +55,10 @@ pub(super) struct View<'a> {
     pub(super) waits: &'a [Record],
 }
 
-impl View<'_> {
+impl<'a> View<'a> {
     /// Each entity as the view left it, in id order; `states` are the view's capture's
     /// ([`PastStates::states`]), which hold every fresh entity (it was in that capture).
-    pub(super) fn records<'s>(
-        &'s self,
-        states: &'s [PackedState],
-    ) -> impl Iterator<Item = Record> + 's {
+    pub(super) fn records(self, states: &'a [PackedState]) -> impl Iterator<Item = Record> + 'a {
         let mut waits = self.waits.iter().peekable();
         self.ids
             .iter()
@@ -71,10 +68,9 @@ impl View<'_> {
             })
     }
 
-    /// [`records`](Self::records) into `out` (cleared first), without the merge when no
-    /// entity waited, as in most snapshots.
-    pub(super) fn read_into(&self, states: &[PackedState], out: &mut Vec<Record>) {
-        out.clear();
+    /// Appends [`records`](Self::records) to `out`, without the merge when no entity
+    /// waited, as in most snapshots.
+    pub(super) fn read_into(self, states: &[PackedState], out: &mut Vec<Record>) {
         if self.waits.is_empty() {
             let fresh = |&id: &EntityId| Record::new(id, states[usize::from(id)], self.tick);
             out.extend(self.ids.iter().map(fresh));
