@@ -9,7 +9,7 @@ use bytes::Bytes;
 use crate::crypto::{Cipher, Key};
 use crate::packet::{ENCRYPTED_OVERHEAD_MAX, EncryptedHeader, PacketType, write_encrypted};
 use crate::params::{ConnectionParams, DisconnectReason};
-use crate::reliable::{Reliability, ReliabilityConfig, ReliabilityStats, SendError};
+use crate::reliable::{Deliver, Reliability, ReliabilityConfig, ReliabilityStats, SendError};
 use crate::replay::ReplayWindow;
 use crate::websocket::{MAX_CLOSE_REASON_BYTES, clamp_close_reason};
 
@@ -64,7 +64,7 @@ pub(crate) fn read_disconnect(body: &[u8]) -> Option<(DisconnectReason, &str)> {
 
 /// What an authenticated packet meant.
 pub(crate) enum Received {
-    /// Acks and messages were taken in; read them with [`Connection::receive`].
+    /// Acks and messages were taken in; the messages went to the caller's [`Deliver`].
     Payload,
     /// The peer closed the connection, saying why, perhaps in words (see
     /// [`read_disconnect`]).
@@ -156,13 +156,15 @@ impl Connection {
         })
     }
 
-    /// Authenticates, de-duplicates and takes in one datagram from the peer.
+    /// Authenticates, de-duplicates and takes in one datagram from the peer, handing its
+    /// messages to `deliver`.
     pub(crate) fn handle_datagram(
         &mut self,
         now: Instant,
         header: EncryptedHeader,
         datagram: &[u8],
         scratch: &mut [u8],
+        deliver: &mut impl Deliver,
     ) -> Result<Received, Refused> {
         if self.replay.is_replay(header.sequence) {
             self.counters.packets_replayed += 1;
@@ -177,7 +179,7 @@ impl Connection {
         self.last_received = now;
         self.counters.packets_received += 1;
         match header.packet_type {
-            PacketType::Payload => match self.reliability.read_packet(now, body) {
+            PacketType::Payload => match self.reliability.read_packet_into(now, body, deliver) {
                 Ok(()) => Ok(Received::Payload),
                 Err(error) if error.is_fatal() => {
                     Err(Refused::Fatal(DisconnectReason::ProtocolViolation))
@@ -207,11 +209,6 @@ impl Connection {
     /// Queues a message on a channel.
     pub(crate) fn send(&mut self, channel: u8, message: Bytes) -> Result<(), SendError> {
         self.reliability.send(channel, message)
-    }
-
-    /// The next message the peer sent, in delivery order.
-    pub(crate) fn receive(&mut self) -> Option<(u8, Bytes)> {
-        self.reliability.receive()
     }
 
     fn next_sequence(&mut self) -> u64 {

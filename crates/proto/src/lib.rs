@@ -23,6 +23,7 @@
 //! | [`reliable`] | acks, RTT, channels, fragmentation inside a connection |
 //! | [`matchmake`] | the matchmaking API's JSON: request, answer, signed identity |
 //! | [`sim`] | a seeded link simulator for deterministic tests |
+//! | [`prefetch`](mod@prefetch) | a cache hint for drivers taking in batches for many endpoints |
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -36,6 +37,7 @@ mod deadlines;
 pub mod matchmake;
 mod packet;
 mod params;
+pub mod prefetch;
 pub mod reliable;
 mod replay;
 mod server;

@@ -99,6 +99,68 @@ struct Bot {
     dirty: bool,
 }
 
+impl Bot {
+    /// Starts loading what taking in a datagram reads first: the connection and the logic.
+    fn prefetch(&self) {
+        self.client.prefetch();
+        if let Some(logic) = &self.logic {
+            tickwire_proto::prefetch::prefetch(&**logic);
+        }
+    }
+
+    /// Takes in one datagram. Once the bot's logic exists its messages go straight to the
+    /// ledger, read in place; before that they come as events after the client's
+    /// `Connected`, which makes the logic (the room's welcome may share a batch with the
+    /// handshake's accepted packet, and must find the logic there).
+    fn take_in(
+        &mut self,
+        ledger: &mut Ledger,
+        now: Instant,
+        now_ns: u64,
+        from: SocketAddr,
+        datagram: &[u8],
+    ) {
+        if self.logic.is_some() {
+            let logic = &mut self.logic;
+            self.client
+                .handle_datagram_with(now, from, datagram, |channel, message| {
+                    ledger.arrived(logic.as_mut(), channel, message, now_ns);
+                });
+        } else {
+            self.client.handle_datagram(now, from, datagram);
+            self.events(ledger, now_ns);
+        }
+    }
+
+    /// Takes the client's events: connection, messages (before the logic existed),
+    /// disconnection.
+    fn events(&mut self, ledger: &mut Ledger, now_ns: u64) {
+        while let Some(event) = self.client.poll_event() {
+            match event {
+                ClientEvent::Connected { .. } => {
+                    self.connected = true;
+                    self.logic = Some(ledger.connected(self.id, self.room));
+                }
+                ClientEvent::Message { channel, message } => {
+                    ledger.arrived(self.logic.as_mut(), channel, &message, now_ns);
+                }
+                ClientEvent::Disconnected { reason } => {
+                    self.end(ledger, format!("{reason:?}"));
+                }
+            }
+        }
+    }
+
+    /// The connection is over: a failed handshake, or a disconnect.
+    fn end(&mut self, ledger: &mut Ledger, why: String) {
+        if self.ended {
+            return;
+        }
+        self.ended = true;
+        ledger.ended(self.id, self.connected, &why);
+    }
+}
+
 /// An epoll set of the group's sockets, asked without waiting once per tick.
 ///
 /// Nothing ever sleeps on it: on loopback the sender pays for waking a sleeping receiver
@@ -370,7 +432,18 @@ impl Group {
                         break;
                     }
                 };
+                // Every addressed bot's state is asked for before any datagram is taken in,
+                // so their cache misses overlap instead of following one another.
+                for (local, _, _) in shared.inbox.iter_local() {
+                    if let Some(bot) = local
+                        .and_then(SharedSocket::key)
+                        .and_then(|key| self.bots.get(key))
+                    {
+                        bot.prefetch();
+                    }
+                }
                 let now = Instant::now();
+                let now_ns = self.ledger.now_ns(now);
                 for (local, from, datagram) in shared.inbox.iter_local() {
                     let Some(key) = local.and_then(SharedSocket::key) else {
                         continue;
@@ -378,7 +451,7 @@ impl Group {
                     let Some(bot) = self.bots.get_mut(key) else {
                         continue;
                     };
-                    bot.client.handle_datagram(now, from, datagram);
+                    bot.take_in(&mut self.ledger, now, now_ns, from, datagram);
                     // A bot's events are drained whole, so a repeat here finds none.
                     if self.touched.last() != Some(&key) {
                         self.touched.push(key);
@@ -414,10 +487,10 @@ impl Group {
             match socket.try_recv_batch(&mut self.inbox) {
                 Ok(count) => {
                     let now = Instant::now();
-                    for (from, datagram) in &self.inbox {
-                        bot.client.handle_datagram(now, from, datagram);
-                    }
                     let now_ns = self.ledger.now_ns(now);
+                    for (from, datagram) in &self.inbox {
+                        bot.take_in(&mut self.ledger, now, now_ns, from, datagram);
+                    }
                     self.ledger.datagrams(true, count as u64, now_ns);
                     self.events(key, now_ns);
                     self.after_receive(key, now);
@@ -451,34 +524,14 @@ impl Group {
         }
     }
 
-    /// Takes the client's events: connection, messages, disconnection.
+    /// Takes bot `key`'s events: connection and disconnection.
     fn events(&mut self, key: usize, now_ns: u64) {
-        while let Some(event) = self.bots[key].client.poll_event() {
-            match event {
-                ClientEvent::Connected { .. } => {
-                    let bot = &mut self.bots[key];
-                    bot.connected = true;
-                    bot.logic = Some(self.ledger.connected(bot.id, bot.room));
-                }
-                ClientEvent::Message { channel, message } => {
-                    let logic = self.bots[key].logic.as_mut();
-                    self.ledger.arrived(logic, channel, &message, now_ns);
-                }
-                ClientEvent::Disconnected { reason } => {
-                    self.end(key, format!("{reason:?}"));
-                }
-            }
-        }
+        self.bots[key].events(&mut self.ledger, now_ns);
     }
 
-    /// A bot's connection is over: a failed handshake, or a disconnect.
+    /// Bot `key`'s connection is over: a failed handshake, or a disconnect.
     fn end(&mut self, key: usize, why: String) {
-        let bot = &mut self.bots[key];
-        if bot.ended {
-            return;
-        }
-        bot.ended = true;
-        self.ledger.ended(bot.id, bot.connected, &why);
+        self.bots[key].end(&mut self.ledger, why);
     }
 
     /// Due protocol timers and due sends, for every bot; round-trip samples once a second.

@@ -76,6 +76,7 @@ pub use config::{
 };
 pub use error::{MalformedError, ReadError, SendError};
 pub use header::HEADER_LEN;
+pub use reliable_recv::Deliver;
 pub use rtt::{INITIAL_RTT, LOSS_WINDOW, MAX_RESEND_TIMEOUT, MIN_RESEND_TIMEOUT};
 pub use sequence::sequence_newer;
 pub use stats::ReliabilityStats;
@@ -327,6 +328,22 @@ impl Reliability {
     /// panics, and allocates only within `max_reassembly_bytes` (plus delivered messages,
     /// which the caller drains with [`Reliability::receive`]).
     pub fn read_packet(&mut self, now: Instant, payload: &[u8]) -> Result<(), ReadError> {
+        let mut delivered = std::mem::take(&mut self.delivered);
+        let read = self.read_packet_into(now, payload, &mut delivered);
+        self.delivered = delivered;
+        read
+    }
+
+    /// [`read_packet`](Self::read_packet), handing each message to `deliver` as it is read
+    /// instead of queueing it for [`receive`](Self::receive): a message read whole and in
+    /// order is lent as a slice of `payload`, never copied. The connections use this; the
+    /// queue is for drivers of this layer alone.
+    pub fn read_packet_into(
+        &mut self,
+        now: Instant,
+        payload: &[u8],
+        deliver: &mut impl Deliver,
+    ) -> Result<(), ReadError> {
         let header = PacketHeader::decode(payload)?;
         let (frames, reliable) = self.check_frames(payload)?;
         let wanted = AckWanted::of(reliable > 0, header.ping, frames > 0);
@@ -345,7 +362,7 @@ impl Reliability {
             return Ok(());
         }
         self.counters.packets_received += 1;
-        self.apply_frames(payload)
+        self.apply_frames(payload, deliver)
     }
 
     /// The next delivered message and its channel, in delivery order.
@@ -468,12 +485,15 @@ impl Reliability {
     }
 
     /// Delivers a checked packet's messages.
-    fn apply_frames(&mut self, payload: &[u8]) -> Result<(), ReadError> {
+    fn apply_frames(
+        &mut self,
+        payload: &[u8],
+        deliver: &mut impl Deliver,
+    ) -> Result<(), ReadError> {
         let Self {
             config,
             channels,
             held,
-            delivered,
             counters,
             ..
         } = self;
@@ -483,7 +503,7 @@ impl Reliability {
                     if let Some(Channel::Reliable { receive, .. }) =
                         channels.get_mut(usize::from(channel))
                     {
-                        receive.on_message(channel, id, data, held, delivered)?;
+                        receive.on_message(channel, id, data, held, deliver)?;
                     }
                 }
                 Frame::Fragment {
@@ -505,13 +525,11 @@ impl Reliability {
                             index,
                             data,
                             held,
-                            delivered,
+                            deliver,
                         )?;
                     }
                 }
-                Frame::Unreliable { channel, data } => {
-                    delivered.push_back((channel, Bytes::copy_from_slice(data)));
-                }
+                Frame::Unreliable { channel, data } => deliver.message(channel, data),
                 Frame::Sequenced {
                     channel,
                     sequence,
@@ -521,7 +539,7 @@ impl Reliability {
                         channels.get_mut(usize::from(channel))
                     {
                         if accept_sequenced(last_delivered, sequence) {
-                            delivered.push_back((channel, Bytes::copy_from_slice(data)));
+                            deliver.message(channel, data);
                         } else {
                             counters.messages_out_of_sequence += 1;
                         }

@@ -49,8 +49,42 @@ enum Slot {
     Partial(Box<Reassembly>),
 }
 
-/// Where delivered messages go: `(channel, message)` in delivery order.
+/// Where the messages read from packets go, in delivery order.
+///
+/// A message read whole and in order is handed over as a slice of the packet, so a
+/// receiver that only looks at it (a load bot reading a snapshot's header) never copies
+/// or allocates; one that was held (it arrived early, or was reassembled from fragments)
+/// is handed over as the `Bytes` it was held in. A closure `FnMut(u8, &[u8])` is a
+/// `Deliver`; so is a queue of `(channel, message)`, which copies each slice into a
+/// `Bytes` of its own.
+pub trait Deliver {
+    /// A message on `channel`, borrowed from the packet being read.
+    fn message(&mut self, channel: u8, message: &[u8]);
+
+    /// A message on `channel` that was held until its turn came.
+    fn held(&mut self, channel: u8, message: Bytes) {
+        self.message(channel, &message);
+    }
+}
+
+impl<F: FnMut(u8, &[u8])> Deliver for F {
+    fn message(&mut self, channel: u8, message: &[u8]) {
+        self(channel, message);
+    }
+}
+
+/// A queue of delivered messages: `(channel, message)` in delivery order.
 pub(crate) type Delivered = VecDeque<(u8, Bytes)>;
+
+impl Deliver for Delivered {
+    fn message(&mut self, channel: u8, message: &[u8]) {
+        self.push_back((channel, Bytes::copy_from_slice(message)));
+    }
+
+    fn held(&mut self, channel: u8, message: Bytes) {
+        self.push_back((channel, message));
+    }
+}
 
 #[derive(Debug, Default)]
 pub(crate) struct ReliableReceiver {
@@ -110,7 +144,7 @@ impl ReliableReceiver {
         id: u16,
         data: &[u8],
         held: &mut Held,
-        delivered: &mut Delivered,
+        deliver: &mut impl Deliver,
     ) -> Result<(), ReadError> {
         let Some(offset) = self.offset(channel, id)? else {
             return Ok(());
@@ -124,12 +158,12 @@ impl ReliableReceiver {
             // In order: deliver without holding it.
             self.slots.pop_front();
             self.next_id = self.next_id.wrapping_add(1);
-            delivered.push_back((channel, Bytes::copy_from_slice(data)));
+            deliver.message(channel, data);
         } else {
             held.reserve(data.len())?;
             *self.slot_mut(offset) = Slot::Complete(Bytes::copy_from_slice(data));
         }
-        self.deliver_ready(channel, held, delivered);
+        self.deliver_ready(channel, held, deliver);
         Ok(())
     }
 
@@ -143,7 +177,7 @@ impl ReliableReceiver {
         index: u16,
         data: &[u8],
         held: &mut Held,
-        delivered: &mut Delivered,
+        deliver: &mut impl Deliver,
     ) -> Result<(), ReadError> {
         let Some(offset) = self.offset(channel, id)? else {
             return Ok(());
@@ -176,7 +210,7 @@ impl ReliableReceiver {
             && let Slot::Partial(done) = mem::take(slot)
         {
             *slot = Slot::Complete(done.into_bytes());
-            self.deliver_ready(channel, held, delivered);
+            self.deliver_ready(channel, held, deliver);
         }
         Ok(())
     }
@@ -190,11 +224,11 @@ impl ReliableReceiver {
     }
 
     /// Delivers complete messages from the front, in order.
-    fn deliver_ready(&mut self, channel: u8, held: &mut Held, delivered: &mut Delivered) {
+    fn deliver_ready(&mut self, channel: u8, held: &mut Held, deliver: &mut impl Deliver) {
         while let Some(Slot::Complete(_)) = self.slots.front() {
             if let Some(Slot::Complete(message)) = self.slots.pop_front() {
                 held.release(message.len());
-                delivered.push_back((channel, message));
+                deliver.held(channel, message);
             }
             self.next_id = self.next_id.wrapping_add(1);
         }
