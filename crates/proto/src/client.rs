@@ -12,7 +12,7 @@ use crate::connection::{
 use crate::crypto::Cipher;
 use crate::packet::{CHALLENGE_TOKEN_BYTES, EncryptedHeader, PacketType, Request, Response};
 use crate::params::{ConnectionParams, DisconnectReason};
-use crate::reliable::{Deliver, ReliabilityConfig, SendError};
+use crate::reliable::{Owned, ReliabilityConfig, SendError};
 use crate::server::MAX_DATAGRAM_BYTES;
 use crate::token::ConnectToken;
 use crate::{Transmit, UnixClock};
@@ -218,7 +218,10 @@ impl Client {
                         header,
                         datagram,
                         &mut scratch,
-                        &mut MessageEvents(&mut self.events),
+                        &mut Owned(|channel, message| {
+                            self.events
+                                .push_back(ClientEvent::Message { channel, message });
+                        }),
                     ),
                 };
                 match received {
@@ -448,20 +451,6 @@ impl Client {
             _ => return None,
         };
         Some(Transmit { destination, len })
-    }
-}
-
-/// Turns a connection's messages into [`ClientEvent::Message`]s, each in a `Bytes` of its
-/// own (a held one as it was held).
-struct MessageEvents<'a>(&'a mut VecDeque<ClientEvent>);
-
-impl Deliver for MessageEvents<'_> {
-    fn message(&mut self, channel: u8, message: &[u8]) {
-        self.held(channel, Bytes::copy_from_slice(message));
-    }
-
-    fn held(&mut self, channel: u8, message: Bytes) {
-        self.0.push_back(ClientEvent::Message { channel, message });
     }
 }
 

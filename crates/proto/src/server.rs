@@ -19,7 +19,7 @@ use crate::packet::{
     write_encrypted,
 };
 use crate::params::{ConnectionParams, DisconnectReason, ParamsError};
-use crate::reliable::{Deliver, ReliabilityConfig, SendError};
+use crate::reliable::{Owned, ReliabilityConfig, SendError};
 use crate::token::USER_DATA_BYTES;
 use crate::{Transmit, UnixClock};
 
@@ -470,10 +470,14 @@ impl Server {
         let Some(connection) = self.slots[slot as usize].connection.as_mut() else {
             return;
         };
-        let mut deliver = ToEvents {
-            connection: id,
-            events: &mut self.events,
-        };
+        let events = &mut self.events;
+        let mut deliver = Owned(|channel, message| {
+            events.push_back(ServerEvent::Message {
+                connection: id,
+                channel,
+                message,
+            });
+        });
         match connection.handle_datagram(now, header, datagram, &mut self.scratch[..], &mut deliver)
         {
             Ok(Received::Payload) => {
@@ -842,27 +846,6 @@ impl Server {
     /// The connection at `address`, if one is established.
     pub fn connection_at(&self, address: SocketAddr) -> Option<ConnectionId> {
         self.by_address.get(&address).map(|&slot| self.id_of(slot))
-    }
-}
-
-/// Hands a connection's messages to the server's events, each in a `Bytes` of its own
-/// (a held one as it was held).
-struct ToEvents<'a> {
-    connection: ConnectionId,
-    events: &'a mut VecDeque<ServerEvent>,
-}
-
-impl Deliver for ToEvents<'_> {
-    fn message(&mut self, channel: u8, message: &[u8]) {
-        self.held(channel, Bytes::copy_from_slice(message));
-    }
-
-    fn held(&mut self, channel: u8, message: Bytes) {
-        self.events.push_back(ServerEvent::Message {
-            connection: self.connection,
-            channel,
-            message,
-        });
     }
 }
 

@@ -10,6 +10,8 @@
 //! player's heap at 12 bytes an entry; the room's copies of its captures cost 8 bytes per
 //! player per capture held.
 
+use tickwire_proto::prefetch::prefetch;
+
 use super::{EntityId, PackedState};
 
 /// An entity as one snapshot left it in the client's view, in 12 bytes.
@@ -306,12 +308,15 @@ impl History {
     /// Asks the CPU to start loading `slot`'s view (and its head), so that the encode
     /// which reads it next finds it in cache.
     pub(super) fn prefetch(&self, slot: usize) {
-        if self.stride == 0 || slot >= self.slots() {
+        if self.stride == 0 {
             return;
         }
-        prefetch_bytes(self.heads.as_ptr().wrapping_add(slot).cast(), 1);
-        let ids = self.ids.as_ptr().wrapping_add(slot * self.stride);
-        prefetch_bytes(ids.cast(), self.stride * std::mem::size_of::<EntityId>());
+        if let Some(head) = self.heads.get(slot) {
+            prefetch(head);
+        }
+        if let Some(ids) = self.ids.get(slot * self.stride..(slot + 1) * self.stride) {
+            prefetch(ids);
+        }
     }
 }
 
@@ -349,23 +354,6 @@ fn regrow<T: Copy + Default>(
     }
     *block = grown;
     new_stride
-}
-
-/// Prefetches the cache lines of `len` bytes from `start` (a hint: no read, no fault).
-pub(super) fn prefetch_bytes(start: *const u8, len: usize) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-        let mut at = 0;
-        while at < len.max(1) {
-            // SAFETY: a prefetch is a hint; it neither reads nor faults, whatever the
-            // address, and SSE (its target feature) is part of every x86_64 CPU.
-            unsafe { _mm_prefetch::<_MM_HINT_T0>(start.wrapping_add(at).cast()) };
-            at += 64;
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (start, len);
 }
 
 /// The states of a room's last captures, by capture number: the fresh entries of every

@@ -76,7 +76,7 @@ pub use config::{
 };
 pub use error::{MalformedError, ReadError, SendError};
 pub use header::HEADER_LEN;
-pub use reliable_recv::Deliver;
+pub use reliable_recv::{Deliver, Owned};
 pub use rtt::{INITIAL_RTT, LOSS_WINDOW, MAX_RESEND_TIMEOUT, MIN_RESEND_TIMEOUT};
 pub use sequence::sequence_newer;
 pub use stats::ReliabilityStats;
@@ -329,7 +329,8 @@ impl Reliability {
     /// which the caller drains with [`Reliability::receive`]).
     pub fn read_packet(&mut self, now: Instant, payload: &[u8]) -> Result<(), ReadError> {
         let mut delivered = std::mem::take(&mut self.delivered);
-        let read = self.read_packet_into(now, payload, &mut delivered);
+        let mut queue = Owned(|channel, message| delivered.push_back((channel, message)));
+        let read = self.read_packet_into(now, payload, &mut queue);
         self.delivered = delivered;
         read
     }

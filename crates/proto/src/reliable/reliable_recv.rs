@@ -55,8 +55,7 @@ enum Slot {
 /// receiver that only looks at it (a load bot reading a snapshot's header) never copies
 /// or allocates; one that was held (it arrived early, or was reassembled from fragments)
 /// is handed over as the `Bytes` it was held in. A closure `FnMut(u8, &[u8])` is a
-/// `Deliver`; so is a queue of `(channel, message)`, which copies each slice into a
-/// `Bytes` of its own.
+/// `Deliver`; so is [`Owned`], for a receiver that keeps every message.
 pub trait Deliver {
     /// A message on `channel`, borrowed from the packet being read.
     fn message(&mut self, channel: u8, message: &[u8]);
@@ -73,18 +72,22 @@ impl<F: FnMut(u8, &[u8])> Deliver for F {
     }
 }
 
-/// A queue of delivered messages: `(channel, message)` in delivery order.
-pub(crate) type Delivered = VecDeque<(u8, Bytes)>;
+/// Hands every message to `F` as a `Bytes` of its own: a lent one copied, a held one as it
+/// was held. For a receiver that keeps messages (a queue, an endpoint's events).
+pub struct Owned<F>(pub F);
 
-impl Deliver for Delivered {
+impl<F: FnMut(u8, Bytes)> Deliver for Owned<F> {
     fn message(&mut self, channel: u8, message: &[u8]) {
-        self.push_back((channel, Bytes::copy_from_slice(message)));
+        (self.0)(channel, Bytes::copy_from_slice(message));
     }
 
     fn held(&mut self, channel: u8, message: Bytes) {
-        self.push_back((channel, message));
+        (self.0)(channel, message);
     }
 }
+
+/// A queue of delivered messages: `(channel, message)` in delivery order.
+pub(crate) type Delivered = VecDeque<(u8, Bytes)>;
 
 #[derive(Debug, Default)]
 pub(crate) struct ReliableReceiver {
