@@ -71,7 +71,7 @@ namespace Tickwire.Protocol
         /// <summary>How long an ack for unreliable frames may wait, microseconds.</summary>
         public const long MaxAckDelay = 100000;
         /// <summary>How often a stream without reliable frames asks for an immediate ack, microseconds.</summary>
-        public const long RttProbeInterval = 200000;
+        public const long RttProbeInterval = 1000000;
         internal const long InitialRtt = 100000;
         internal const long MinResendTimeout = 10000;
         internal const long MaxResendTimeout = 1000000;
