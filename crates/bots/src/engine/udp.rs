@@ -226,8 +226,8 @@ struct Group {
     /// Opened as bots whose server is on IPv4 loopback arrive, one per
     /// [`BOTS_PER_SHARED_SOCKET`].
     shared: Vec<SharedSocket>,
-    /// The shared socket the next pass reads first: the one the last pass stopped in, so
-    /// each is read in turn however long the sockets' queues are.
+    /// The shared socket the next pass reads first ([`read_in_turn`]), so each is read in
+    /// turn however long the sockets' queues are.
     next_shared: usize,
     /// Bots that received in this pass, for their events.
     touched: Vec<usize>,
@@ -277,8 +277,9 @@ pub(super) async fn run(spec: GroupSpec) -> Option<GroupResult> {
 /// One pass over `sockets` shared sockets, starting at `*next`: `read(index)` takes one
 /// batch from socket `index` and says how many datagrams it held and how many it could have
 /// (`None` when the socket was empty). Sockets are read in turn, each until it is empty,
-/// until [`SHARED_DATAGRAMS_PER_PASS`] have been taken; the socket where the budget ran out
-/// is read first by the next pass. True if a socket may hold more.
+/// until [`SHARED_DATAGRAMS_PER_PASS`] have been taken. The next pass starts after the last
+/// socket read, so a socket that is never empty (its bots' server ticks arriving back to
+/// back) does not keep the others waiting. True if a socket may hold more.
 fn read_in_turn(
     sockets: usize,
     next: &mut usize,
@@ -287,18 +288,23 @@ fn read_in_turn(
     let mut budget = SHARED_DATAGRAMS_PER_PASS;
     for step in 0..sockets {
         let index = (*next + step) % sockets;
+        if budget == 0 {
+            // This socket has not had its turn: the next pass starts with it.
+            *next = index;
+            return true;
+        }
         loop {
-            if budget == 0 {
-                // Whether this socket holds anything is for the next pass to find out.
-                *next = index;
-                return true;
-            }
             match read(index) {
                 Some((count, capacity)) if count == capacity => {
                     budget = budget.saturating_sub(count);
+                    if budget == 0 {
+                        // It had its turn and may hold more: the others go first.
+                        *next = (index + 1) % sockets;
+                        return true;
+                    }
                 }
+                // A short batch emptied the socket.
                 Some((count, _)) => {
-                    // A short batch emptied the socket.
                     budget = budget.saturating_sub(count);
                     break;
                 }
@@ -753,14 +759,37 @@ mod tests {
     }
 
     #[test]
-    fn the_next_pass_starts_where_the_budget_ran_out() {
-        // The first socket's burst is three passes' worth; the second's few datagrams wait
-        // for it to be through, and the first is read again first.
+    fn the_next_pass_starts_after_the_last_socket_read() {
+        // The first socket's burst is three passes' worth; the second's few datagrams are
+        // read in the second pass, before the first socket's rest.
         let all = passes(&[300, 10]);
-        assert_eq!(all[0], vec![128, 0]);
-        assert_eq!(all[1], vec![128, 0]);
-        assert_eq!(all[2], vec![44, 10]);
+        assert_eq!(all, vec![vec![128, 0], vec![128, 10], vec![44, 0]]);
         // Sockets that empty with budget left are all read in one pass.
         assert_eq!(passes(&[5, 0, 7]), vec![vec![5, 0, 7]]);
+    }
+
+    #[test]
+    fn a_socket_never_empty_does_not_starve_the_others() {
+        // The first socket is refilled before every pass; the others are read anyway,
+        // each within as many passes as there are sockets.
+        let mut queued = [0usize, 10, 10, 10];
+        let mut next = 0;
+        let mut first_read = [None; 4];
+        for pass in 0..4 {
+            queued[0] = 1000;
+            read_in_turn(queued.len(), &mut next, |index| {
+                if queued[index] == 0 {
+                    return None;
+                }
+                let count = queued[index].min(BATCH);
+                queued[index] -= count;
+                first_read[index].get_or_insert(pass);
+                Some((count, BATCH))
+            });
+        }
+        assert!(
+            first_read.iter().all(Option::is_some),
+            "every socket read within 4 passes: {first_read:?}"
+        );
     }
 }
