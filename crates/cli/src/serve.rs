@@ -256,18 +256,31 @@ async fn open_store(config: &StoreConfig) -> anyhow::Result<Option<(Store, StatW
     Ok(Some((store, writer)))
 }
 
-/// The room kinds the binary hosts: the arena game (32 seats), `relay` (16) and `chat`
-/// (100); `rooms.kinds.<kind>.capacity` changes a capacity.
-pub fn room_kinds(arena: &ArenaSettings, stats: Option<StatWriter>) -> anyhow::Result<RoomKinds> {
-    Ok(room_kinds_with_arena(arena.factory(stats)?))
+/// The room kinds the binary hosts: the arena game (32 seats), `relay` (16 seats, ticking
+/// at `relay_tick_rate_hz`: `rooms.relay_tick_rate_hz`) and `chat` (100);
+/// `rooms.kinds.<kind>.capacity` changes a capacity.
+pub fn room_kinds(
+    arena: &ArenaSettings,
+    stats: Option<StatWriter>,
+    relay_tick_rate_hz: u32,
+) -> anyhow::Result<RoomKinds> {
+    Ok(room_kinds_with_arena(
+        arena.factory(stats)?,
+        relay_tick_rate_hz,
+    ))
 }
 
 /// [`room_kinds`] with the arena's factory made by the caller (its own stat sink, say).
-pub fn room_kinds_with_arena(arena: tickwire_arena::room::ArenaRoomFactory) -> RoomKinds {
+pub fn room_kinds_with_arena(
+    arena: tickwire_arena::room::ArenaRoomFactory,
+    relay_tick_rate_hz: u32,
+) -> RoomKinds {
     let mut kinds = RoomKinds::new();
     kinds
         .register("arena", 32, arena.into_factory())
-        .register("relay", 16, || Box::new(RelayRoom::default()))
+        .register("relay", 16, move || {
+            Box::new(RelayRoom::new(relay_tick_rate_hz))
+        })
         .register("chat", 100, || Box::new(ChatRoom::default()));
     kinds
 }
@@ -310,6 +323,7 @@ pub fn run(config: Config) -> anyhow::Result<()> {
         let kinds = room_kinds(
             &config.arena,
             store.as_ref().map(|(_, writer)| writer.clone()),
+            config.serve.rooms.relay_tick_rate_hz,
         )?;
         // Under Agones: listen on the address and ports the GameServer was given.
         let sdk = config.agones.sdk();
@@ -412,6 +426,15 @@ use tickwire_server::embed::next_signal;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn relay_rooms_tick_at_the_configured_rate() {
+        for rate in [1, 30, 60, 128] {
+            let kinds = room_kinds(&ArenaSettings::default(), None, rate).unwrap();
+            let relay = kinds.create("relay").unwrap();
+            assert_eq!(relay.tick_rate_hz(), rate);
+        }
+    }
 
     #[test]
     fn logged_database_urls_keep_the_user_and_lose_the_password() {

@@ -13,6 +13,7 @@ use tickwire_arena::room::{StatEvent, StatSink};
 use tickwire_bots::engine::{self, Quiet, RunConfig};
 use tickwire_bots::scenario::ArenaScenario;
 use tickwire_client::{ConnectOptions, Link, LinkEvent, MatchmakeRequest, Transport, matchmake};
+use tickwire_server::config::DEFAULT_RELAY_TICK_RATE_HZ;
 use tickwire_server::embed::free_ports_config;
 use tickwire_server::runtime::{Extras, Runtime};
 use tickwire_store::{Store, WriterConfig};
@@ -32,7 +33,7 @@ async fn an_arena_session_lands_in_the_database_and_on_the_api() {
         seed: Some(7),
         ..ArenaSettings::default()
     };
-    let kinds = room_kinds(&settings, Some(writer.clone())).unwrap();
+    let kinds = room_kinds(&settings, Some(writer.clone()), DEFAULT_RELAY_TICK_RATE_HZ).unwrap();
 
     let mut config = free_ports_config();
     config.shards = 1;
@@ -189,9 +190,13 @@ fn a_match_played_by_bots_lands_in_the_database_with_the_rooms_totals() {
         let mut config = free_ports_config();
         config.shards = 1;
         config.console.enabled = false;
-        let server = Runtime::start_with(config, room_kinds_with_arena(arena), Extras::default())
-            .await
-            .unwrap();
+        let server = Runtime::start_with(
+            config,
+            room_kinds_with_arena(arena, DEFAULT_RELAY_TICK_RATE_HZ),
+            Extras::default(),
+        )
+        .await
+        .unwrap();
         (store, writer, counting, server)
     });
 

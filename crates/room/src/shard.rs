@@ -1024,6 +1024,11 @@ mod tests {
         (shard, now)
     }
 
+    /// A relay room's next tick after `now` (60 Hz), when it relays what it received.
+    fn tick_after(now: Instant) -> Instant {
+        now + Duration::from_millis(17)
+    }
+
     fn sends(shard: &mut Shard) -> Vec<(PlayerId, u8, Bytes)> {
         shard
             .drain_outputs()
@@ -1043,6 +1048,7 @@ mod tests {
         let (mut shard, now) = shard_with_relay(4);
         let message = Bytes::from(vec![7u8; 100]);
         shard.message(now, PlayerId(3), 2, message.clone());
+        shard.run(tick_after(now));
         let sent = sends(&mut shard);
         let recipients: Vec<_> = sent.iter().map(|(to, ..)| to.0).collect();
         assert_eq!(recipients.len(), 3);
@@ -1081,6 +1087,7 @@ mod tests {
         let traffic = |shard: &Shard| shard.rooms().next().unwrap().traffic;
         let before = traffic(&shard);
         shard.message(now, PlayerId(3), 2, Bytes::from(vec![7u8; 100]));
+        shard.run(tick_after(now));
         assert_eq!(sends(&mut shard).len(), 3);
         let after = traffic(&shard);
         assert_eq!(
@@ -1105,6 +1112,7 @@ mod tests {
         shard.message(now, PlayerId(1), 0, Bytes::from_static(b"ghost"));
         assert_eq!(shard.stats().messages_unrouted, 1);
         shard.message(now, PlayerId(2), 0, Bytes::from_static(b"hello?"));
+        shard.run(tick_after(now));
         assert!(
             sends(&mut shard).is_empty(),
             "nothing is sent to a dropped player"
@@ -1117,6 +1125,7 @@ mod tests {
             Some((RoomId(1), Seat(0)))
         );
         shard.message(later, PlayerId(2), 0, Bytes::from_static(b"welcome back"));
+        shard.run(tick_after(later));
         assert_eq!(sends(&mut shard).len(), 1);
     }
 
@@ -1217,10 +1226,13 @@ mod tests {
         for _ in 0..5 {
             shard.message(now, PlayerId(1), 0, Bytes::from_static(b"x"));
         }
+        shard.run(tick_after(now));
         assert_eq!(sends(&mut shard).len(), 5, "the burst goes through");
         for _ in 0..20 {
             shard.message(now, PlayerId(1), 0, Bytes::from_static(b"x"));
         }
+        // The relay's next tick: anything it had taken would go now.
+        shard.run(tick_after(tick_after(now)));
         let outputs: Vec<_> = shard.drain_outputs().collect();
         assert!(
             outputs

@@ -104,6 +104,11 @@ impl FixedTimestep {
         while self.due_at(last) > now {
             last -= 1;
         }
+        // And up: `due_at` floors each tick's nanoseconds, so `now` can be exactly a tick's
+        // due time while the elapsed time times the rate falls just short of it.
+        while self.due_at(last + 1) <= now {
+            last += 1;
+        }
         let overdue = last - self.next_tick + 1;
         let ticks = overdue.min(u64::from(self.max_catch_up));
         let skipped = overdue - ticks;
@@ -128,6 +133,29 @@ mod tests {
             TickRateError(129)
         );
         assert!(FixedTimestep::new(start, 128).is_ok());
+    }
+
+    #[test]
+    fn each_tick_runs_at_exactly_its_due_time() {
+        // 1/60 s is 16,666,666.67 ns: due times are floored, so the product of the elapsed
+        // time and the rate falls just short of a whole tick at each of them.
+        for rate in [60, 30, 128, 7] {
+            let start = Instant::now();
+            let mut steps = FixedTimestep::new(start, rate).unwrap();
+            assert_eq!(steps.advance(start).ticks, 1);
+            for tick in 1..1_000 {
+                let due = steps.due_at(tick);
+                assert_eq!(steps.advance(due - Duration::from_nanos(1)).ticks, 0);
+                assert_eq!(
+                    steps.advance(due),
+                    Due {
+                        ticks: 1,
+                        skipped: 0
+                    },
+                    "{rate} Hz, tick {tick}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -14,6 +14,7 @@ use tickwire_proto::ConnectionParams;
 
 use crate::limits::{IpLimitConfig, MessageLimitConfig};
 use crate::shard::ShardConfig;
+use crate::timestep::{MAX_TICK_RATE_HZ, MIN_TICK_RATE_HZ};
 
 /// Everything `tickwire serve` needs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -320,6 +321,9 @@ pub struct KindConfig {
     pub capacity: u16,
 }
 
+/// A relay room's ticks per second unless configured: a message waits at most 16.7 ms.
+pub const DEFAULT_RELAY_TICK_RATE_HZ: u32 = 60;
+
 /// Rooms.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -330,6 +334,8 @@ pub struct RoomsConfig {
     pub empty_room_ttl_secs: u64,
     /// Capacity overrides by room kind (`[rooms.kinds.relay] capacity = 32`).
     pub kinds: BTreeMap<String, KindConfig>,
+    /// Ticks per second of `relay` rooms, which send what their members sent on each tick.
+    pub relay_tick_rate_hz: u32,
 }
 
 impl Default for RoomsConfig {
@@ -339,6 +345,7 @@ impl Default for RoomsConfig {
             reconnect_grace_secs: shard.reconnect_grace.as_secs(),
             empty_room_ttl_secs: shard.empty_room_ttl.as_secs(),
             kinds: BTreeMap::new(),
+            relay_tick_rate_hz: DEFAULT_RELAY_TICK_RATE_HZ,
         }
     }
 }
@@ -640,6 +647,13 @@ impl ServeConfig {
             return Err(invalid("drain.grace_secs", 0, "must be at least 1"));
         }
         self.validate_cluster()?;
+        if !(MIN_TICK_RATE_HZ..=MAX_TICK_RATE_HZ).contains(&self.rooms.relay_tick_rate_hz) {
+            return Err(invalid(
+                "rooms.relay_tick_rate_hz",
+                self.rooms.relay_tick_rate_hz,
+                "must be 1 to 128",
+            ));
+        }
         for (kind, settings) in &self.rooms.kinds {
             if settings.capacity == 0 {
                 return Err(invalid(
@@ -802,6 +816,12 @@ mod tests {
             ),
             ("http.request_timeout_ms = 600001", |c| {
                 c.http.request_timeout_ms = 600_001
+            }),
+            ("rooms.relay_tick_rate_hz = 0", |c| {
+                c.rooms.relay_tick_rate_hz = 0
+            }),
+            ("rooms.relay_tick_rate_hz = 129", |c| {
+                c.rooms.relay_tick_rate_hz = 129
             }),
         ] {
             let mut config = ServeConfig::default();

@@ -22,6 +22,7 @@ use serde::Serialize;
 use tickwire_bots::engine::{RunReport, ServerKind};
 use tickwire_bots::proc_stat::{self, ProcessSample};
 use tickwire_client::Transport;
+use tickwire_server::config::DEFAULT_RELAY_TICK_RATE_HZ;
 
 use super::colyseus::{self, ColyseusServer};
 use crate::bots::{ScenarioArgs, Shape};
@@ -55,6 +56,10 @@ pub const LEAVE_LIMIT: Duration = Duration::from_secs(90);
 /// rooms long past the bots' leaving. Bots use their tokens at once.
 const EMPTY_ROOM_TTL_SECS: u64 = 5;
 
+/// sfs's relay rooms tick at the rate its bots send at (seed 001's clients: 30 a second),
+/// so each member gets the others' latest messages together once per round of sends.
+const SFS_RELAY_TICK_RATE_HZ: u32 = 30;
+
 /// `tickwire bench <scenario>`'s flags.
 #[derive(Debug, Clone, clap::Args)]
 pub struct LoadBenchArgs {
@@ -68,6 +73,11 @@ pub struct LoadBenchArgs {
     /// (`arena.snapshot_interval_ticks`; teleport: 3, others: 1).
     #[arg(long)]
     pub snapshot_interval: Option<u32>,
+    /// Relay scenarios: the relay rooms' ticks per second, on which they send what their
+    /// members sent (`rooms.relay_tick_rate_hz`; sfs: 30, the rate its bots send at;
+    /// nettest: the server's default, 60).
+    #[arg(long)]
+    pub relay_tick_rate: Option<u32>,
     /// Print one JSON object instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -153,6 +163,9 @@ pub struct LoadBenchReport {
     /// teleport: tick durations from one second before the burst to one second after it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub burst_ticks: Option<TickFigures>,
+    /// Relay scenarios: the relay rooms' ticks per second.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub relay_tick_rate_hz: Option<u32>,
     /// Arena scenarios: snapshots each bot received per second (the tick rate divided by
     /// the snapshot interval when the server keeps up; less when it does not).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -460,6 +473,23 @@ pub fn run(name: &str, args: &LoadBenchArgs) -> anyhow::Result<LoadBenchReport> 
     } else if args.map.is_some() || args.snapshot_interval.is_some() {
         bail!("--map and --snapshot-interval are for the arena scenarios");
     }
+    let relay_tick_rate = match &scenario {
+        Shape::Relay(_) => Some(args.relay_tick_rate.unwrap_or(if name == "sfs" {
+            SFS_RELAY_TICK_RATE_HZ
+        } else {
+            DEFAULT_RELAY_TICK_RATE_HZ
+        })),
+        Shape::Arena(_) if args.relay_tick_rate.is_some() => {
+            bail!("--relay-tick-rate is for the relay scenarios")
+        }
+        Shape::Arena(_) => None,
+    };
+    if let Some(rate) = relay_tick_rate {
+        env.push((
+            "TICKWIRE_ROOMS__RELAY_TICK_RATE_HZ".into(),
+            rate.to_string(),
+        ));
+    }
     // The server under test; `metrics` is its `/metrics` (tickwire's), which Colyseus has
     // not: its packet, tick, heap and occupancy figures stay 0.
     let server = match args.run.against {
@@ -587,6 +617,7 @@ pub fn run(name: &str, args: &LoadBenchArgs) -> anyhow::Result<LoadBenchReport> 
         bots_json,
     );
     report.burst_ticks = burst_ticks;
+    report.relay_tick_rate_hz = relay_tick_rate;
     if metrics.is_none() {
         report.pps_source = colyseus::PPS_SOURCE;
     }
@@ -809,6 +840,7 @@ fn figures(
         teleport_confirm_p99_ms: warps.map(|arena| arena.teleport.latency_p99_ms),
         teleport_seen_p99_ms: warps.map(|arena| arena.teleport_seen.latency_p99_ms),
         burst_ticks: None,
+        relay_tick_rate_hz: None,
         snapshots_per_player_s,
         expected: bots.expected,
         delivered: bots.delivered,
@@ -1068,6 +1100,9 @@ pub fn render(report: &LoadBenchReport) -> String {
     }
     if let Some(rate) = report.snapshots_per_player_s {
         row("snapshots per player per s", format!("{rate:.1}"));
+    }
+    if let Some(rate) = report.relay_tick_rate_hz {
+        row("relay rooms' tick rate", format!("{rate} Hz"));
     }
     row(
         "rtt p50 / p99",
