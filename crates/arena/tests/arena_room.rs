@@ -390,7 +390,9 @@ fn a_hostile_sender_is_counted_then_kicked() {
 fn snapshots_go_out_every_interval_and_at_once_after_a_warp() {
     let (mut shard, mut clients, config, start) = joined_every_third_tick(3);
     let step = Duration::from_secs(1) / 60;
-    let mut now = start;
+    // Half a tick off the due times, so that each step passes exactly one (`step` is 1/60 s
+    // floored to the nanosecond: from `start` it would land on tick 1's due time).
+    let mut now = start - step / 2;
     let mut per_tick = Vec::new();
     for _ in 0..30 {
         now += step;
@@ -469,7 +471,9 @@ fn snapshots_go_out_every_interval_and_at_once_after_a_warp() {
 fn a_late_turn_sends_the_snapshots_of_every_tick_it_ran() {
     let (mut shard, mut clients, config, start) = joined_every_third_tick(3);
     let step = Duration::from_secs(1) / 60;
-    let mut now = start + step;
+    // Half a tick past tick 0's due time: each later step of `late_by` ticks passes exactly
+    // that many due times.
+    let mut now = start + step / 2;
     shard.run(now);
     route(&mut shard, &mut clients, &config);
     for (late_by, expected) in [(2, 2), (1, 1), (3, 3), (2, 2), (6, 3)] {
