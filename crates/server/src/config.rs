@@ -321,8 +321,8 @@ pub struct KindConfig {
     pub capacity: u16,
 }
 
-/// A relay room's ticks per second unless configured: a message waits at most 16.7 ms.
-pub const DEFAULT_RELAY_TICK_RATE_HZ: u32 = 60;
+/// A relay room's ticks per second unless configured (60: a message waits at most 16.7 ms).
+pub const DEFAULT_RELAY_TICK_RATE_HZ: u32 = crate::rooms::relay::DEFAULT_TICK_RATE_HZ;
 
 /// Rooms.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -11,6 +11,9 @@ use bytes::Bytes;
 
 use crate::room::{PlayerId, Room, RoomContext};
 
+/// Ticks per second of a relay room made without a rate (`RelayRoom::default()`, or 0).
+pub const DEFAULT_TICK_RATE_HZ: u32 = 60;
+
 /// Messages held for the next tick at most; past this the held ones go at once, so a room
 /// whose members' limits allow a flood holds a bounded amount whatever they send.
 const MAX_HELD: usize = 4096;
@@ -32,7 +35,8 @@ struct Held {
 }
 
 impl RelayRoom {
-    /// A relay room ticking at `tick_rate_hz` (ticks only pace its output; 0 is 60).
+    /// A relay room ticking at `tick_rate_hz` (ticks only pace its output; 0 is
+    /// [`DEFAULT_TICK_RATE_HZ`]).
     pub fn new(tick_rate_hz: u32) -> Self {
         Self {
             tick_rate_hz,
@@ -51,7 +55,7 @@ impl RelayRoom {
 impl Room for RelayRoom {
     fn tick_rate_hz(&self) -> u32 {
         if self.tick_rate_hz == 0 {
-            60
+            DEFAULT_TICK_RATE_HZ
         } else {
             self.tick_rate_hz
         }
