@@ -376,6 +376,14 @@ impl RoomHost {
         self.crashed.is_some() || self.state.dispose_requested
     }
 
+    /// Whether the calls since the shard last routed this room left it anything to carry
+    /// out: commands, a listing change, a crash or a request to be disposed of. A room
+    /// that took a message and said nothing (an input kept for its next tick, a relay's
+    /// message held for it) needs no routing.
+    pub fn has_output(&self) -> bool {
+        !self.commands.is_empty() || self.state.listing_changed || self.is_closing()
+    }
+
     /// How long the room lives once its last player left, if the room chose
     /// ([`RoomContext::set_auto_dispose`]): `Some(None)` for never.
     pub fn auto_dispose(&self) -> Option<Option<Duration>> {
