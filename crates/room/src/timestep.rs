@@ -97,18 +97,11 @@ impl FixedTimestep {
         if now < self.next_deadline() {
             return Due::default();
         }
-        // The last tick due by `now`, found from elapsed time, then corrected for rounding.
+        // The last tick due by `now`, exactly as `due_at` rounds: tick n is due once
+        // floor(n × 1e9 / rate) ≤ elapsed, that is n × 1e9 < (elapsed + 1) × rate.
         let elapsed = now.duration_since(self.start).as_nanos();
-        let mut last =
-            u64::try_from(elapsed * u128::from(self.rate_hz) / 1_000_000_000).unwrap_or(u64::MAX);
-        while self.due_at(last) > now {
-            last -= 1;
-        }
-        // And up: `due_at` floors each tick's nanoseconds, so `now` can be exactly a tick's
-        // due time while the elapsed time times the rate falls just short of it.
-        while self.due_at(last + 1) <= now {
-            last += 1;
-        }
+        let last = u64::try_from(((elapsed + 1) * u128::from(self.rate_hz) - 1) / 1_000_000_000)
+            .unwrap_or(u64::MAX);
         let overdue = last - self.next_tick + 1;
         let ticks = overdue.min(u64::from(self.max_catch_up));
         let skipped = overdue - ticks;
