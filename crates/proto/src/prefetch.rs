@@ -1,8 +1,10 @@
 //! A cache hint, for code about to read memory it can name before it needs it: a driver
 //! handing a batch of datagrams to many endpoints asks for every endpoint's state first
 //! (one at a time, each endpoint's state is a chain of cache misses waited out in turn;
-//! most of a load bot's receive time, a thousand clients to a core), and the arena's
-//! encoder asks for a recipient's stored view before it encodes the one before.
+//! most of a load bot's receive time, a thousand clients to a core), the server asks for
+//! each connection of a received batch and for the next connection it writes a packet
+//! for, and the arena's encoder asks for a recipient's stored view before it encodes the
+//! one before.
 
 const LINE: usize = 64;
 

@@ -228,6 +228,9 @@ impl Worker {
                     Err(error) => return Err(error),
                 }
             }
+            for (from, _) in &self.inbox {
+                self.server.prefetch(from);
+            }
             for (from, datagram) in &self.inbox {
                 self.server.handle_datagram(now, from, datagram);
             }
