@@ -87,4 +87,11 @@ fn colyseus_bots_join_and_hear_patches_at_the_patch_rate() {
         report["server_cpu_s"].as_f64().is_some_and(|cpu| cpu > 0.0),
         "the server's CPU is read from /proc: {report}"
     );
+    // Measured before the server starts, so every run says how fast the machine was.
+    assert!(
+        report["machine_raw_pps_per_core"]
+            .as_f64()
+            .is_some_and(|pps| pps > 1_000.0),
+        "the machine's raw sendmmsg limit is measured: {report}"
+    );
 }

@@ -202,6 +202,12 @@ pub struct LoadBenchReport {
     /// Players and rooms the server still counted when the reading was taken: 0 unless it
     /// did not empty within [`LEAVE_LIMIT`].
     pub server_players_after_leave: u64,
+    /// This machine's raw `sendmmsg` limit just before the run, in datagrams per second of
+    /// the sending CPU (the server's): a bare loop, as `tickwire bench udp` measures it
+    /// (about 1 s, to 256 loopback sockets, the draining thread on the bots' CPU). On a
+    /// shared machine this moves by 2× and more from one hour to the next, and every figure
+    /// above with it: a run is compared with another at a similar limit.
+    pub machine_raw_pps_per_core: f64,
     /// The bots' own CPU in the window (their process, other CPU).
     pub bots_cpu_s: f64,
     /// `bots_cpu_s / duration_s`: of their one CPU.
@@ -490,6 +496,7 @@ pub fn run(name: &str, args: &LoadBenchArgs) -> anyhow::Result<LoadBenchReport> 
             rate.to_string(),
         ));
     }
+    let machine_raw_pps_per_core = machine_raw_limit(args.server_cpu, args.bots_cpu)?;
     // The server under test; `metrics` is its `/metrics` (tickwire's), which Colyseus has
     // not: its packet, tick, heap and occupancy figures stay 0.
     let server = match args.run.against {
@@ -628,7 +635,21 @@ pub fn run(name: &str, args: &LoadBenchArgs) -> anyhow::Result<LoadBenchReport> 
         metric(&after_leave_metrics, "tickwire_heap_bytes").unwrap_or(0.0) as u64;
     report.server_empty_after_s = empty_after.as_secs_f64();
     report.server_players_after_leave = occupancy(&after_leave_metrics);
+    report.machine_raw_pps_per_core = machine_raw_pps_per_core;
     Ok(report)
+}
+
+/// The machine's raw `sendmmsg` limit on `server_cpu` now (see
+/// [`LoadBenchReport::machine_raw_pps_per_core`]), nothing else running.
+fn machine_raw_limit(server_cpu: usize, bots_cpu: usize) -> anyhow::Result<f64> {
+    let config = super::raw::RawConfig {
+        duration: Duration::from_secs(1),
+        sender_cpu: Some(server_cpu),
+        receiver_cpu: Some(bots_cpu),
+        ..super::raw::RawConfig::default()
+    };
+    let figures = super::raw::raw_sendmmsg(&config).context("measuring the raw sendmmsg limit")?;
+    Ok(figures.sent_pps_per_core())
 }
 
 /// Players connected, seats held for reconnection and rooms open, summed from `/metrics`.
@@ -858,6 +879,8 @@ fn figures(
         server_heap_after_leave_bytes: 0,
         server_empty_after_s: 0.0,
         server_players_after_leave: 0,
+        // Set by the caller, which measured it before starting the server.
+        machine_raw_pps_per_core: 0.0,
         bots_cpu_s: bots.bots_cpu_s,
         bots_cores_used,
         bots_cpu_per_server_cpu: bots.bots_cpu_s / server_cpu_s,
@@ -1147,6 +1170,13 @@ pub fn render(report: &LoadBenchReport) -> String {
                 String::new()
             },
             report.server_heap_after_leave_bytes as f64 / 1e6,
+        ),
+    );
+    row(
+        "machine: raw sendmmsg limit before the run",
+        format!(
+            "{:.0}K datagrams/s per core",
+            report.machine_raw_pps_per_core / 1e3
         ),
     );
     row(
