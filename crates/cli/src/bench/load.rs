@@ -205,8 +205,8 @@ pub struct LoadBenchReport {
     /// This machine's raw `sendmmsg` limit just before the run, in datagrams per second of
     /// the sending CPU (the server's): a bare loop, as `tickwire bench udp` measures it
     /// (about 1 s, to 256 loopback sockets, the draining thread on the bots' CPU). On a
-    /// shared machine this moves by 2× and more from one hour to the next, and every figure
-    /// above with it: a run is compared with another at a similar limit.
+    /// shared machine this moves by 2× and more from one hour to the next, and this
+    /// report's throughputs with it: a run is compared with another at a similar limit.
     pub machine_raw_pps_per_core: f64,
     /// The bots' own CPU in the window (their process, other CPU).
     pub bots_cpu_s: f64,
