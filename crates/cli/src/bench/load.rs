@@ -128,6 +128,11 @@ pub struct LoadBenchReport {
     pub msgs_per_packet: f64,
     /// `players / server_cores_used`.
     pub players_per_server_core: f64,
+    /// Heap allocations the server made in the window per message delivered to the bots
+    /// (`tickwire_allocations_total`; absent when the server does not count them): a
+    /// per-message cost that, unlike the CPU figures, does not move with the machine.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_allocations_per_msg: Option<f64>,
     /// Arena scenarios: players served at the full snapshot rate per server core,
     /// `players × min(1, snapshots_per_player_s / (60 / interval)) / server_cores_used`:
     /// a server that keeps up with fewer snapshots than promised is not credited for them.
@@ -434,6 +439,8 @@ struct ServerSample {
     packets_received: f64,
     /// Heap in use (`tickwire_heap_bytes`).
     heap_bytes: u64,
+    /// Allocations so far (`tickwire_allocations_total`), if counted.
+    allocations: Option<f64>,
     /// `(le, cumulative count)` of the scenario kind's tick-duration histogram.
     tick_buckets: Vec<(f64, f64)>,
 }
@@ -848,6 +855,10 @@ fn figures(
         out_msgs_per_server_core: bots.delivered as f64 / server_cpu_s,
         msgs_per_packet: bots.delivered as f64 / out_packets.max(1.0),
         players_per_server_core: bots.players as f64 / cores.max(1e-9),
+        server_allocations_per_msg: start
+            .allocations
+            .zip(end.allocations)
+            .map(|(start, end)| (end - start) / bots.delivered.max(1) as f64),
         served_per_server_core,
         tick_p50_ms: quantile(&ticks, 0.5) * 1e3,
         tick_p99_ms: quantile(&ticks, 0.99) * 1e3,
@@ -921,6 +932,7 @@ fn sample_server(
         packets_received: metric(&text, &format!("tickwire_packets_received_total{label}"))
             .unwrap_or(0.0),
         heap_bytes: metric(&text, "tickwire_heap_bytes").unwrap_or(0.0) as u64,
+        allocations: metric(&text, "tickwire_allocations_total"),
         tick_buckets: buckets(&text, "tickwire_tick_duration_seconds_bucket", kind),
     })
 }
@@ -1149,6 +1161,12 @@ pub fn render(report: &LoadBenchReport) -> String {
             report.rss_per_player_bytes
         ),
     );
+    if let Some(allocations) = report.server_allocations_per_msg {
+        row(
+            "server allocations per message delivered",
+            format!("{allocations:.2}"),
+        );
+    }
     row(
         "server memory per player: anonymous, of it heap in use",
         format!(

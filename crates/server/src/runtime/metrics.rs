@@ -316,6 +316,11 @@ impl Metrics {
         if tickwire_alloc_count::is_active() {
             let heap = tickwire_alloc_count::live_bytes().max(0);
             self.gauge("tickwire_heap_bytes", &[], heap as f64);
+            self.counter(
+                "tickwire_allocations_total",
+                &[],
+                tickwire_alloc_count::allocations(),
+            );
         }
         if let Some(wt) = &app.wt {
             self.render_wt(wt);

@@ -115,6 +115,20 @@ const READ_BUDGET: usize = 1024;
 const SEND_BATCH: usize = 256;
 /// Datagrams one `poll_transmit` may build for one session (GSO-style, split into slots).
 const MAX_SEGMENTS: usize = 16;
+/// The blocks received datagrams are copied into (and the datagrams the sessions send are
+/// built in): a block is allocated once for some dozens of datagrams, and freed when quinn
+/// has dropped the last of them.
+const ARENA_BLOCK_BYTES: usize = 16 << 10;
+
+/// Makes room for `len` more bytes in `arena`, taking a fresh block when the current one
+/// has too little left; the old block is freed once its last datagram is. (`reserve`
+/// would allocate just `len` each time, since quinn still holds the block's earlier
+/// datagrams: an allocation per datagram, and one more for the shared block's header.)
+fn arena_room(arena: &mut BytesMut, len: usize) {
+    if arena.capacity() < len {
+        *arena = BytesMut::with_capacity(ARENA_BLOCK_BYTES.max(len));
+    }
+}
 
 /// The WebTransport sessions of one shard on a UDP socket of its own, driven by the shard's
 /// thread as [`WsLinks`](crate::ws::WsLinks) drives WebSocket connections: QUIC
@@ -204,8 +218,13 @@ pub struct WtLinks {
     recv: Option<RecvBatch>,
     send: SendBatch,
     /// Received datagrams are copied here and split off, so quinn gets owned buffers
-    /// without an allocation per datagram once earlier ones are dropped.
+    /// without an allocation per datagram ([`ARENA_BLOCK_BYTES`] a block). What the
+    /// sessions deliver is copied out ([`Ctx::deliver`]): a message a room keeps must not
+    /// keep a block.
     arena: BytesMut,
+    /// The same for the datagrams the sessions send: quinn holds each until it is written
+    /// into a packet, at the next flush.
+    send_arena: BytesMut,
     /// Where quinn writes a transmit.
     transmit: Vec<u8>,
     chunks: Vec<Bytes>,
@@ -314,6 +333,7 @@ impl WtLinks {
             recv: Some(RecvBatch::new()),
             send: SendBatch::with_capacity(SEND_BATCH, SendBatch::DEFAULT_SLOT_SIZE),
             arena: BytesMut::new(),
+            send_arena: BytesMut::new(),
             transmit: Vec::new(),
             chunks: Vec::new(),
             counts: LocalCounts::default(),
@@ -591,6 +611,7 @@ impl WtLinks {
                 counts: &mut self.counts,
                 events: &mut self.events,
                 chunks: &mut self.chunks,
+                send_arena: &mut self.send_arena,
             },
         ))
     }

@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use quinn_proto::{ConnectionHandle, DatagramEvent, Incoming, Transmit};
 
+use super::arena_room;
 use super::session::Conn;
 use super::{MAX_SEGMENTS, READ_BUDGET, WtLinkEvent, WtLinkId, WtLinks};
 use crate::ws::{WsClosed, WsCounters};
@@ -48,7 +49,7 @@ impl WtLinks {
 
     /// One datagram into quinn's endpoint, which routes it.
     fn datagram(&mut self, now: Instant, from: SocketAddr, data: &[u8]) {
-        self.arena.reserve(data.len());
+        arena_room(&mut self.arena, data.len());
         self.arena.extend_from_slice(data);
         let data = self.arena.split();
         let mut buf = std::mem::take(&mut self.transmit);

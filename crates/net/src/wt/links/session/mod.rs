@@ -56,17 +56,21 @@ pub(super) struct Ctx<'a> {
     pub(super) events: &'a mut VecDeque<WtLinkEvent>,
     /// Scratch for the chunks of one stream read.
     pub(super) chunks: &'a mut Vec<Bytes>,
+    /// Where the datagrams this session sends are built (`WtLinks`' send arena).
+    pub(super) send_arena: &'a mut BytesMut,
 }
 
 impl Ctx<'_> {
-    /// A message from the client (a frame's or a datagram's), counted and reported.
+    /// A message from the client (a frame's or a datagram's), counted and reported. It is
+    /// copied out of the received packet, which lives in a block shared with others
+    /// (`WtLinks`' arena): a room that keeps the message keeps only the message.
     fn deliver(&mut self, channel: u8, message: Bytes) {
         self.counts.messages_received += 1;
         self.counts.bytes_received += message.len() as u64;
         self.events.push_back(WtLinkEvent::Message {
             link: self.link,
             channel,
-            message,
+            message: Bytes::copy_from_slice(&message),
         });
     }
 }

@@ -8,6 +8,7 @@ use tickwire_proto::reliable::ChannelKind;
 use super::{Conn, Ctx, KEEP_BUFFER_BYTES, Phase};
 use crate::ws::{CloseCode, WsCounters, WsSendError};
 use crate::wt::framing::{FRAME_HEADER_BYTES, datagram_header_bytes, put_data_frame};
+use crate::wt::links::arena_room;
 use crate::wt::stats::WtCounters;
 
 impl Conn {
@@ -84,16 +85,18 @@ impl Conn {
         {
             return false;
         }
-        let mut datagram = BytesMut::with_capacity(size);
-        datagram.extend_from_slice(&self.prefix);
-        datagram.extend_from_slice(&[channel]);
+        let arena = &mut *ctx.send_arena;
+        arena_room(arena, size);
+        arena.extend_from_slice(&self.prefix);
+        arena.extend_from_slice(&[channel]);
         if kind == ChannelKind::UnreliableSequenced {
             let sequence = &mut self.sequences[usize::from(channel)];
             *sequence = sequence.wrapping_add(1);
-            datagram.extend_from_slice(&sequence.to_le_bytes());
+            arena.extend_from_slice(&sequence.to_le_bytes());
         }
-        datagram.extend_from_slice(message);
-        match self.quic.datagrams().send(datagram.freeze(), true) {
+        arena.extend_from_slice(message);
+        let datagram = arena.split().freeze();
+        match self.quic.datagrams().send(datagram, true) {
             Ok(()) => {
                 ctx.counts.datagrams_sent += 1;
                 ctx.counts.messages_sent += 1;
