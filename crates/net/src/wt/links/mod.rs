@@ -115,10 +115,14 @@ const READ_BUDGET: usize = 1024;
 const SEND_BATCH: usize = 256;
 /// Datagrams one `poll_transmit` may build for one session (GSO-style, split into slots).
 const MAX_SEGMENTS: usize = 16;
-/// The blocks received datagrams are copied into (and the datagrams the sessions send are
-/// built in): a block is allocated once for some dozens of datagrams, and freed when quinn
-/// has dropped the last of them.
-const ARENA_BLOCK_BYTES: usize = 16 << 10;
+/// The blocks received datagrams are copied into: one allocation for dozens of a
+/// client's small packets (inputs, acks), freed when quinn has dropped the last of them.
+/// Small, because a packet quinn keeps keeps its block: a stream's out-of-order chunks
+/// (at most about a hundred full packets' worth before quinn compacts them) pin that many
+/// blocks. The datagrams the sessions send are allocated one by one instead: quinn holds
+/// a slow client's queue (64 KiB) for seconds, and a block kept per queued datagram would
+/// be many times what the queue holds.
+const ARENA_BLOCK_BYTES: usize = 4 << 10;
 
 /// Makes room for `len` more bytes in `arena`, taking a fresh block when the current one
 /// has too little left; the old block is freed once its last datagram is. (`reserve`
@@ -222,9 +226,6 @@ pub struct WtLinks {
     /// sessions deliver is copied out ([`Ctx::deliver`]): a message a room keeps must not
     /// keep a block.
     arena: BytesMut,
-    /// The same for the datagrams the sessions send: quinn holds each until it is written
-    /// into a packet, at the next flush.
-    send_arena: BytesMut,
     /// Where quinn writes a transmit.
     transmit: Vec<u8>,
     chunks: Vec<Bytes>,
@@ -333,7 +334,6 @@ impl WtLinks {
             recv: Some(RecvBatch::new()),
             send: SendBatch::with_capacity(SEND_BATCH, SendBatch::DEFAULT_SLOT_SIZE),
             arena: BytesMut::new(),
-            send_arena: BytesMut::new(),
             transmit: Vec::new(),
             chunks: Vec::new(),
             counts: LocalCounts::default(),
@@ -611,7 +611,6 @@ impl WtLinks {
                 counts: &mut self.counts,
                 events: &mut self.events,
                 chunks: &mut self.chunks,
-                send_arena: &mut self.send_arena,
             },
         ))
     }

@@ -56,8 +56,6 @@ pub(super) struct Ctx<'a> {
     pub(super) events: &'a mut VecDeque<WtLinkEvent>,
     /// Scratch for the chunks of one stream read.
     pub(super) chunks: &'a mut Vec<Bytes>,
-    /// Where the datagrams this session sends are built (`WtLinks`' send arena).
-    pub(super) send_arena: &'a mut BytesMut,
 }
 
 impl Ctx<'_> {

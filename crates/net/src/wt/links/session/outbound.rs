@@ -1,14 +1,13 @@
 //! What a session sends: datagrams handed to QUIC at once, frames gathered for one stream
 //! write per flush.
 
-use bytes::{Buf, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
 use quinn_proto::{SendDatagramError, WriteError};
 use tickwire_proto::reliable::ChannelKind;
 
 use super::{Conn, Ctx, KEEP_BUFFER_BYTES, Phase};
 use crate::ws::{CloseCode, WsCounters, WsSendError};
 use crate::wt::framing::{FRAME_HEADER_BYTES, datagram_header_bytes, put_data_frame};
-use crate::wt::links::arena_room;
 use crate::wt::stats::WtCounters;
 
 impl Conn {
@@ -85,18 +84,17 @@ impl Conn {
         {
             return false;
         }
-        let arena = &mut *ctx.send_arena;
-        arena_room(arena, size);
-        arena.extend_from_slice(&self.prefix);
-        arena.extend_from_slice(&[channel]);
+        // Exactly sized and `Vec`-backed: one allocation, no shared header.
+        let mut datagram = Vec::with_capacity(size);
+        datagram.extend_from_slice(&self.prefix);
+        datagram.push(channel);
         if kind == ChannelKind::UnreliableSequenced {
             let sequence = &mut self.sequences[usize::from(channel)];
             *sequence = sequence.wrapping_add(1);
-            arena.extend_from_slice(&sequence.to_le_bytes());
+            datagram.extend_from_slice(&sequence.to_le_bytes());
         }
-        arena.extend_from_slice(message);
-        let datagram = arena.split().freeze();
-        match self.quic.datagrams().send(datagram, true) {
+        datagram.extend_from_slice(message);
+        match self.quic.datagrams().send(Bytes::from(datagram), true) {
             Ok(()) => {
                 ctx.counts.datagrams_sent += 1;
                 ctx.counts.messages_sent += 1;
