@@ -119,9 +119,9 @@ const MAX_SEGMENTS: usize = 16;
 /// client's small packets (inputs, acks), freed when quinn has dropped the last of them.
 /// Small, because a packet quinn keeps keeps its block: a stream's out-of-order chunks
 /// (at most about a hundred full packets' worth before quinn compacts them) pin that many
-/// blocks. The datagrams the sessions send are allocated one by one instead: quinn holds
-/// a slow client's queue (64 KiB) for seconds, and a block kept per queued datagram would
-/// be many times what the queue holds.
+/// blocks. The datagrams the sessions send are built in blocks of each session's own
+/// (`Conn::send_block`): quinn holds a slow client's queue (64 KiB) for seconds, and a
+/// shared block kept per queued datagram would be many times what the queue holds.
 const ARENA_BLOCK_BYTES: usize = 4 << 10;
 
 /// Makes room for `len` more bytes in `arena`, taking a fresh block when the current one

@@ -158,8 +158,16 @@ pub(super) struct Conn {
     close_on_ack: bool,
     receiver: DatagramReceiver,
     sequences: Vec<u16>,
+    /// Where this session's datagrams are built, [`SEND_BLOCK_DATAGRAMS`] to a block: the
+    /// session's own, so what quinn holds of a slow client's queue pins about the queue
+    /// and one block, never blocks shared with other sessions.
+    send_block: BytesMut,
     extra_streams: u32,
 }
+
+/// Datagrams of a session's size built in one block ([`Conn::send_block`]): one
+/// allocation (and one shared header) for that many sends.
+pub(super) const SEND_BLOCK_DATAGRAMS: usize = 4;
 
 /// An out buffer larger than this is given back once it drains.
 const KEEP_BUFFER_BYTES: usize = 16 << 10;
@@ -194,6 +202,7 @@ impl Conn {
             close_on_ack: false,
             receiver: DatagramReceiver::new(shared.channels.len()),
             sequences: vec![0; shared.channels.len()],
+            send_block: BytesMut::new(),
             extra_streams: 0,
         }
     }

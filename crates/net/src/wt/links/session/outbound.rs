@@ -1,11 +1,11 @@
 //! What a session sends: datagrams handed to QUIC at once, frames gathered for one stream
 //! write per flush.
 
-use bytes::{Buf, Bytes, BytesMut};
+use bytes::{Buf, BytesMut};
 use quinn_proto::{SendDatagramError, WriteError};
 use tickwire_proto::reliable::ChannelKind;
 
-use super::{Conn, Ctx, KEEP_BUFFER_BYTES, Phase};
+use super::{Conn, Ctx, KEEP_BUFFER_BYTES, Phase, SEND_BLOCK_DATAGRAMS};
 use crate::ws::{CloseCode, WsCounters, WsSendError};
 use crate::wt::framing::{FRAME_HEADER_BYTES, datagram_header_bytes, put_data_frame};
 use crate::wt::stats::WtCounters;
@@ -84,17 +84,20 @@ impl Conn {
         {
             return false;
         }
-        // Exactly sized and `Vec`-backed: one allocation, no shared header.
-        let mut datagram = Vec::with_capacity(size);
-        datagram.extend_from_slice(&self.prefix);
-        datagram.push(channel);
+        let block = &mut self.send_block;
+        if block.capacity() < size {
+            *block = BytesMut::with_capacity(size * SEND_BLOCK_DATAGRAMS);
+        }
+        block.extend_from_slice(&self.prefix);
+        block.extend_from_slice(&[channel]);
         if kind == ChannelKind::UnreliableSequenced {
             let sequence = &mut self.sequences[usize::from(channel)];
             *sequence = sequence.wrapping_add(1);
-            datagram.extend_from_slice(&sequence.to_le_bytes());
+            block.extend_from_slice(&sequence.to_le_bytes());
         }
-        datagram.extend_from_slice(message);
-        match self.quic.datagrams().send(Bytes::from(datagram), true) {
+        block.extend_from_slice(message);
+        let datagram = block.split().freeze();
+        match self.quic.datagrams().send(datagram, true) {
             Ok(()) => {
                 ctx.counts.datagrams_sent += 1;
                 ctx.counts.messages_sent += 1;
