@@ -377,7 +377,12 @@ async fn a_second_stream_in_a_session_is_stopped() {
     assert!(tickwire_proto::ConnectionParams::read(&params).is_some());
 
     let (mut send, mut recv) = session.connection.open_bi().await.unwrap().await.unwrap();
-    send.write_all(b"\x01\x00\x00\x00\x00").await.unwrap();
+    // The server may stop the stream before the write has finished (a loaded machine):
+    // that is the stop this test is after, not a failure.
+    match send.write_all(b"\x01\x00\x00\x00\x00").await {
+        Ok(()) | Err(wtransport::error::StreamWriteError::Stopped(_)) => {}
+        Err(error) => panic!("writing the stray stream: {error:?}"),
+    }
     let mut buffer = [0u8; 16];
     let read = timeout(WAIT, recv.read(&mut buffer))
         .await
