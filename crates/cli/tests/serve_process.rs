@@ -110,12 +110,7 @@ async fn sigterm_tells_every_player_and_exits_zero_within_the_grace_period() {
     );
     // The binary counts its allocations, and says how many (the benches' per-message
     // figure comes from this counter).
-    let allocations = metrics.lines().find_map(|line| {
-        line.strip_prefix("tickwire_allocations_total ")?
-            .trim()
-            .parse::<f64>()
-            .ok()
-    });
+    let allocations = common::metric::<f64>(&metrics, "tickwire_allocations_total");
     assert!(allocations.is_some_and(|n| n > 0.0), "{metrics}");
     assert!(
         dir.join("tickwire.db").is_file(),

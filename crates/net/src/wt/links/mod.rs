@@ -124,13 +124,15 @@ const MAX_SEGMENTS: usize = 16;
 /// shared block kept per queued datagram would be many times what the queue holds.
 const ARENA_BLOCK_BYTES: usize = 4 << 10;
 
-/// Makes room for `len` more bytes in `arena`, taking a fresh block when the current one
-/// has too little left; the old block is freed once its last datagram is. (`reserve`
-/// would allocate just `len` each time, since quinn still holds the block's earlier
-/// datagrams: an allocation per datagram, and one more for the shared block's header.)
-fn arena_room(arena: &mut BytesMut, len: usize) {
+/// Makes room for `len` more bytes in `arena`, taking a fresh block of `block` bytes (at
+/// least `len`) when the current one has too little left; the old block is freed once its
+/// last datagram is. (`reserve` would allocate just `len` each time, since quinn still
+/// holds the block's earlier datagrams: an allocation per datagram, and one more for the
+/// shared block's header.) Received datagrams use [`ARENA_BLOCK_BYTES`], a session's own
+/// sends `Conn::send_block`'s size.
+fn arena_room(arena: &mut BytesMut, len: usize, block: usize) {
     if arena.capacity() < len {
-        *arena = BytesMut::with_capacity(ARENA_BLOCK_BYTES.max(len));
+        *arena = BytesMut::with_capacity(block.max(len));
     }
 }
 

@@ -8,9 +8,10 @@ use std::time::Instant;
 
 use quinn_proto::{ConnectionHandle, DatagramEvent, Incoming, Transmit};
 
-use super::arena_room;
 use super::session::Conn;
-use super::{MAX_SEGMENTS, READ_BUDGET, WtLinkEvent, WtLinkId, WtLinks};
+use super::{
+    ARENA_BLOCK_BYTES, MAX_SEGMENTS, READ_BUDGET, WtLinkEvent, WtLinkId, WtLinks, arena_room,
+};
 use crate::ws::{WsClosed, WsCounters};
 use crate::wt::stats::WtCounters;
 
@@ -49,7 +50,7 @@ impl WtLinks {
 
     /// One datagram into quinn's endpoint, which routes it.
     fn datagram(&mut self, now: Instant, from: SocketAddr, data: &[u8]) {
-        arena_room(&mut self.arena, data.len());
+        arena_room(&mut self.arena, data.len(), ARENA_BLOCK_BYTES);
         self.arena.extend_from_slice(data);
         let data = self.arena.split();
         let mut buf = std::mem::take(&mut self.transmit);

@@ -8,6 +8,7 @@ use tickwire_proto::reliable::ChannelKind;
 use super::{Conn, Ctx, KEEP_BUFFER_BYTES, Phase, SEND_BLOCK_DATAGRAMS};
 use crate::ws::{CloseCode, WsCounters, WsSendError};
 use crate::wt::framing::{FRAME_HEADER_BYTES, datagram_header_bytes, put_data_frame};
+use crate::wt::links::arena_room;
 use crate::wt::stats::WtCounters;
 
 impl Conn {
@@ -85,9 +86,7 @@ impl Conn {
             return false;
         }
         let block = &mut self.send_block;
-        if block.capacity() < size {
-            *block = BytesMut::with_capacity(size * SEND_BLOCK_DATAGRAMS);
-        }
+        arena_room(block, size, size * SEND_BLOCK_DATAGRAMS);
         block.extend_from_slice(&self.prefix);
         block.extend_from_slice(&[channel]);
         if kind == ChannelKind::UnreliableSequenced {
