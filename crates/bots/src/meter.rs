@@ -1,5 +1,6 @@
 //! What a bot group measures over a run, merged across groups at the end: deliveries and
-//! their latency ([`Tally`]), how late the bots themselves ran ([`Meter::send_lag_us`]),
+//! their latency ([`Tally`]), how late the bots themselves ran ([`Meter::send_lag_us`],
+//! [`Meter::recv_lag_us`]),
 //! and what the arena scenarios add ([`ArenaMeter`]).
 
 use hdrhistogram::Histogram;
@@ -22,16 +23,21 @@ pub struct Meter {
     /// kept their schedule. A group that falls behind (its CPU full) shows here before
     /// anywhere else, and a run whose bots fell behind measured the bots.
     pub send_lag_us: Option<Histogram<u64>>,
+    /// How long datagrams that arrived in the window waited at the bots' sockets before
+    /// the bots took them in, microseconds: whether they kept their receive pace. Known
+    /// where the kernel stamps arrivals (UDP bots on loopback), else empty.
+    pub recv_lag_us: Option<Histogram<u64>>,
 }
 
 impl Meter {
     /// Starts counting over `window`.
     pub fn start(&mut self, window: Window) {
-        self.send_lag_us =
-            Some(Histogram::new_with_bounds(1, 60_000_000, 2).expect("constant bounds are valid"));
+        self.send_lag_us = Some(lag_histogram());
         self.tally = Some(Tally::new(window));
         self.arena.teleport_confirmed = Some(Tally::new(window));
         self.arena.teleport_seen = Some(Tally::new(window));
+        self.arena.teleport_scheduled = Some(Tally::new(window));
+        self.arena.teleport_left = Some(Tally::new(window));
         self.arena.window = Some(window);
     }
 
@@ -44,18 +50,39 @@ impl Meter {
         }
     }
 
+    /// A datagram that reached the bots' host at `arrived_ns` was taken in at `now_ns`;
+    /// counted when it arrived in the window.
+    pub fn recv_lag(&mut self, arrived_ns: u64, now_ns: u64) {
+        if self.arena.in_window(arrived_ns) {
+            self.recv_lag_us
+                .get_or_insert_with(lag_histogram)
+                .saturating_record((now_ns.saturating_sub(arrived_ns) / 1_000).max(1));
+        }
+    }
+
     /// Adds `other`'s counts (same window).
     pub fn merge(&mut self, other: &Meter) {
-        match (&mut self.send_lag_us, &other.send_lag_us) {
-            (Some(into), Some(from)) => {
-                let _ = into.add(from);
-            }
-            (into @ None, Some(from)) => *into = Some(from.clone()),
-            _ => {}
-        }
+        merge_histogram(&mut self.send_lag_us, &other.send_lag_us);
+        merge_histogram(&mut self.recv_lag_us, &other.recv_lag_us);
         merge_tally(&mut self.tally, &other.tally);
         self.foreign += other.foreign;
         self.arena.merge(&other.arena);
+    }
+}
+
+/// Lags from 1 µs to a minute, to 1 %.
+fn lag_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 60_000_000, 2).expect("constant bounds are valid")
+}
+
+fn merge_histogram(into: &mut Option<Histogram<u64>>, from: &Option<Histogram<u64>>) {
+    match (into, from) {
+        (Some(into), Some(from)) => {
+            // Same bounds on both sides, so adding cannot fail.
+            let _ = into.add(from);
+        }
+        (into @ None, Some(from)) => *into = Some(from.clone()),
+        _ => {}
     }
 }
 
@@ -89,10 +116,15 @@ pub struct ArenaMeter {
     pub deaths: u64,
     /// Respawns in the window.
     pub respawns: u64,
-    /// Warp requests → the `Teleported` confirmation, by request time.
+    /// Warp requests, from when each left the bot, → the `Teleported` confirmation.
     pub teleport_confirmed: Option<Tally>,
-    /// Warp requests → the first snapshot showing the bot in the destination zone.
+    /// The same, → the first snapshot showing the bot in the destination zone.
     pub teleport_seen: Option<Tally>,
+    /// Warp requests, from the instant they were all scheduled for, → the confirmation:
+    /// the bots' own lag in sending the burst included.
+    pub teleport_scheduled: Option<Tally>,
+    /// Warp requests, from the instant they were scheduled for, → when each left the bot.
+    pub teleport_left: Option<Tally>,
 }
 
 impl ArenaMeter {
@@ -111,25 +143,43 @@ impl ArenaMeter {
 
     /// A warp requested at `scheduled_ns`.
     pub fn teleport_requested(&mut self, scheduled_ns: u64) {
-        for tally in [&mut self.teleport_confirmed, &mut self.teleport_seen]
-            .into_iter()
-            .flatten()
+        for tally in [
+            &mut self.teleport_confirmed,
+            &mut self.teleport_seen,
+            &mut self.teleport_scheduled,
+            &mut self.teleport_left,
+        ]
+        .into_iter()
+        .flatten()
         {
             tally.on_sent(scheduled_ns, 1);
         }
     }
 
-    /// The warp requested at `scheduled_ns` was confirmed at `now_ns`.
-    pub fn teleport_confirm(&mut self, scheduled_ns: u64, now_ns: u64) {
-        if let Some(tally) = &mut self.teleport_confirmed {
+    /// The warp scheduled at `scheduled_ns`, which left the bot at `left_ns`, was
+    /// confirmed at `now_ns`.
+    pub fn teleport_confirm(&mut self, scheduled_ns: u64, left_ns: u64, now_ns: u64) {
+        let (from_left, from_schedule, leaving) = (
+            &mut self.teleport_confirmed,
+            &mut self.teleport_scheduled,
+            &mut self.teleport_left,
+        );
+        if let Some(tally) = from_left {
+            tally.on_arrival(left_ns, now_ns, Seen::InOrder);
+        }
+        if let Some(tally) = from_schedule {
             tally.on_arrival(scheduled_ns, now_ns, Seen::InOrder);
+        }
+        if let Some(tally) = leaving {
+            tally.on_arrival(scheduled_ns, left_ns, Seen::InOrder);
         }
     }
 
-    /// A snapshot first showed the bot in the zone at `now_ns`.
-    pub fn teleport_in_zone(&mut self, scheduled_ns: u64, now_ns: u64) {
+    /// A snapshot first showed the bot, whose warp left at `left_ns`, in the zone at
+    /// `now_ns`.
+    pub fn teleport_in_zone(&mut self, left_ns: u64, now_ns: u64) {
         if let Some(tally) = &mut self.teleport_seen {
-            tally.on_arrival(scheduled_ns, now_ns, Seen::InOrder);
+            tally.on_arrival(left_ns, now_ns, Seen::InOrder);
         }
     }
 
@@ -149,6 +199,8 @@ impl ArenaMeter {
         self.respawns += other.respawns;
         merge_tally(&mut self.teleport_confirmed, &other.teleport_confirmed);
         merge_tally(&mut self.teleport_seen, &other.teleport_seen);
+        merge_tally(&mut self.teleport_scheduled, &other.teleport_scheduled);
+        merge_tally(&mut self.teleport_left, &other.teleport_left);
     }
 
     /// The figures over a window of `duration_s`.
@@ -167,6 +219,8 @@ impl ArenaMeter {
             respawns: self.respawns,
             teleport: summary(&self.teleport_confirmed),
             teleport_seen: summary(&self.teleport_seen),
+            teleport_scheduled: summary(&self.teleport_scheduled),
+            teleport_left: summary(&self.teleport_left),
         }
     }
 }
@@ -193,8 +247,15 @@ pub struct ArenaFigures {
     /// Respawns.
     pub respawns: u64,
     /// Warp requests (`sent`) and their `Teleported` confirmations (`delivered`), latency
-    /// from the scheduled request.
+    /// from when each request left its bot to when the confirmation reached the bot's
+    /// socket: what each player of a real crowd, on a machine of its own, would see.
     pub teleport: Delivery,
     /// The same requests, to the first snapshot showing the bot in the destination zone.
     pub teleport_seen: Delivery,
+    /// The confirmations again, latency from the instant every request was scheduled for:
+    /// the bots' time to send the burst from one core included.
+    pub teleport_scheduled: Delivery,
+    /// The requests, from the instant they were scheduled for to when each left its bot:
+    /// the bots' time to send the burst.
+    pub teleport_left: Delivery,
 }

@@ -125,6 +125,10 @@ fn hobo_over_websocket_confirms_every_input() {
     let report = run_against_server(small_hobo(), BuiltinMap::Courtyard, 3, Transport::Ws);
     assert_played(&report, 9, 3);
     assert_eq!(
+        report.recv_lag_p99_ms, None,
+        "a WebSocket bot times a message when it reads it, and says so"
+    );
+    assert_eq!(
         report.delivery.delivered, report.delivery.sent,
         "{report:#?}"
     );
@@ -186,6 +190,14 @@ fn the_teleport_burst_is_confirmed_and_seen_in_the_plaza() {
     );
     assert_eq!(arena.teleport.delivered, 12, "{report:#?}");
     assert_eq!(arena.teleport_seen.delivered, 12, "{report:#?}");
+    // Timed from when each request left, never more than from the schedule.
+    assert_eq!(arena.teleport_scheduled.delivered, 12, "{report:#?}");
+    assert!(
+        arena.teleport.latency_max_ms <= arena.teleport_scheduled.latency_max_ms,
+        "{report:#?}"
+    );
+    // UDP bots on loopback read the kernel's arrival stamps: their receive lag is known.
+    assert!(report.recv_lag_p99_ms.is_some(), "{report:#?}");
 }
 
 #[test]

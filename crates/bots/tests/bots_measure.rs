@@ -56,6 +56,9 @@ struct Sim {
     bots: Vec<Box<dyn BotLogic>>,
     in_flight: BinaryHeap<InFlight>,
     order: u64,
+    /// How long after `send_due` queued them the bots' messages leave (an engine's
+    /// flush): the server hears them then, and the bots are told so (`left`).
+    flush_delay_ns: u64,
 }
 
 impl Sim {
@@ -74,6 +77,7 @@ impl Sim {
             bots: (0..bots).map(|bot| scenario.bot(bot)).collect(),
             in_flight: BinaryHeap::new(),
             order: 0,
+            flush_delay_ns: 0,
         }
     }
 
@@ -140,8 +144,12 @@ impl Sim {
                     rng: &mut self.rng,
                 };
                 self.bots[bot].send_due(now_ns, &mut cx, &mut captured);
+                let left_ns = now_ns + self.flush_delay_ns;
+                if self.flush_delay_ns > 0 && !captured.0.is_empty() {
+                    self.bots[bot].left(left_ns);
+                }
                 for (channel, message) in captured.0 {
-                    server(self, now_ns, bot as u32, channel, message);
+                    server(self, left_ns, bot as u32, channel, message);
                 }
             }
         }
@@ -316,7 +324,13 @@ fn snapshot(tick: u32, last_input: u16, position: (f32, f32)) -> Vec<u8> {
 /// injected delay (never more than an input interval, so answers keep their order), and
 /// answers a warp with `Teleported` after `warp_ms` and a snapshot in the plaza.
 fn run_fake_arena(scenario: &ArenaScenario, warp_ms: u64) -> Sim {
+    run_fake_arena_flushed_after(scenario, warp_ms, 0)
+}
+
+/// [`run_fake_arena`] with bots whose messages leave `flush_ms` after they are queued.
+fn run_fake_arena_flushed_after(scenario: &ArenaScenario, warp_ms: u64, flush_ms: u64) -> Sim {
     let mut sim = Sim::new(scenario, scenario.players as u32, 9);
+    sim.flush_delay_ns = flush_ms * MS;
     for bot in 0..scenario.players as u32 {
         sim.deliver(
             0,
@@ -438,5 +452,34 @@ fn warps_are_timed_to_their_confirmation_and_to_the_zone() {
     assert_eq!(arena.teleport_seen.delivered, 10);
     assert_ms("confirmation p99", arena.teleport.latency_p99_ms, 7.0);
     assert_ms("in zone p50", arena.teleport_seen.latency_p50_ms, 7.0);
+    assert_ms(
+        "from the schedule",
+        arena.teleport_scheduled.latency_p99_ms,
+        7.0,
+    );
     assert_eq!(arena.decode_errors, 0, "{:?}", arena.first_decode_error);
+}
+
+/// Bots that take 5 ms to get their warps out (one core sending a crowd's burst): the
+/// confirmation is timed from when each request left, the bots' 5 ms shown apart, and the
+/// figure from the schedule holds both.
+#[test]
+fn a_warp_that_leaves_late_is_timed_from_when_it_left() {
+    let mut scenario = ArenaScenario::teleport();
+    scenario.players = 10;
+    let sim = run_fake_arena_flushed_after(&scenario, 7, 5);
+    let arena = sim.meter.arena.figures(5.0);
+    assert_eq!(arena.teleport.delivered, 10);
+    assert_ms("confirmation p99", arena.teleport.latency_p99_ms, 7.0);
+    assert_ms("in zone p99", arena.teleport_seen.latency_p99_ms, 7.0);
+    assert_ms(
+        "requests left, p99",
+        arena.teleport_left.latency_p99_ms,
+        5.0,
+    );
+    assert_ms(
+        "from the schedule",
+        arena.teleport_scheduled.latency_p99_ms,
+        12.0,
+    );
 }

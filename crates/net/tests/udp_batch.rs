@@ -484,14 +484,66 @@ async fn one_socket_sends_and_receives_as_many_loopback_addresses() {
         replies.push(*from, &[*i]);
     }
     peer.send_batch(&mut replies).await.unwrap();
-    let mut inbox = RecvBatch::with_local_addresses();
+    let mut inbox = RecvBatch::with_controls();
     let mut back = 0;
     while back < sources.len() {
         many.recv_batch(&mut inbox).await.unwrap();
-        for (local, from, data) in inbox.iter_local() {
-            assert_eq!(from, peer_addr);
-            assert_eq!(local, Some(sources[data[0] as usize]));
+        for received in inbox.iter_received() {
+            assert_eq!(received.from, peer_addr);
+            assert_eq!(received.local, Some(sources[received.payload[0] as usize]));
+            assert_eq!(
+                received.arrived_ns, None,
+                "arrival times were not asked for"
+            );
             back += 1;
+        }
+    }
+}
+
+/// Nanoseconds since the Unix epoch, as the kernel's arrival stamps count them.
+fn wall_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64
+}
+
+#[tokio::test]
+async fn arrival_times_are_when_a_datagram_came_not_when_it_was_read() {
+    let socket = BatchSocket::bind(loopback()).unwrap();
+    let fd = std::os::fd::AsFd::as_fd(socket.as_tokio());
+    tickwire_net::udp::enable_arrival_times(fd).unwrap();
+    tickwire_net::udp::enable_local_addresses(fd).unwrap();
+    // The kernel turns its receive stamping on in a work item of its own, not within the
+    // call: until then a datagram is stamped when it is read.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let peer = BatchSocket::bind(loopback()).unwrap();
+    let before = wall_ns();
+    let mut out = SendBatch::new();
+    for i in 0..3u8 {
+        out.push(socket.local_addr().unwrap(), &[i]);
+    }
+    peer.send_batch(&mut out).await.unwrap();
+    let sent = wall_ns();
+    // They wait in the socket's queue; the stamps must not move with the wait.
+    tokio::time::sleep(Duration::from_millis(30)).await;
+    let mut inbox = RecvBatch::with_controls();
+    let mut seen = 0;
+    while seen < 3 {
+        socket.recv_batch(&mut inbox).await.unwrap();
+        let read = wall_ns();
+        for received in inbox.iter_received() {
+            let arrived = received.arrived_ns.expect("an arrival time");
+            assert!(
+                (before..=sent).contains(&arrived),
+                "stamped at {arrived}, sent between {before} and {sent}"
+            );
+            assert!(
+                read - arrived >= 30_000_000,
+                "the queue's wait is not in the stamp"
+            );
+            assert_eq!(received.local, Some(Ipv4Addr::LOCALHOST));
+            seen += 1;
         }
     }
 }

@@ -59,14 +59,36 @@ pub struct PlayerSummary {
     pub id: PlayerId,
     /// Display name.
     pub name: String,
-    /// `udp`, `ws` (ws and wss alike) or `wt` (WebTransport).
-    pub transport: String,
+    /// How they are connected.
+    pub transport: PlayerTransport,
     /// Their room, if seated.
     pub room: Option<u64>,
     /// What the connection measures of its path, where it measures it: UDP links do (the
     /// reliability layer's acks); over WebSocket and WebTransport the server keeps no such
     /// figures, and this is `None`.
     pub link: Option<LinkQuality>,
+}
+
+/// How a player is connected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlayerTransport {
+    /// tickwire's UDP protocol.
+    Udp,
+    /// WebSocket, `ws` and `wss` alike.
+    Ws,
+    /// WebTransport.
+    Wt,
+}
+
+impl PlayerTransport {
+    /// `udp`, `ws` or `wt`, as the console and the admin API show it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Udp => "udp",
+            Self::Ws => "ws",
+            Self::Wt => "wt",
+        }
+    }
 }
 
 /// A connection's path as its reliability layer sees it.
@@ -321,7 +343,10 @@ fn render_players(players: &[PlayerSummary]) -> String {
         let _ = writeln!(
             out,
             "  {:>8}  {:<16} {:<12} room {}",
-            player.id.0, player.name, player.transport, room
+            player.id.0,
+            player.name,
+            player.transport.name(),
+            room
         );
     }
     out
@@ -380,7 +405,7 @@ mod tests {
             vec![PlayerSummary {
                 id: PlayerId(42),
                 name: "ada".into(),
-                transport: "udp".into(),
+                transport: PlayerTransport::Udp,
                 room: Some(7),
                 link: None,
             }]

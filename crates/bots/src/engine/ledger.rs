@@ -160,6 +160,11 @@ impl Ledger {
         sent
     }
 
+    /// A datagram that reached the host at `arrived_ns` was taken in at `now_ns`.
+    pub(super) fn recv_lag(&mut self, arrived_ns: u64, now_ns: u64) {
+        self.meter.recv_lag(arrived_ns, now_ns);
+    }
+
     /// Whether round trips are sampled now (once a second in the window).
     pub(super) fn rtt_sample_due(&mut self, now_ns: u64) -> bool {
         let due = self.in_window(now_ns) && now_ns >= self.next_rtt_sample_ns;

@@ -331,6 +331,15 @@ pub struct RunReport {
     pub send_lag_p99_ms: f64,
     /// Highest.
     pub send_lag_max_ms: f64,
+    /// How long datagrams waited at the bots' sockets before the bots took them in
+    /// (their receive pace kept or not): median, ms. Known where the kernel stamps
+    /// arrivals (UDP bots against a server on this host); there, every latency is timed
+    /// from a datagram's arrival, so this wait is not in them.
+    pub recv_lag_p50_ms: Option<f64>,
+    /// 99th percentile.
+    pub recv_lag_p99_ms: Option<f64>,
+    /// Highest.
+    pub recv_lag_max_ms: Option<f64>,
     /// The bot process's RSS at the end of the window.
     pub bots_rss_bytes: u64,
     /// The arena scenarios' figures (snapshots, decoding, kills, warps).
@@ -695,6 +704,12 @@ pub fn run(
             .as_ref()
             .map_or(0.0, |lag| lag.value_at_quantile(quantile) as f64 / 1_000.0)
     };
+    let recv_lag_ms = |quantile: f64| {
+        meter
+            .recv_lag_us
+            .as_ref()
+            .map(|lag| lag.value_at_quantile(quantile) as f64 / 1_000.0)
+    };
     Ok(RunReport {
         scenario: scenario.name().to_string(),
         transport: config.transport.name(),
@@ -722,6 +737,9 @@ pub fn run(
         send_lag_p50_ms: lag_ms(0.5),
         send_lag_p99_ms: lag_ms(0.99),
         send_lag_max_ms: lag_ms(1.0),
+        recv_lag_p50_ms: recv_lag_ms(0.5),
+        recv_lag_p99_ms: recv_lag_ms(0.99),
+        recv_lag_max_ms: recv_lag_ms(1.0),
         bots_rss_bytes: rss,
         arena: (scenario.room_kind() == "arena").then(|| meter.arena.figures(duration_s)),
     })

@@ -22,7 +22,9 @@ use std::time::Instant;
 
 use tickwire_client::MatchAnswer;
 use tickwire_net::due::{DueTimes, earliest};
-use tickwire_net::udp::{BatchSocket, RecvBatch, SendBatch, enable_local_addresses};
+use tickwire_net::udp::{
+    BatchSocket, RecvBatch, SendBatch, enable_arrival_times, enable_local_addresses,
+};
 use tickwire_proto::reliable::ReliabilityConfig;
 use tickwire_proto::{Client, ClientEvent, MAX_DATAGRAM_BYTES, unix_now};
 
@@ -46,6 +48,13 @@ const BOTS_PER_SHARED_SOCKET: usize = 512;
 /// (ten sockets) it took 1,280 datagrams, and the teleport run's sends were 13 ms late.
 const SHARED_DATAGRAMS_PER_PASS: usize = 128;
 
+/// The wall clock in nanoseconds since the Unix epoch, as the kernel stamps arrivals.
+fn unix_now_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| since.as_nanos() as u64)
+}
+
 /// Where a bot's datagrams go in and out.
 enum Wire {
     /// A socket of its own (a remote server).
@@ -66,10 +75,15 @@ impl SharedSocket {
         // The server's buffer sizes: this socket carries every bot of the group.
         let socket =
             BatchSocket::from_std(tickwire_net::udp::bind((Ipv4Addr::UNSPECIFIED, 0).into())?)?;
-        enable_local_addresses(std::os::fd::AsFd::as_fd(socket.as_tokio()))?;
+        let fd = std::os::fd::AsFd::as_fd(socket.as_tokio());
+        enable_local_addresses(fd)?;
+        // A datagram's time is when it reached the host, not when the group got to it: a
+        // server's burst of snapshots and confirmations takes the bots milliseconds to
+        // read, and that wait is theirs (`recv_lag`), not the server's.
+        enable_arrival_times(fd)?;
         Ok(Self {
             socket,
-            inbox: RecvBatch::with_local_addresses(),
+            inbox: RecvBatch::with_controls(),
             outbox: SendBatch::new(),
         })
     }
@@ -474,8 +488,9 @@ impl Group {
             let count = shared.socket.try_recv_batch(&mut shared.inbox).ok()?;
             // Every addressed bot's state is asked for before any datagram is taken in,
             // so their cache misses overlap instead of following one another.
-            for (local, _, _) in shared.inbox.iter_local() {
-                if let Some(bot) = local
+            for datagram in shared.inbox.iter_received() {
+                if let Some(bot) = datagram
+                    .local
                     .and_then(SharedSocket::key)
                     .and_then(|key| self.bots.get(key))
                 {
@@ -484,14 +499,27 @@ impl Group {
             }
             let now = Instant::now();
             let now_ns = self.ledger.now_ns(now);
-            for (local, from, datagram) in shared.inbox.iter_local() {
-                let Some(key) = local.and_then(SharedSocket::key) else {
+            let wall_now_ns = unix_now_ns();
+            for datagram in shared.inbox.iter_received() {
+                let Some(key) = datagram.local.and_then(SharedSocket::key) else {
                     continue;
                 };
                 let Some(bot) = self.bots.get_mut(key) else {
                     continue;
                 };
-                bot.take_in(&mut self.ledger, now, now_ns, from, datagram);
+                // When it arrived, on the plan's clock: what its messages are timed by.
+                let arrived_ns = match datagram.arrived_ns {
+                    Some(arrived) => now_ns.saturating_sub(wall_now_ns.saturating_sub(arrived)),
+                    None => now_ns,
+                };
+                self.ledger.recv_lag(arrived_ns, now_ns);
+                bot.take_in(
+                    &mut self.ledger,
+                    now,
+                    arrived_ns,
+                    datagram.from,
+                    datagram.payload,
+                );
                 // A bot's events are drained whole, so a repeat here finds none.
                 if self.touched.last() != Some(&key) {
                     self.touched.push(key);
@@ -685,6 +713,13 @@ impl Group {
                     failed = Some(error);
                 }
                 outbox.clear();
+            }
+            // A burst's flush runs for milliseconds: each bot's sends left when it came to
+            // them (at most a batch before the `sendmmsg` that wrote them).
+            if sent > 0
+                && let Some(logic) = bot.logic.as_mut()
+            {
+                logic.left(self.ledger.now_ns(Instant::now()));
             }
             bot.deadline = bot.client.poll_timeout();
             self.refresh_due(key);

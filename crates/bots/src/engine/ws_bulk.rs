@@ -567,6 +567,10 @@ impl Group {
             match socket.write(&bot.out.bytes) {
                 Ok(written) => {
                     bot.out.bytes.drain(..written);
+                    // See the UDP engine's flush: a burst's sends leave over milliseconds.
+                    if let Some(logic) = bot.logic.as_mut() {
+                        logic.left(self.ledger.now_ns(Instant::now()));
+                    }
                 }
                 Err(error)
                     if matches!(

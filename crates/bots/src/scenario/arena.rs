@@ -7,8 +7,11 @@
 //!   `last_input` reaches its sequence arrives (the server applied it and says so); latency
 //!   runs from the input's *scheduled* send time (open-loop), so it includes the wait for
 //!   the room's next tick;
-//! - **warps** (`teleport`): from the scheduled request to the `Teleported` confirmation,
-//!   and to the first snapshot showing the bot inside the destination zone;
+//! - **warps** (`teleport`): from when each request left its bot to the `Teleported`
+//!   confirmation, and to the first snapshot showing the bot inside the destination zone
+//!   (what each player of a real crowd, on a machine of its own, would see); and again
+//!   from the instant every request was scheduled for, with how late each left: one core
+//!   takes milliseconds to send 5,000 requests, and that is the load tool's time;
 //! - snapshots and their bytes, kills, deaths and respawns as the bots heard them, and
 //!   every snapshot or message that fails to decode.
 //!
@@ -190,9 +193,12 @@ enum Warp {
     None,
     /// To be pressed in the first input scheduled at or after this time.
     Due(u64),
-    /// Pressed in the input scheduled at `at`.
+    /// Pressed in the input scheduled at `at`, which left the bot at `left` (queued then,
+    /// until the engine says when it was written: `on_wire`).
     Requested {
         at: u64,
+        left: u64,
+        on_wire: bool,
         confirmed: bool,
         seen: bool,
     },
@@ -349,12 +355,13 @@ impl ArenaBot {
             ServerMessage::Teleported { .. } => {
                 if let Warp::Requested {
                     at,
+                    left,
                     confirmed: confirmed @ false,
                     ..
                 } = &mut self.warp
                 {
                     *confirmed = true;
-                    arena.teleport_confirm(*at, now_ns);
+                    arena.teleport_confirm(*at, *left, now_ns);
                 }
             }
             _ => {}
@@ -425,7 +432,7 @@ impl ArenaBot {
             }
         }
         if let Warp::Requested {
-            at,
+            left,
             seen: seen @ false,
             ..
         } = &mut self.warp
@@ -435,7 +442,7 @@ impl ArenaBot {
                 .any(|zone| zone.contains(header.me.position))
         {
             *seen = true;
-            arena.teleport_in_zone(*at, now_ns);
+            arena.teleport_in_zone(*left, now_ns);
         }
     }
 }
@@ -480,6 +487,8 @@ impl BotLogic for ArenaBot {
             if warp {
                 self.warp = Warp::Requested {
                     at: scheduled_ns,
+                    left: now_ns,
+                    on_wire: false,
                     confirmed: false,
                     seen: false,
                 };
@@ -528,6 +537,18 @@ impl BotLogic for ArenaBot {
                 }
                 self.pending.push_back((self.seq, scheduled_ns));
             }
+        }
+    }
+
+    fn left(&mut self, now_ns: u64) {
+        if let Warp::Requested {
+            left,
+            on_wire: on_wire @ false,
+            ..
+        } = &mut self.warp
+        {
+            *left = now_ns;
+            *on_wire = true;
         }
     }
 

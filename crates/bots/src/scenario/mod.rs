@@ -55,6 +55,10 @@ pub trait BotLogic {
     fn next_send_ns(&self) -> u64;
     /// Sends what is due at `now_ns` through `out`.
     fn send_due(&mut self, now_ns: u64, cx: &mut BotCx<'_>, out: &mut dyn Outbox);
+    /// What `send_due` queued was handed to the socket at `now_ns`. The engines that queue
+    /// many bots' sends and write them together say so; where a send is written as it is
+    /// queued, `send_due`'s own time is that moment and this is not called.
+    fn left(&mut self, _now_ns: u64) {}
     /// A message arrived on `channel` at `now_ns` (0 before the plan).
     fn on_message(&mut self, channel: u8, message: &[u8], now_ns: u64, cx: &mut BotCx<'_>);
 }

@@ -159,12 +159,23 @@ pub struct LoadBenchReport {
     /// teleport: requests confirmed (`Teleported` received).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub teleports_confirmed: Option<u64>,
-    /// teleport: request → confirmation, 99th percentile.
+    /// teleport: request → confirmation, 99th percentile: from when each request left
+    /// its bot to when the confirmation reached the bot's socket (UDP; over WebSocket and
+    /// WebTransport, to when the bot read it). What a crowd of players, each on a machine
+    /// of its own, would see.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub teleport_confirm_p99_ms: Option<f64>,
     /// teleport: request → the first snapshot showing the bot in the zone, 99th percentile.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub teleport_seen_p99_ms: Option<f64>,
+    /// teleport: the confirmations' 99th percentile again, from the instant every request
+    /// was scheduled for: the bots' own time to send 5,000 requests from one core
+    /// (`teleport_request_lag_p99_ms`) included.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub teleport_confirm_from_schedule_p99_ms: Option<f64>,
+    /// teleport: how late the requests left the bots, 99th percentile.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub teleport_request_lag_p99_ms: Option<f64>,
     /// teleport: tick durations from one second before the burst to one second after it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub burst_ticks: Option<TickFigures>,
@@ -221,6 +232,11 @@ pub struct LoadBenchReport {
     pub bots_cpu_per_server_cpu: f64,
     /// How late the bots' due sends left, 99th percentile (their schedule kept or not).
     pub bots_send_lag_p99_ms: f64,
+    /// How long datagrams waited at the bots' sockets before they read them, 99th
+    /// percentile (their receive pace kept or not); known for UDP bots, whose latencies
+    /// are timed from each datagram's arrival and so leave this wait out.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bots_recv_lag_p99_ms: Option<f64>,
     /// Datagrams the kernel dropped at the bots' UDP sockets in the window (they did not
     /// read in time).
     pub bots_udp_drops: u64,
@@ -745,6 +761,7 @@ struct BotsFigures {
     rtt_p99_ms: f64,
     bots_cpu_s: f64,
     send_lag_p99_ms: f64,
+    recv_lag_p99_ms: Option<f64>,
     connect_failed: u64,
     arena: Option<ArenaFiguresSubset>,
 }
@@ -755,6 +772,8 @@ struct ArenaFiguresSubset {
     snapshots_per_s: f64,
     teleport: WarpSubset,
     teleport_seen: WarpSubset,
+    teleport_scheduled: WarpSubset,
+    teleport_left: WarpSubset,
 }
 
 #[derive(Debug, serde::Deserialize)]
@@ -779,6 +798,7 @@ const _: fn(&RunReport) = |report| {
         report.rtt_p99_ms,
         report.bots_cpu_s,
         report.send_lag_p99_ms,
+        report.recv_lag_p99_ms,
         report.connect_failed,
         report.arena.as_ref().map(|arena| {
             (
@@ -786,6 +806,8 @@ const _: fn(&RunReport) = |report| {
                 arena.teleport.delivered,
                 arena.teleport.latency_p99_ms,
                 arena.teleport_seen.latency_p99_ms,
+                arena.teleport_scheduled.latency_p99_ms,
+                arena.teleport_left.latency_p99_ms,
             )
         }),
     );
@@ -871,6 +893,9 @@ fn figures(
         teleports_confirmed: warps.map(|arena| arena.teleport.delivered),
         teleport_confirm_p99_ms: warps.map(|arena| arena.teleport.latency_p99_ms),
         teleport_seen_p99_ms: warps.map(|arena| arena.teleport_seen.latency_p99_ms),
+        teleport_confirm_from_schedule_p99_ms: warps
+            .map(|arena| arena.teleport_scheduled.latency_p99_ms),
+        teleport_request_lag_p99_ms: warps.map(|arena| arena.teleport_left.latency_p99_ms),
         burst_ticks: None,
         relay_tick_rate_hz: None,
         snapshots_per_player_s,
@@ -896,6 +921,7 @@ fn figures(
         bots_cores_used,
         bots_cpu_per_server_cpu: bots.bots_cpu_s / server_cpu_s,
         bots_send_lag_p99_ms: bots.send_lag_p99_ms,
+        bots_recv_lag_p99_ms: bots.recv_lag_p99_ms,
         bots_udp_drops,
         server_udp_drops: end.udp_drops.saturating_sub(start.udp_drops),
         connect_failed: bots.connect_failed,
@@ -1123,6 +1149,15 @@ pub fn render(report: &LoadBenchReport) -> String {
             "warp → confirmation / in zone p99",
             format!("{confirm:.2} / {seen:.2} ms"),
         );
+        if let (Some(scheduled), Some(lag)) = (
+            report.teleport_confirm_from_schedule_p99_ms,
+            report.teleport_request_lag_p99_ms,
+        ) {
+            row(
+                "from the schedule: confirmation / requests left p99",
+                format!("{scheduled:.2} / {lag:.2} ms"),
+            );
+        }
     }
     if let Some(burst) = &report.burst_ticks {
         row(
@@ -1208,6 +1243,9 @@ pub fn render(report: &LoadBenchReport) -> String {
         "bots' send lag p99",
         format!("{:.2} ms", report.bots_send_lag_p99_ms),
     );
+    if let Some(lag) = report.bots_recv_lag_p99_ms {
+        row("bots' receive lag p99", format!("{lag:.2} ms"));
+    }
     row(
         "UDP drops at the bots / the server",
         format!("{} / {}", report.bots_udp_drops, report.server_udp_drops),

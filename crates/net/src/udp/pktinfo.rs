@@ -12,13 +12,14 @@ use std::mem;
 use std::net::Ipv4Addr;
 use std::os::fd::{AsRawFd, BorrowedFd};
 
-/// Room for one `IP_PKTINFO` control message, aligned as `cmsghdr` requires.
+/// Room for a datagram's control messages (an `IP_PKTINFO`, an arrival time), aligned as
+/// `cmsghdr` requires.
 #[repr(C, align(8))]
 #[derive(Clone, Copy)]
 pub(crate) struct ControlBuf([u8; CONTROL_LEN]);
 
-/// `CMSG_SPACE(sizeof(struct in_pktinfo))` is 32 on 64-bit Linux; a little more leaves room
-/// for a control message the socket adds that we ignore.
+/// `CMSG_SPACE(sizeof(struct in_pktinfo))` and `CMSG_SPACE(sizeof(struct timespec))` are
+/// 32 each on 64-bit Linux.
 pub(crate) const CONTROL_LEN: usize = 64;
 
 impl ControlBuf {
@@ -78,29 +79,23 @@ pub(crate) fn encode(buf: &mut ControlBuf, source: Ipv4Addr) -> usize {
     space as usize
 }
 
-/// The local address in the control messages of a received datagram's header, if any.
-pub(crate) fn decode(header: &libc::msghdr) -> Option<Ipv4Addr> {
-    if header.msg_control.is_null() {
-        return None;
-    }
-    // SAFETY: the kernel filled `msg_control` up to `msg_controllen` with well-formed
-    // control messages; CMSG_FIRSTHDR/NXTHDR stay within that length, and each data read
-    // checks the message's own length first.
+/// The local address in `cmsg`, if it is an `IP_PKTINFO` message.
+///
+/// # Safety
+///
+/// `cmsg` points at a control message the kernel wrote, `cmsg_len` bytes of it readable.
+pub(crate) unsafe fn read(cmsg: *const libc::cmsghdr) -> Option<Ipv4Addr> {
+    // SAFETY: the caller's promise; reads are unaligned and check the length first.
     unsafe {
-        let mut cmsg = libc::CMSG_FIRSTHDR(header);
-        while !cmsg.is_null() {
-            let c = std::ptr::read_unaligned(cmsg);
-            if c.cmsg_level == libc::IPPROTO_IP
-                && c.cmsg_type == libc::IP_PKTINFO
-                && c.cmsg_len as usize
-                    >= libc::CMSG_LEN(mem::size_of::<libc::in_pktinfo>() as u32) as usize
-            {
-                let info =
-                    std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast::<libc::in_pktinfo>());
-                return Some(Ipv4Addr::from(u32::from_be(info.ipi_addr.s_addr)));
-            }
-            cmsg = libc::CMSG_NXTHDR(header, cmsg);
+        let header = std::ptr::read_unaligned(cmsg);
+        if header.cmsg_level != libc::IPPROTO_IP
+            || header.cmsg_type != libc::IP_PKTINFO
+            || (header.cmsg_len as usize)
+                < libc::CMSG_LEN(mem::size_of::<libc::in_pktinfo>() as u32) as usize
+        {
+            return None;
         }
+        let info = std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast::<libc::in_pktinfo>());
+        Some(Ipv4Addr::from(u32::from_be(info.ipi_addr.s_addr)))
     }
-    None
 }

@@ -7,6 +7,7 @@ use std::ptr;
 
 use std::net::Ipv4Addr;
 
+use super::arrival;
 use super::mmsg::{ErrorClass, MAX_BATCH, MsgHeaders, classify};
 use super::pktinfo::{self, CONTROL_LEN, ControlBuf};
 use super::sockaddr::{RAW_ADDR_LEN, RawAddr};
@@ -36,8 +37,25 @@ struct Entry {
     from: SocketAddr,
     /// The local address it was sent to, when the batch asks for local addresses.
     local: Option<Ipv4Addr>,
+    /// When it reached the host, when the batch asks for arrival times.
+    arrived_ns: Option<u64>,
     slot: usize,
     len: usize,
+}
+
+/// One datagram of a batch made [`with_controls`](RecvBatch::with_controls).
+#[derive(Debug, Clone, Copy)]
+pub struct Received<'a> {
+    /// The local address it was sent to (`None` without
+    /// [`enable_local_addresses`](super::enable_local_addresses) on the socket).
+    pub local: Option<Ipv4Addr>,
+    /// Its source.
+    pub from: SocketAddr,
+    /// When it reached the host, nanoseconds since the Unix epoch (`None` without
+    /// [`enable_arrival_times`](super::enable_arrival_times) on the socket).
+    pub arrived_ns: Option<u64>,
+    /// Its bytes.
+    pub payload: &'a [u8],
 }
 
 /// Preallocated buffers for receiving up to `capacity` datagrams with one `recvmmsg` call.
@@ -56,7 +74,7 @@ pub struct RecvBatch {
     buf: Box<[u8]>,
     slot_size: usize,
     names: Box<[RawAddr]>,
-    /// Control space per slot when local addresses are wanted, else empty.
+    /// Control space per slot when local addresses or arrival times are wanted, else empty.
     controls: Box<[ControlBuf]>,
     headers: MsgHeaders,
     /// The datagrams of the last receive, in arrival order; capacity reserved up front.
@@ -105,10 +123,11 @@ impl RecvBatch {
         }
     }
 
-    /// A default-sized batch that also records each datagram's local address, for a socket
-    /// with [`enable_local_addresses`](super::enable_local_addresses) set; read them with
-    /// [`iter_local`](Self::iter_local).
-    pub fn with_local_addresses() -> Self {
+    /// A default-sized batch that also records each datagram's local address and arrival
+    /// time, for a socket with [`enable_local_addresses`](super::enable_local_addresses) or
+    /// [`enable_arrival_times`](super::enable_arrival_times) set; read them with
+    /// [`iter_received`](Self::iter_received).
+    pub fn with_controls() -> Self {
         let mut batch = Self::new();
         batch.controls = vec![ControlBuf::ZEROED; batch.capacity()].into_boxed_slice();
         batch
@@ -142,14 +161,18 @@ impl RecvBatch {
         }
     }
 
-    /// The datagrams from the last receive with the local address each was sent to (`None`
-    /// unless the batch was made [`with_local_addresses`](Self::with_local_addresses)).
-    pub fn iter_local(
-        &self,
-    ) -> impl ExactSizeIterator<Item = (Option<Ipv4Addr>, SocketAddr, &[u8])> {
+    /// The datagrams from the last receive with what the kernel said of each: the local
+    /// address it was sent to and when it arrived (`None` unless the batch was made
+    /// [`with_controls`](Self::with_controls) and the socket asked for them).
+    pub fn iter_received(&self) -> impl ExactSizeIterator<Item = Received<'_>> {
         self.entries.iter().map(|entry| {
             let start = entry.slot * self.slot_size;
-            (entry.local, entry.from, &self.buf[start..start + entry.len])
+            Received {
+                local: entry.local,
+                from: entry.from,
+                arrived_ns: entry.arrived_ns,
+                payload: &self.buf[start..start + entry.len],
+            }
         })
     }
 
@@ -223,16 +246,38 @@ impl RecvBatch {
             let len = hdr.msg_len as usize;
             self.stats.datagrams += 1;
             self.stats.bytes += len as u64;
-            let local = pktinfo::decode(&hdr.msg_hdr);
+            let (local, arrived_ns) = read_controls(&hdr.msg_hdr);
             self.entries.push(Entry {
                 from,
                 local,
+                arrived_ns,
                 slot,
                 len,
             });
         }
         Ok(self.entries.len())
     }
+}
+
+/// The local address and the arrival time in a received datagram's control messages, those
+/// it has.
+fn read_controls(header: &libc::msghdr) -> (Option<Ipv4Addr>, Option<u64>) {
+    let (mut local, mut arrived_ns) = (None, None);
+    if header.msg_control.is_null() {
+        return (local, arrived_ns);
+    }
+    // SAFETY: the kernel filled `msg_control` up to `msg_controllen` with well-formed
+    // control messages, and CMSG_FIRSTHDR/NXTHDR stay within that length; each reader
+    // checks its message's own length before its data.
+    unsafe {
+        let mut cmsg = libc::CMSG_FIRSTHDR(header);
+        while !cmsg.is_null() {
+            local = local.or_else(|| pktinfo::read(cmsg));
+            arrived_ns = arrived_ns.or_else(|| arrival::read(cmsg));
+            cmsg = libc::CMSG_NXTHDR(header, cmsg);
+        }
+    }
+    (local, arrived_ns)
 }
 
 impl Default for RecvBatch {

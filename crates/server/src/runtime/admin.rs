@@ -17,7 +17,7 @@ use serde_json::json;
 
 use super::App;
 use super::api::{ApiError, RoomListing, parse_player};
-use crate::console::{AdminOps, PlayerSummary, StatsSnapshot};
+use crate::console::{AdminOps, PlayerSummary, PlayerTransport, StatsSnapshot};
 use crate::credentials::{Refused, Via};
 use crate::room::PlayerId;
 use crate::shard::{RoomId, RoomInfo};
@@ -51,10 +51,10 @@ pub(super) fn stats(app: &App) -> StatsSnapshot {
         let view = shard.view.read();
         snapshot.rooms += view.rooms.len() as u64;
         for player in &view.players {
-            match player.transport.as_str() {
-                "udp" => snapshot.players_udp += 1,
-                "wt" => snapshot.players_webtransport += 1,
-                _ => snapshot.players_ws += 1,
+            match player.transport {
+                PlayerTransport::Udp => snapshot.players_udp += 1,
+                PlayerTransport::Wt => snapshot.players_webtransport += 1,
+                PlayerTransport::Ws => snapshot.players_ws += 1,
             }
         }
         for times in view.tick_times.values() {
@@ -277,7 +277,7 @@ async fn require_token(State(app): State<Arc<App>>, request: Request, next: Next
 struct PlayerJson {
     id: u64,
     name: String,
-    transport: String,
+    transport: &'static str,
     room: Option<u64>,
     /// Smoothed round-trip time, ms; `null` where the transport does not measure it.
     rtt_ms: Option<f64>,
@@ -291,7 +291,7 @@ fn player_json(players: Vec<PlayerSummary>) -> Vec<PlayerJson> {
         .map(|player| PlayerJson {
             id: player.id.0,
             name: player.name,
-            transport: player.transport,
+            transport: player.transport.name(),
             room: player.room,
             rtt_ms: player.link.map(|link| link.rtt.as_secs_f64() * 1000.0),
             loss: player.link.map(|link| link.loss),

@@ -13,6 +13,7 @@ use metrics_exporter_prometheus::{
 };
 
 use super::{App, Phase};
+use crate::console::PlayerTransport;
 use crate::shard::TickObserver;
 
 const TICK_DURATION: &str = "tickwire_tick_duration_seconds";
@@ -130,10 +131,10 @@ impl Metrics {
             self.counter("tickwire_shard_ticks_total", &labels, view.shard.ticks);
             self.gauge("tickwire_shard_rooms", &labels, view.rooms.len() as f64);
             for player in &view.players {
-                players[match player.transport.as_str() {
-                    "udp" => 0,
-                    "wt" => 2,
-                    _ => 1,
+                players[match player.transport {
+                    PlayerTransport::Udp => 0,
+                    PlayerTransport::Ws => 1,
+                    PlayerTransport::Wt => 2,
                 }] += 1;
             }
             held += view.players_held;

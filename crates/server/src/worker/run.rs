@@ -15,7 +15,7 @@ use tokio::sync::mpsc;
 use super::view::{PUBLISH_INTERVAL, WorkerLinks, WorkerView};
 use super::wt::WtHost;
 use super::{Control, WorkerReport};
-use crate::console::{LinkQuality, PlayerSummary};
+use crate::console::{LinkQuality, PlayerSummary, PlayerTransport};
 use crate::room::PlayerId;
 use crate::sessions::{Admission, LinkClosed, SessionOutput, Sessions};
 use crate::shard::{SeatChange, Shard};
@@ -526,11 +526,10 @@ impl Worker {
                     id: member.id,
                     name: member.name.clone(),
                     transport: match link {
-                        Link::Udp(_) => "udp",
-                        Link::Ws(_) => "ws",
-                        Link::Wt(_) => "wt",
-                    }
-                    .to_string(),
+                        Link::Udp(_) => PlayerTransport::Udp,
+                        Link::Ws(_) => PlayerTransport::Ws,
+                        Link::Wt(_) => PlayerTransport::Wt,
+                    },
                     room: Some(room.id.0),
                     link: match link {
                         Link::Udp(connection) => {

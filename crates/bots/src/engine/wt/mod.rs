@@ -659,6 +659,10 @@ impl Group {
                     };
                     sent += wire.queue_transmit(&transmit, &buf);
                 }
+                // See the UDP engine's flush: a burst's sends leave over milliseconds.
+                if let Some(logic) = bot.logic.as_mut() {
+                    logic.left(self.ledger.now_ns(Instant::now()));
+                }
             }
             // Sending moves QUIC's timers and may have finished a close.
             self.forward_endpoint_events(key);

@@ -1,0 +1,55 @@
+//! When a received datagram reached the host (`SO_TIMESTAMPNS`): the kernel stamps it as it
+//! comes in, before it waits in the socket's queue.
+//!
+//! A load tool that drives thousands of bots from one core takes a burst in over
+//! milliseconds; stamped at the socket, a reply's latency is the server's and the network's,
+//! not the time the tool took to get to it. The wait itself is then a figure of its own:
+//! how far behind its receive pace the tool fell.
+
+use std::io;
+use std::mem;
+use std::os::fd::{AsRawFd, BorrowedFd};
+
+/// Asks the kernel to stamp each datagram received on `socket` with its arrival time
+/// (`CLOCK_REALTIME`), read with a batch made
+/// [`with_controls`](super::RecvBatch::with_controls).
+pub fn enable_arrival_times(socket: BorrowedFd<'_>) -> io::Result<()> {
+    let on: libc::c_int = 1;
+    // SAFETY: a valid descriptor and a c_int option value of its true size.
+    let result = unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_TIMESTAMPNS,
+            (&raw const on).cast(),
+            mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if result < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// The arrival time in `cmsg`, nanoseconds since the Unix epoch, if it is a timestamp.
+///
+/// # Safety
+///
+/// `cmsg` points at a control message the kernel wrote, `cmsg_len` bytes of it readable.
+pub(crate) unsafe fn read(cmsg: *const libc::cmsghdr) -> Option<u64> {
+    // SAFETY: the caller's promise; reads are unaligned and check the length first.
+    unsafe {
+        let header = std::ptr::read_unaligned(cmsg);
+        if header.cmsg_level != libc::SOL_SOCKET
+            || header.cmsg_type != libc::SCM_TIMESTAMPNS
+            || (header.cmsg_len as usize)
+                < libc::CMSG_LEN(mem::size_of::<libc::timespec>() as u32) as usize
+        {
+            return None;
+        }
+        let at = std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast::<libc::timespec>());
+        let seconds = u64::try_from(at.tv_sec).ok()?;
+        let nanos = u64::try_from(at.tv_nsec).ok()?;
+        Some(seconds * 1_000_000_000 + nanos)
+    }
+}
