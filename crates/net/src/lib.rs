@@ -75,5 +75,7 @@ macro_rules! slot_id {
 pub mod driver;
 pub mod due;
 pub mod udp;
+#[cfg(feature = "server")]
+mod worklist;
 pub mod ws;
 pub mod wt;

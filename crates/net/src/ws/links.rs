@@ -17,6 +17,7 @@ use super::framing::{CloseCode, parse_data_message};
 use super::outbox::WsSendError;
 use super::socket::{ByteStream, ConnectionSlot, ReadOutcome, WsSocket};
 use super::stats::WsCounters;
+use crate::worklist;
 use tickwire_proto::websocket::{self as frame, FrameError, Inbound, MessageReader, opcode};
 
 slot_id! {
@@ -440,9 +441,11 @@ impl WsLinks {
 
     /// Reads every socket that is ready, and writes to those that can take their backlog.
     pub fn handle_io(&mut self, now: Instant) {
-        for index in std::mem::take(&mut self.again) {
+        let again = std::mem::take(&mut self.again);
+        for &index in &again {
             self.read(index, now);
         }
+        self.again = worklist::reuse(again, &mut self.again);
         // Taken before the wait, so readiness that arrives during it is not cleared below.
         let mut context = std::task::Context::from_waker(std::task::Waker::noop());
         let guard = match self.epoll.poll_read_ready(&mut context) {
@@ -544,12 +547,14 @@ impl WsLinks {
 
     /// Writes what each connection was given since the last flush.
     pub fn flush(&mut self) {
-        for index in std::mem::take(&mut self.dirty) {
+        let dirty = std::mem::take(&mut self.dirty);
+        for &index in &dirty {
             if let Some(conn) = self.conns[index].as_mut() {
                 conn.dirty = false;
                 self.write_backlog(index);
             }
         }
+        self.dirty = worklist::reuse(dirty, &mut self.dirty);
         if let Some(counters) = &self.counters {
             let counts = std::mem::take(&mut self.counts);
             for (counter, n) in [

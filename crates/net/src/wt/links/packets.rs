@@ -12,6 +12,7 @@ use super::session::Conn;
 use super::{
     ARENA_BLOCK_BYTES, MAX_SEGMENTS, READ_BUDGET, WtLinkEvent, WtLinkId, WtLinks, arena_room,
 };
+use crate::worklist;
 use crate::ws::{WsClosed, WsCounters};
 use crate::wt::stats::WtCounters;
 
@@ -123,7 +124,8 @@ impl WtLinks {
     pub fn flush(&mut self, now: Instant) {
         self.clock = self.clock.max(now);
         let mut buf = std::mem::take(&mut self.transmit);
-        for index in std::mem::take(&mut self.dirty) {
+        let dirty = std::mem::take(&mut self.dirty);
+        for &index in &dirty {
             let Some(generation) = self.conns[index].as_mut().map(|conn| {
                 conn.dirty = false;
                 conn.generation
@@ -152,6 +154,7 @@ impl WtLinks {
             self.forward_endpoint_events(index);
             self.rearm(index);
         }
+        self.dirty = worklist::reuse(dirty, &mut self.dirty);
         self.transmit = buf;
         self.send_batch();
         self.publish_counts();
@@ -160,12 +163,14 @@ impl WtLinks {
     /// Runs each session touched since the last call: QUIC's endpoint events both ways,
     /// then the session's own events.
     pub(super) fn drive_touched(&mut self, now: Instant) {
-        for index in std::mem::take(&mut self.touched) {
+        let touched = std::mem::take(&mut self.touched);
+        for &index in &touched {
             if let Some(conn) = self.conns[index].as_mut() {
                 conn.touched = false;
             }
             self.drive(index, now);
         }
+        self.touched = worklist::reuse(touched, &mut self.touched);
     }
 
     fn drive(&mut self, index: usize, now: Instant) {
