@@ -60,6 +60,10 @@ mod occupants;
 
 use occupants::{Occupant, Occupants};
 
+/// A publish sends at most `1 / OUT_OF_TURN_SHARE` as many snapshots out of turn as are due
+/// in turn.
+const OUT_OF_TURN_SHARE: usize = 4;
+
 /// The arena room's settings.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ArenaConfig {
@@ -774,12 +778,14 @@ impl Room for ArenaRoom {
         let tick = self.world.tick();
         let ticks_since = tick.saturating_sub(self.published_tick).max(1);
         self.published_tick = tick;
-        // Snapshots out of turn (after a warp or a respawn) at most as many as are due in
-        // turn: 5,000 players warping in one tick then cost at most two ticks' worth of
-        // snapshots per tick, spread over the next ones, not 5,000 at once while their
-        // inputs pile up unread. The others keep their flag for the next publish, or get
-        // their snapshot in turn first.
-        let mut out_of_turn = self.occupants.len().div_ceil(interval as usize).max(1);
+        // Snapshots out of turn (after a warp or a respawn) at most a quarter as many as are
+        // due in turn: 5,000 players warping in one tick then cost the next publish a
+        // quarter more, not 5,000 snapshots at once while their inputs pile up unread, nor
+        // twice a publish, which held the next tick (and the warps it confirms) back by as
+        // much. The others keep their flag for the next publish, or get their snapshot in
+        // turn first, within the interval; a lone warp is still shown at once.
+        let in_turn = self.occupants.len().div_ceil(interval as usize);
+        let mut out_of_turn = in_turn.div_ceil(OUT_OF_TURN_SHARE).max(1);
         let mut published = 0;
         let occupants = self.occupants.as_mut_slice();
         let recipients = occupants.len();
