@@ -8,27 +8,15 @@
 
 use std::io;
 use std::mem;
-use std::os::fd::{AsRawFd, BorrowedFd};
+use std::os::fd::BorrowedFd;
+
+use super::bind::set_int_option;
 
 /// Asks the kernel to stamp each datagram received on `socket` with its arrival time
 /// (`CLOCK_REALTIME`), read with a batch made
 /// [`with_controls`](super::RecvBatch::with_controls).
 pub fn enable_arrival_times(socket: BorrowedFd<'_>) -> io::Result<()> {
-    let on: libc::c_int = 1;
-    // SAFETY: a valid descriptor and a c_int option value of its true size.
-    let result = unsafe {
-        libc::setsockopt(
-            socket.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_TIMESTAMPNS,
-            (&raw const on).cast(),
-            mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if result < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
+    set_int_option(&socket, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1)
 }
 
 /// The arrival time in `cmsg`, nanoseconds since the Unix epoch, if it is a timestamp.

@@ -10,7 +10,9 @@
 use std::io;
 use std::mem;
 use std::net::Ipv4Addr;
-use std::os::fd::{AsRawFd, BorrowedFd};
+use std::os::fd::BorrowedFd;
+
+use super::bind::set_int_option;
 
 /// Room for a datagram's control messages (an `IP_PKTINFO`, an arrival time), aligned as
 /// `cmsghdr` requires.
@@ -32,21 +34,7 @@ impl ControlBuf {
 
 /// Asks the kernel to report each received datagram's local address on `socket`.
 pub fn enable_local_addresses(socket: BorrowedFd<'_>) -> io::Result<()> {
-    let on: libc::c_int = 1;
-    // SAFETY: a valid descriptor and a c_int option value of its true size.
-    let result = unsafe {
-        libc::setsockopt(
-            socket.as_raw_fd(),
-            libc::IPPROTO_IP,
-            libc::IP_PKTINFO,
-            (&raw const on).cast(),
-            mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if result < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
+    set_int_option(&socket, libc::IPPROTO_IP, libc::IP_PKTINFO, 1)
 }
 
 /// Writes an `IP_PKTINFO` control message that sends from `source`; returns its length.
