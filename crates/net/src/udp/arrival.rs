@@ -7,10 +7,10 @@
 //! how far behind its receive pace the tool fell.
 
 use std::io;
-use std::mem;
 use std::os::fd::BorrowedFd;
 
 use super::bind::set_int_option;
+use super::mmsg::control_data;
 
 /// Asks the kernel to stamp each datagram received on `socket` with its arrival time
 /// (`CLOCK_REALTIME`), read with a batch made
@@ -25,19 +25,10 @@ pub fn enable_arrival_times(socket: BorrowedFd<'_>) -> io::Result<()> {
 ///
 /// `cmsg` points at a control message the kernel wrote, `cmsg_len` bytes of it readable.
 pub(crate) unsafe fn read(cmsg: *const libc::cmsghdr) -> Option<u64> {
-    // SAFETY: the caller's promise; reads are unaligned and check the length first.
-    unsafe {
-        let header = std::ptr::read_unaligned(cmsg);
-        if header.cmsg_level != libc::SOL_SOCKET
-            || header.cmsg_type != libc::SCM_TIMESTAMPNS
-            || (header.cmsg_len as usize)
-                < libc::CMSG_LEN(mem::size_of::<libc::timespec>() as u32) as usize
-        {
-            return None;
-        }
-        let at = std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast::<libc::timespec>());
-        let seconds = u64::try_from(at.tv_sec).ok()?;
-        let nanos = u64::try_from(at.tv_nsec).ok()?;
-        Some(seconds * 1_000_000_000 + nanos)
-    }
+    // SAFETY: the caller's promise; the kernel writes a `timespec` for this message.
+    let at: libc::timespec =
+        unsafe { control_data(cmsg, libc::SOL_SOCKET, libc::SCM_TIMESTAMPNS)? };
+    let seconds = u64::try_from(at.tv_sec).ok()?;
+    let nanos = u64::try_from(at.tv_nsec).ok()?;
+    Some(seconds * 1_000_000_000 + nanos)
 }

@@ -130,3 +130,27 @@ pub(crate) fn classify(err: &io::Error) -> ErrorClass {
         _ => ErrorClass::Message,
     }
 }
+
+/// The data of `cmsg` as a `T`, if it is the control message `level`/`kind` and long enough
+/// to hold one.
+///
+/// # Safety
+///
+/// `cmsg` points at a control message the kernel wrote, `cmsg_len` bytes of it readable,
+/// and `T` is the type the kernel writes for `level`/`kind` (plain data, any bit pattern
+/// valid).
+pub(crate) unsafe fn control_data<T: Copy>(
+    cmsg: *const libc::cmsghdr,
+    level: libc::c_int,
+    kind: libc::c_int,
+) -> Option<T> {
+    // SAFETY: the caller's promise; reads are unaligned and check the length first.
+    unsafe {
+        let header = ptr::read_unaligned(cmsg);
+        let wanted = libc::CMSG_LEN(std::mem::size_of::<T>() as u32) as usize;
+        if header.cmsg_level != level || header.cmsg_type != kind || header.cmsg_len < wanted {
+            return None;
+        }
+        Some(ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast::<T>()))
+    }
+}

@@ -13,6 +13,7 @@ use std::net::Ipv4Addr;
 use std::os::fd::BorrowedFd;
 
 use super::bind::set_int_option;
+use super::mmsg::control_data;
 
 /// Room for a datagram's control messages (an `IP_PKTINFO`, an arrival time), aligned as
 /// `cmsghdr` requires.
@@ -73,17 +74,7 @@ pub(crate) fn encode(buf: &mut ControlBuf, source: Ipv4Addr) -> usize {
 ///
 /// `cmsg` points at a control message the kernel wrote, `cmsg_len` bytes of it readable.
 pub(crate) unsafe fn read(cmsg: *const libc::cmsghdr) -> Option<Ipv4Addr> {
-    // SAFETY: the caller's promise; reads are unaligned and check the length first.
-    unsafe {
-        let header = std::ptr::read_unaligned(cmsg);
-        if header.cmsg_level != libc::IPPROTO_IP
-            || header.cmsg_type != libc::IP_PKTINFO
-            || (header.cmsg_len as usize)
-                < libc::CMSG_LEN(mem::size_of::<libc::in_pktinfo>() as u32) as usize
-        {
-            return None;
-        }
-        let info = std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast::<libc::in_pktinfo>());
-        Some(Ipv4Addr::from(u32::from_be(info.ipi_addr.s_addr)))
-    }
+    // SAFETY: the caller's promise; the kernel writes an `in_pktinfo` for this message.
+    let info: libc::in_pktinfo = unsafe { control_data(cmsg, libc::IPPROTO_IP, libc::IP_PKTINFO)? };
+    Some(Ipv4Addr::from(u32::from_be(info.ipi_addr.s_addr)))
 }
