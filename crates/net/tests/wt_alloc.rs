@@ -11,10 +11,8 @@
 //! other side, and count the allocations on that thread only.
 
 use std::net::{SocketAddr, UdpSocket};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc as std_mpsc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -25,6 +23,10 @@ use tickwire_net::wt::{
 };
 use tickwire_proto::ConnectionParams;
 use tokio::sync::oneshot;
+
+mod wt_support;
+
+use wt_support::{LinksThread, wait_readable};
 
 #[global_allocator]
 static ALLOCATOR: CountingAllocator = CountingAllocator;
@@ -77,8 +79,8 @@ struct Server {
     addr: SocketAddr,
     hash: String,
     commands: std_mpsc::Sender<Command>,
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
+    /// Stops the links' thread when the server is dropped.
+    _thread: LinksThread,
 }
 
 impl Server {
@@ -99,15 +101,12 @@ impl Server {
         let hash = links.cert_sha256().expect("self-signed").to_owned();
         let accepted = accepted_message(&ws.params).unwrap();
         let (commands, command_rx) = std_mpsc::channel();
-        let stop = Arc::new(AtomicBool::new(false));
-        let stopping = stop.clone();
-        let thread = std::thread::spawn(move || serve(links, &accepted, &command_rx, &stopping));
+        let thread = LinksThread::spawn(move |stop| serve(links, &accepted, &command_rx, stop));
         Self {
             addr,
             hash,
             commands,
-            stop,
-            thread: Some(thread),
+            _thread: thread,
         }
     }
 
@@ -154,15 +153,6 @@ impl Server {
             done,
         })
         .await
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
     }
 }
 
@@ -247,18 +237,6 @@ fn serve(
             }
         }
     }
-}
-
-fn wait_readable(links: &WtLinks, wait: Duration) {
-    use std::os::fd::AsRawFd;
-    let mut poll = libc::pollfd {
-        fd: links.as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    let millis = wait.as_millis().min(1000) as libc::c_int;
-    // SAFETY: one valid pollfd for the call's duration.
-    unsafe { libc::poll(&mut poll, 1, millis) };
 }
 
 /// Sends [`RECEIVED`] datagrams of `message` from the client, [`CLIENT_BURST`] at a time,

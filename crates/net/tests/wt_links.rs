@@ -9,7 +9,6 @@ use std::net::{SocketAddr, UdpSocket};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc as std_mpsc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -23,6 +22,10 @@ use tickwire_net::wt::{
 };
 use tickwire_proto::ConnectionParams;
 use tokio::sync::{mpsc, oneshot};
+
+mod wt_support;
+
+use wt_support::{LinksThread, wait_readable};
 
 /// How long a test waits for something that should happen at once.
 const WAIT: Duration = Duration::from_secs(10);
@@ -65,8 +68,8 @@ struct Server {
     hash: String,
     commands: std_mpsc::Sender<Command>,
     seen: mpsc::UnboundedReceiver<Seen>,
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
+    /// Stops the links' thread when the server is dropped.
+    _thread: LinksThread,
 }
 
 fn params(timeout: Duration) -> ConnectionParams {
@@ -100,18 +103,15 @@ impl Server {
         let accepted = accepted_message(&ws.params).unwrap();
         let (commands, command_rx) = std_mpsc::channel();
         let (seen_tx, seen) = mpsc::unbounded_channel();
-        let stop = Arc::new(AtomicBool::new(false));
-        let stopping = stop.clone();
-        let thread = std::thread::spawn(move || {
-            serve(links, &accepted, &command_rx, &seen_tx, &stopping);
+        let thread = LinksThread::spawn(move |stop| {
+            serve(links, &accepted, &command_rx, &seen_tx, stop);
         });
         Self {
             addr,
             hash,
             commands,
             seen,
-            stop,
-            thread: Some(thread),
+            _thread: thread,
         }
     }
 
@@ -154,15 +154,6 @@ impl Server {
 
     fn command(&self, command: Command) {
         self.commands.send(command).unwrap();
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
     }
 }
 
@@ -259,18 +250,6 @@ fn serve(
         }
         links.flush(Instant::now());
     }
-}
-
-fn wait_readable(links: &WtLinks, wait: Duration) {
-    use std::os::fd::AsRawFd;
-    let mut poll = libc::pollfd {
-        fd: links.as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    let millis = wait.as_millis().min(1000) as libc::c_int;
-    // SAFETY: one valid pollfd for the call's duration.
-    unsafe { libc::poll(&mut poll, 1, millis) };
 }
 
 fn config() -> WtConfig {
