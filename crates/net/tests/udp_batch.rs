@@ -514,10 +514,31 @@ async fn arrival_times_are_when_a_datagram_came_not_when_it_was_read() {
     let fd = std::os::fd::AsFd::as_fd(socket.as_tokio());
     tickwire_net::udp::enable_arrival_times(fd).unwrap();
     tickwire_net::udp::enable_local_addresses(fd).unwrap();
-    // The kernel turns its receive stamping on in a work item of its own, not within the
-    // call: until then a datagram is stamped when it is read.
-    tokio::time::sleep(Duration::from_millis(100)).await;
     let peer = BatchSocket::bind(loopback()).unwrap();
+    // The kernel turns its receive stamping on in a work item of its own, not within the
+    // call: until then a datagram is stamped when it is read. Probes until one keeps the
+    // time it came (a busy machine may run that work item late).
+    let mut inbox = RecvBatch::with_controls();
+    let deadline = std::time::Instant::now() + TIMEOUT;
+    loop {
+        let mut probe = SendBatch::new();
+        probe.push(socket.local_addr().unwrap(), &[0xFF]);
+        peer.send_batch(&mut probe).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        socket.recv_batch(&mut inbox).await.unwrap();
+        let read = wall_ns();
+        let stamped_early = inbox
+            .iter_received()
+            .filter_map(|received| received.arrived_ns)
+            .any(|arrived| read - arrived >= 5_000_000);
+        if stamped_early {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the kernel never stamped a datagram at its arrival"
+        );
+    }
     let before = wall_ns();
     let mut out = SendBatch::new();
     for i in 0..3u8 {
@@ -527,7 +548,6 @@ async fn arrival_times_are_when_a_datagram_came_not_when_it_was_read() {
     let sent = wall_ns();
     // They wait in the socket's queue; the stamps must not move with the wait.
     tokio::time::sleep(Duration::from_millis(30)).await;
-    let mut inbox = RecvBatch::with_controls();
     let mut seen = 0;
     while seen < 3 {
         socket.recv_batch(&mut inbox).await.unwrap();
