@@ -159,18 +159,13 @@ impl ArenaMeter {
     /// The warp scheduled at `scheduled_ns`, which left the bot at `left_ns`, was
     /// confirmed at `now_ns`.
     pub fn teleport_confirm(&mut self, scheduled_ns: u64, left_ns: u64, now_ns: u64) {
-        let (from_left, from_schedule, leaving) = (
-            &mut self.teleport_confirmed,
-            &mut self.teleport_scheduled,
-            &mut self.teleport_left,
-        );
-        if let Some(tally) = from_left {
+        if let Some(tally) = &mut self.teleport_confirmed {
             tally.on_arrival(left_ns, now_ns, Seen::InOrder);
         }
-        if let Some(tally) = from_schedule {
+        if let Some(tally) = &mut self.teleport_scheduled {
             tally.on_arrival(scheduled_ns, now_ns, Seen::InOrder);
         }
-        if let Some(tally) = leaving {
+        if let Some(tally) = &mut self.teleport_left {
             tally.on_arrival(scheduled_ns, left_ns, Seen::InOrder);
         }
     }

@@ -26,7 +26,7 @@ use tokio::sync::oneshot;
 
 mod wt_support;
 
-use wt_support::{LinksThread, wait_readable};
+use wt_support::{LinksThread, wait_for_turn};
 
 #[global_allocator]
 static ALLOCATOR: CountingAllocator = CountingAllocator;
@@ -170,13 +170,7 @@ fn serve(
     let mut reading_turns = 0;
     let mut waiting: Option<(u64, oneshot::Sender<()>)> = None;
     while !stop.load(Ordering::Relaxed) {
-        let wait = links
-            .poll_timeout()
-            .map_or(Duration::from_millis(5), |at| {
-                at.saturating_duration_since(Instant::now())
-            })
-            .min(Duration::from_millis(5));
-        wait_readable(&links, wait);
+        wait_for_turn(&links);
         let now = Instant::now();
         let (before, packets) = (thread_allocations(), links.recv_stats().datagrams);
         while !links.handle_io(now) {}

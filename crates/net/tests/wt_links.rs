@@ -25,7 +25,7 @@ use tokio::sync::{mpsc, oneshot};
 
 mod wt_support;
 
-use wt_support::{LinksThread, wait_readable};
+use wt_support::{LinksThread, wait_for_turn};
 
 /// How long a test waits for something that should happen at once.
 const WAIT: Duration = Duration::from_secs(10);
@@ -169,13 +169,7 @@ fn serve(
     let mut open: Vec<WtLinkId> = Vec::new();
     let mut sending = None;
     while !stop.load(Ordering::Relaxed) {
-        let wait = links
-            .poll_timeout()
-            .map_or(Duration::from_millis(5), |at| {
-                at.saturating_duration_since(Instant::now())
-            })
-            .min(Duration::from_millis(5));
-        wait_readable(&links, wait);
+        wait_for_turn(&links);
         let now = Instant::now();
         while !links.handle_io(now) {}
         links.handle_timeout(now);

@@ -507,12 +507,16 @@ impl Group {
                 let Some(bot) = self.bots.get_mut(key) else {
                     continue;
                 };
-                // When it arrived, on the plan's clock: what its messages are timed by.
+                // When it arrived, on the plan's clock: what its messages are timed by. The
+                // wait since is counted only where the kernel said when.
                 let arrived_ns = match datagram.arrived_ns {
-                    Some(arrived) => now_ns.saturating_sub(wall_now_ns.saturating_sub(arrived)),
+                    Some(arrived) => {
+                        let at = now_ns.saturating_sub(wall_now_ns.saturating_sub(arrived));
+                        self.ledger.recv_lag(at, now_ns);
+                        at
+                    }
                     None => now_ns,
                 };
-                self.ledger.recv_lag(arrived_ns, now_ns);
                 bot.take_in(
                     &mut self.ledger,
                     now,

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tickwire_net::wt::WtLinks;
 
@@ -38,8 +38,20 @@ impl Drop for LinksThread {
     }
 }
 
+/// A shard's wait between turns: until the links' socket is readable or their next
+/// deadline, 5 ms at most (so a test's commands are seen).
+pub fn wait_for_turn(links: &WtLinks) {
+    let wait = links
+        .poll_timeout()
+        .map_or(Duration::from_millis(5), |at| {
+            at.saturating_duration_since(Instant::now())
+        })
+        .min(Duration::from_millis(5));
+    wait_readable(links, wait);
+}
+
 /// Waits until the links' socket is readable, or `wait` (at most a second) has passed.
-pub fn wait_readable(links: &WtLinks, wait: Duration) {
+fn wait_readable(links: &WtLinks, wait: Duration) {
     use std::os::fd::AsRawFd;
     let mut poll = libc::pollfd {
         fd: links.as_raw_fd(),
