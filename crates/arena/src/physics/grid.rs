@@ -33,6 +33,44 @@ impl CellEntry {
     };
 }
 
+/// The grid's items copied out cell by cell ([`SpatialGrid::pack`]), each beside a value
+/// of the owner's (the world: its position). A pass that visits every item's neighbourhood
+/// reads each cell from one run of memory instead of following its list item by item: in a
+/// packed crowd (5,000 players on a 200 m² plaza, 25 to a cell) each player looks at about
+/// a hundred neighbours, and following a list is a dependent load per neighbour.
+#[derive(Debug, Clone)]
+pub struct PackedCells<T> {
+    /// Cell by cell, each cell's items in its list's order (newest first).
+    entries: Vec<PackedEntry<T>>,
+    /// By item id: where its cell's run starts, for the items that head a cell's list.
+    place: Vec<u32>,
+}
+
+impl<T> Default for PackedCells<T> {
+    fn default() -> Self {
+        Self {
+            entries: Vec::new(),
+            place: Vec::new(),
+        }
+    }
+}
+
+impl<T> PackedCells<T> {
+    /// Makes room for `items` so that packing as many does not allocate.
+    pub fn reserve(&mut self, items: usize) {
+        self.entries
+            .reserve(items.saturating_sub(self.entries.len()));
+        self.place.reserve(items.saturating_sub(self.place.len()));
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct PackedEntry<T> {
+    cell: u32,
+    id: u32,
+    value: T,
+}
+
 /// A uniform grid over `0..width` × `0..height` metres.
 ///
 /// ```
@@ -248,6 +286,56 @@ impl SpatialGrid {
         }
     }
 
+    /// Copies the items out cell by cell into `packed`, each beside `value(id)`, for
+    /// [`for_each_packed`](Self::for_each_packed). Valid until the grid next changes.
+    pub fn pack<T: Copy>(&self, value: impl Fn(u32) -> T, packed: &mut PackedCells<T>) {
+        packed.entries.clear();
+        packed.place.resize(self.links.len(), NONE);
+        for (first, link) in self.links.iter().enumerate() {
+            // Each cell's run starts at its list's head: the item no other precedes.
+            if link.cell == NONE || link.prev != NONE {
+                continue;
+            }
+            packed.place[first] = packed.entries.len() as u32;
+            let mut id = first as u32;
+            while id != NONE {
+                packed.entries.push(PackedEntry {
+                    cell: link.cell,
+                    id,
+                    value: value(id),
+                });
+                id = self.links[id as usize].next;
+            }
+        }
+    }
+
+    /// As [`for_each`](Self::for_each), in the same order, reading each cell's items and
+    /// their values from `packed` (made by [`pack`](Self::pack) since the grid last
+    /// changed).
+    #[inline]
+    pub fn for_each_packed<T: Copy>(
+        &self,
+        packed: &PackedCells<T>,
+        area: Aabb,
+        mut visit: impl FnMut(u32, T),
+    ) {
+        let (column0, row0) = self.column_row(area.min);
+        let (column1, row1) = self.column_row(area.max);
+        for row in row0..=row1 {
+            for column in column0..=column1 {
+                let cell = row * self.columns + column;
+                let head = self.heads[cell as usize];
+                if head == NONE {
+                    continue;
+                }
+                let run = &packed.entries[packed.place[head as usize] as usize..];
+                for entry in run.iter().take_while(|entry| entry.cell == cell) {
+                    visit(entry.id, entry.value);
+                }
+            }
+        }
+    }
+
     /// Replaces `out` with the items in the cells `area` touches (candidates: the caller
     /// tests exact shapes). Reuses `out`'s allocation.
     pub fn query(&self, area: Aabb, out: &mut Vec<u32>) {
@@ -419,5 +507,43 @@ mod tests {
             assert_eq!(out.len(), 100);
         }
         assert_eq!((out.capacity(), grid.links.capacity()), capacity);
+    }
+
+    #[test]
+    fn packed_cells_are_visited_as_the_lists_are_with_their_values() {
+        let mut grid = SpatialGrid::new(Vec2::new(8.0, 8.0), 1.0);
+        // A crowd over a few cells, some moved and removed so that lists are out of id
+        // order, and an id that is not in the grid.
+        let position =
+            |id: u32| Vec2::new(2.0 + (id % 7) as f32 * 0.31, 3.0 + (id % 5) as f32 * 0.27);
+        for id in 0..40 {
+            grid.insert(id, position(id));
+        }
+        for id in (0..40).step_by(3) {
+            grid.update(id, position(id + 1));
+        }
+        grid.remove(17);
+        let value = |id: u32| id * 10;
+        let mut packed = PackedCells::default();
+        grid.pack(value, &mut packed);
+        for area in [
+            Aabb::from_coords(0.0, 0.0, 8.0, 8.0),
+            Aabb::around_circle(Vec2::new(3.0, 3.5), 0.8),
+            Aabb::from_coords(2.5, 3.2, 2.6, 3.3),
+            Aabb::from_coords(6.0, 6.0, 7.0, 7.0),
+        ] {
+            let mut listed = Vec::new();
+            grid.for_each(area, |id| listed.push((id, value(id))));
+            let mut read = Vec::new();
+            grid.for_each_packed(&packed, area, |id, value| read.push((id, value)));
+            assert_eq!(read, listed, "{area:?}");
+        }
+        let mut all = Vec::new();
+        grid.for_each_packed(&packed, Aabb::from_coords(0.0, 0.0, 8.0, 8.0), |id, _| {
+            all.push(id)
+        });
+        all.sort_unstable();
+        let expected: Vec<u32> = (0..40).filter(|&id| id != 17).collect();
+        assert_eq!(all, expected);
     }
 }

@@ -20,4 +20,4 @@ mod grid;
 
 pub use boxes::BoxIndex;
 pub use contact::Contact;
-pub use grid::SpatialGrid;
+pub use grid::{PackedCells, SpatialGrid};
