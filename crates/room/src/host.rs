@@ -390,6 +390,11 @@ impl RoomHost {
         self.state.auto_dispose
     }
 
+    /// When the room's next tick is due (its timers aside).
+    pub fn next_tick_at(&self) -> Instant {
+        self.timestep.next_deadline()
+    }
+
     /// When the next tick or timer is due.
     pub fn next_deadline(&self) -> Instant {
         let tick = self.timestep.next_deadline();

@@ -256,10 +256,20 @@ struct HostedRoom {
     empty_since: Option<Instant>,
     /// Someone has sat in it: from then on the room's own auto-dispose delay applies.
     ever_joined: bool,
-    /// Ticks ran and await the publish phase: their count and the time they took.
-    unpublished: Option<(u32, Duration)>,
+    /// Ticks ran and await the publish phase.
+    unpublished: Option<Unpublished>,
+    /// How long the room's last publish took: what the next one is expected to take.
+    last_publish: Duration,
     traffic: RoomTraffic,
     recent_ticks: RecentTicks,
+}
+
+/// Ticks a room ran that its publish phase has not yet followed.
+#[derive(Debug, Clone, Copy)]
+struct Unpublished {
+    ticks: u32,
+    /// The time they took.
+    took: Duration,
 }
 
 struct Seated {
@@ -276,6 +286,8 @@ pub struct ShardStats {
     pub ticks: u64,
     /// Ticks skipped by rooms that fell behind.
     pub ticks_skipped: u64,
+    /// Publishes that waited for the room's next tick, having fallen too close to it.
+    pub publishes_waited: u64,
     /// Rooms disposed of after staying empty.
     pub rooms_disposed: u64,
     /// Seats given up because a player did not reconnect in time.
@@ -447,6 +459,7 @@ impl Shard {
                 empty_since: Some(now),
                 ever_joined: false,
                 unpublished: None,
+                last_publish: Duration::ZERO,
                 traffic: RoomTraffic::default(),
                 recent_ticks: RecentTicks::default(),
             },
@@ -702,12 +715,15 @@ impl Shard {
                         _ => Duration::ZERO,
                     };
                     match &mut hosted.unpublished {
-                        Some((ticks, time)) => {
-                            *ticks += due.ticks;
-                            *time += took;
+                        Some(pending) => {
+                            pending.ticks += due.ticks;
+                            pending.took += took;
                         }
                         None => {
-                            hosted.unpublished = Some((due.ticks, took));
+                            hosted.unpublished = Some(Unpublished {
+                                ticks: due.ticks,
+                                took,
+                            });
                             self.unpublished.push(id);
                         }
                     }
@@ -736,17 +752,34 @@ impl Shard {
 
     fn publish_rooms(&mut self, now: Instant, mut clock: Option<&mut dyn FnMut() -> Instant>) {
         let mut ids = std::mem::take(&mut self.unpublished);
-        for id in ids.drain(..) {
+        let mut waiting = 0;
+        for index in 0..ids.len() {
+            let id = ids[index];
             let Some(hosted) = self.rooms.get_mut(&id) else {
                 continue;
             };
-            let Some((ticks, ticked)) = hosted.unpublished.take() else {
+            let Some(Unpublished { ticks, took }) = hosted.unpublished else {
                 continue;
             };
             let started = clock.as_mut().map(|clock| clock());
+            // A publish that would run into the room's next tick waits for it (for one
+            // tick at most): that tick's events (a crowd's warp confirmations) then leave
+            // before these snapshots instead of a publish and its sends later, and the
+            // publish after it covers both ticks (a room publishes its newest state).
+            let runs_into_tick = started
+                .is_some_and(|started| started + hosted.last_publish >= hosted.host.next_tick_at());
+            if runs_into_tick && ticks < 2 {
+                self.stats.publishes_waited += 1;
+                ids[waiting] = id;
+                waiting += 1;
+                continue;
+            }
+            hosted.unpublished = None;
             hosted.host.publish(now);
             if let (Some(started), Some(clock)) = (started, clock.as_mut()) {
-                let per_tick = (ticked + clock().saturating_duration_since(started)) / ticks;
+                let published = clock().saturating_duration_since(started);
+                hosted.last_publish = published;
+                let per_tick = (took + published) / ticks;
                 let step =
                     Duration::from_nanos(1_000_000_000 / u64::from(hosted.host.tick_rate_hz()));
                 if let Some(observer) = self.tick_observer.as_mut() {
@@ -765,6 +798,7 @@ impl Shard {
             }
             self.route(id, now);
         }
+        ids.truncate(waiting);
         self.unpublished = ids;
     }
 
@@ -1386,6 +1420,89 @@ mod tests {
         assert_eq!(shard.tick_times()["phases"].count(), 3, "timed ticks only");
     }
 
+    /// As [`Phases`], its publish taking a fixed time on a fake clock.
+    struct SlowPublish {
+        phases: Phases,
+        cost: Duration,
+        clock: std::sync::Arc<std::sync::Mutex<Instant>>,
+    }
+
+    impl Room for SlowPublish {
+        fn tick(&mut self, ctx: &mut crate::room::RoomContext<'_>) {
+            self.phases.tick(ctx);
+        }
+
+        fn publish(&mut self, ctx: &mut crate::room::RoomContext<'_>) {
+            self.phases.publish(ctx);
+            *self.clock.lock().unwrap() += self.cost;
+        }
+    }
+
+    #[test]
+    fn a_publish_that_would_run_into_the_next_tick_waits_for_it_once() {
+        let start = Instant::now();
+        let fake = std::sync::Arc::new(std::sync::Mutex::new(start));
+        let room = SlowPublish {
+            phases: Phases::default(),
+            cost: Duration::from_millis(5),
+            clock: fake.clone(),
+        };
+        let mut shard = Shard::new(ShardConfig::default());
+        shard
+            .create_room(start, RoomId(1), "slow", Box::new(room), 4)
+            .unwrap();
+        shard
+            .join(start, RoomId(1), PlayerId(1), "a".into())
+            .unwrap();
+        shard.drain_outputs().for_each(drop);
+        let texts = |shard: &mut Shard| -> Vec<String> {
+            sends(shard)
+                .into_iter()
+                .map(|(_, _, message)| String::from_utf8(message.to_vec()).unwrap())
+                .collect()
+        };
+        let at = |ms: f64| start + Duration::from_secs_f64(ms / 1e3);
+        let set = |ms: f64| *fake.lock().unwrap() = at(ms);
+        let mut clock = {
+            let fake = fake.clone();
+            move || *fake.lock().unwrap()
+        };
+
+        // Tick 1 at 0 ms, its publish at 1 ms: 5 ms, well before tick 2 (16.7 ms).
+        set(0.0);
+        shard.tick_due(at(0.0), &mut clock);
+        set(1.0);
+        shard.publish_due(at(0.0), &mut clock);
+        assert_eq!(texts(&mut shard), ["tick 1", "publish after 1"]);
+
+        // Tick 2 at 16.7 ms; its sends and reading ran long, and its publish would start at
+        // 30 ms: with the last one's 5 ms it would run past tick 3 (33.3 ms). It waits.
+        set(16.7);
+        shard.tick_due(at(16.7), &mut clock);
+        set(30.0);
+        shard.publish_due(at(16.7), &mut clock);
+        assert_eq!(texts(&mut shard), ["tick 2"]);
+        assert!(shard.publish_pending());
+        assert_eq!(shard.stats().publishes_waited, 1);
+
+        // Tick 3 goes first; the publish after it covers both ticks, however near tick 4.
+        set(33.4);
+        shard.tick_due(at(33.4), &mut clock);
+        set(49.0);
+        shard.publish_due(at(33.4), &mut clock);
+        assert_eq!(texts(&mut shard), ["tick 3", "publish after 3"]);
+        assert!(!shard.publish_pending());
+        assert_eq!(shard.stats().publishes_waited, 1);
+        assert_eq!(shard.tick_times()["slow"].count(), 3, "every tick timed");
+
+        // Back on time: tick 4 at 50 ms, its publish at 51 ms.
+        set(50.1);
+        shard.tick_due(at(50.1), &mut clock);
+        set(51.0);
+        shard.publish_due(at(50.1), &mut clock);
+        assert_eq!(texts(&mut shard), ["tick 4", "publish after 4"]);
+    }
+
     /// A room whose every tick takes a fixed time on a fake clock.
     struct Busy {
         cost: Duration,
@@ -1427,6 +1544,12 @@ mod tests {
         for ms in (0..=1_000).step_by(10) {
             shard.run_timed(start + Duration::from_millis(ms), &mut clock);
         }
+        // This clock only adds the ticks' costs, so it runs ahead of the turns (27 ms of
+        // ticks in every 16.7 ms): each publish waits for the room's next tick, and the
+        // last one still waits. It runs with the clock back at its turn's time.
+        *fake.lock().unwrap() = start + Duration::from_millis(1_000);
+        shard.publish_due(start + Duration::from_millis(1_000), &mut clock);
+        assert!(!shard.publish_pending());
         let times = shard.tick_times();
         let quick = &times["quick"];
         let slow = &times["slow"];

@@ -338,6 +338,11 @@ impl Metrics {
         self.counter("tickwire_admin_lockouts_total", &[], credentials.lockouts);
         self.counter("tickwire_ticks_total", &[], shard.ticks);
         self.counter("tickwire_ticks_skipped_total", &[], shard.ticks_skipped);
+        self.counter(
+            "tickwire_publishes_waited_total",
+            &[],
+            shard.publishes_waited,
+        );
         for (kind, count) in &overruns {
             self.counter("tickwire_tick_overruns_total", &[("kind", kind)], *count);
         }
@@ -507,6 +512,7 @@ fn add_udp(total: &mut tickwire_proto::ServerStats, one: &tickwire_proto::Server
 fn add_shard(total: &mut crate::shard::ShardStats, one: &crate::shard::ShardStats) {
     total.ticks += one.ticks;
     total.ticks_skipped += one.ticks_skipped;
+    total.publishes_waited += one.publishes_waited;
     total.rooms_disposed += one.rooms_disposed;
     total.rooms_crashed += one.rooms_crashed;
     total.seats_expired += one.seats_expired;
