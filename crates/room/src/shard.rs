@@ -1342,6 +1342,14 @@ mod tests {
         assert_eq!(sent, [(PlayerId(1), 0, Bytes::from_static(b"ring"))]);
     }
 
+    /// What the shard sent since the last call, as text.
+    fn texts(shard: &mut Shard) -> Vec<String> {
+        sends(shard)
+            .into_iter()
+            .map(|(_, _, message)| String::from_utf8(message.to_vec()).unwrap())
+            .collect()
+    }
+
     /// Sends "tick n" from each tick and "publish after n" from its publish phase.
     #[derive(Default)]
     struct Phases {
@@ -1404,12 +1412,6 @@ mod tests {
         // Three ticks due at once (0, 1 and 2 at 60 Hz): their events, and nothing more,
         // until the publish phase, which runs once.
         shard.tick_due(start + Duration::from_millis(40), &mut clock);
-        let texts = |shard: &mut Shard| -> Vec<String> {
-            sends(shard)
-                .into_iter()
-                .map(|(_, _, message)| String::from_utf8(message.to_vec()).unwrap())
-                .collect()
-        };
         assert_eq!(texts(&mut shard), ["tick 1", "tick 2", "tick 3"]);
         shard.publish_due(start + Duration::from_millis(40), &mut clock);
         assert_eq!(texts(&mut shard), ["publish after 3"]);
@@ -1455,12 +1457,6 @@ mod tests {
             .join(start, RoomId(1), PlayerId(1), "a".into())
             .unwrap();
         shard.drain_outputs().for_each(drop);
-        let texts = |shard: &mut Shard| -> Vec<String> {
-            sends(shard)
-                .into_iter()
-                .map(|(_, _, message)| String::from_utf8(message.to_vec()).unwrap())
-                .collect()
-        };
         let at = |ms: f64| start + Duration::from_secs_f64(ms / 1e3);
         let set = |ms: f64| *fake.lock().unwrap() = at(ms);
         let mut clock = {
