@@ -286,7 +286,8 @@ pub struct ShardStats {
     pub ticks: u64,
     /// Ticks skipped by rooms that fell behind.
     pub ticks_skipped: u64,
-    /// Publishes that waited for the room's next tick, having fallen too close to it.
+    /// Turns in which a room's publish waited for its next tick, having fallen too close to
+    /// it (one tick at most).
     pub publishes_waited: u64,
     /// Rooms disposed of after staying empty.
     pub rooms_disposed: u64,
