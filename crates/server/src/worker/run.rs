@@ -226,12 +226,11 @@ impl Worker {
         // read between that tick and its publish. A whole turn's reading (9 ms after a
         // crowd's warp) would otherwise hold back the tick that confirms the warps read
         // meanwhile.
-        let tick_due = self
-            .sessions
-            .shard()
-            .next_deadline()
-            .is_some_and(|at| at <= now);
-        let batches = if first_in_hand && tick_due {
+        let tick_due = || {
+            let due = self.sessions.shard().next_deadline();
+            due.is_some_and(|at| at <= now)
+        };
+        let batches = if first_in_hand && tick_due() {
             1
         } else {
             RECV_BATCHES_PER_TURN
