@@ -5,9 +5,13 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use tickwire_aead::SealBatch;
 
 use crate::crypto::{Cipher, Key};
-use crate::packet::{ENCRYPTED_OVERHEAD_MAX, EncryptedHeader, PacketType, write_encrypted};
+use crate::packet::{
+    ENCRYPTED_OVERHEAD_MAX, EncryptedHeader, PacketType, UnsealedPacket, write_encrypted,
+    write_unsealed,
+};
 use crate::params::{ConnectionParams, DisconnectReason};
 use crate::reliable::{Deliver, Reliability, ReliabilityConfig, ReliabilityStats, SendError};
 use crate::replay::ReplayWindow;
@@ -220,21 +224,37 @@ impl Connection {
     /// Writes the next payload packet into `buf`: data, owed acks, or a keepalive when the
     /// connection has been quiet for the keepalive interval. `None` when nothing is due.
     pub(crate) fn write_payload(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
+        let packet = self.write_payload_unsealed(now, buf)?;
+        packet.seal(buf, &Cipher::new(&self.send_key), self.protocol_id);
+        Some(packet.len)
+    }
+
+    /// [`write_payload`](Self::write_payload) into `buf[offset..end]`, queued in `batch` to
+    /// be sealed with other connections' packets (the server's send turn). Returns the
+    /// packet's length.
+    pub(crate) fn stage_payload(
+        &mut self,
+        now: Instant,
+        buf: &mut [u8],
+        offset: usize,
+        end: usize,
+        batch: &mut SealBatch,
+    ) -> Option<usize> {
+        let packet = self.write_payload_unsealed(now, &mut buf[offset..end])?;
+        packet.queue(batch, &self.send_key, self.protocol_id, buf, offset);
+        Some(packet.len)
+    }
+
+    fn write_payload_unsealed(&mut self, now: Instant, buf: &mut [u8]) -> Option<UnsealedPacket> {
         let force = now.saturating_duration_since(self.last_sent) >= self.keepalive_interval;
-        let sequence = self.send_sequence;
         let reliability = &mut self.reliability;
-        let len = write_encrypted(
-            buf,
-            PacketType::Payload,
-            sequence,
-            &Cipher::new(&self.send_key),
-            self.protocol_id,
-            |body| reliability.write_packet(now, body, force),
-        )?;
+        let packet = write_unsealed(buf, PacketType::Payload, self.send_sequence, |body| {
+            reliability.write_packet(now, body, force)
+        })?;
         self.next_sequence();
         self.last_sent = now;
         self.counters.packets_sent += 1;
-        Some(len)
+        Some(packet)
     }
 
     /// Writes an encrypted control packet (accepted, disconnect, denied) with `body`.
@@ -261,6 +281,12 @@ impl Connection {
         self.last_sent = now;
         self.counters.packets_sent += 1;
         Some(len)
+    }
+
+    /// Asks for the state a payload written now reads outside this struct (see
+    /// [`Reliability::prefetch_for_write`]).
+    pub(crate) fn prefetch_for_write(&self) {
+        self.reliability.prefetch_for_write();
     }
 
     /// Whether [`write_payload`](Self::write_payload) has data or an owed ack to write now;

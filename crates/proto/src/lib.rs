@@ -42,6 +42,7 @@ pub mod reliable;
 mod replay;
 mod server;
 pub mod sim;
+mod staged;
 pub mod token;
 pub mod websocket;
 pub mod webtransport;

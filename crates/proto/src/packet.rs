@@ -3,6 +3,8 @@
 
 use std::net::SocketAddr;
 
+use tickwire_aead::SealBatch;
+
 use crate::bytes_io::{ByteReader, ByteWriter};
 use crate::crypto::{Cipher, KEY_BYTES, Key, NONCE_BYTES, TAG_BYTES, sequence_nonce};
 use crate::token::{PRIVATE_TOKEN_BYTES, USER_DATA_BYTES, VERSION_INFO};
@@ -234,6 +236,59 @@ pub(crate) fn write_encrypted(
     protocol_id: u64,
     fill: impl FnOnce(&mut [u8]) -> Option<usize>,
 ) -> Option<usize> {
+    let packet = write_unsealed(buf, packet_type, sequence, fill)?;
+    packet.seal(buf, cipher, protocol_id);
+    Some(packet.len)
+}
+
+/// An encrypted packet written in the clear: its header, its body, and room for the tag,
+/// waiting to be sealed with others ([`queue`](Self::queue)).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct UnsealedPacket {
+    /// The whole packet's length, the tag's room included.
+    pub(crate) len: usize,
+    header_len: usize,
+    sequence: u64,
+}
+
+impl UnsealedPacket {
+    /// Seals the packet, written at the start of `buf`, at once.
+    pub(crate) fn seal(&self, buf: &mut [u8], cipher: &Cipher, protocol_id: u64) {
+        cipher.seal(
+            sequence_nonce(self.sequence),
+            &packet_aad(protocol_id, buf[0]),
+            &mut buf[self.header_len..self.len],
+        );
+    }
+
+    /// Queues the packet, written at `offset` of the buffer `batch` will seal, to be sealed
+    /// under `key`: the same nonce and associated data as [`write_encrypted`].
+    pub(crate) fn queue(
+        &self,
+        batch: &mut SealBatch,
+        key: &Key,
+        protocol_id: u64,
+        buf: &[u8],
+        offset: usize,
+    ) {
+        batch.push(
+            &key.0,
+            &sequence_nonce(self.sequence),
+            &packet_aad(protocol_id, buf[offset]),
+            offset + self.header_len,
+            self.len - self.header_len - TAG_BYTES,
+        );
+    }
+}
+
+/// [`write_encrypted`] without the sealing: the header and body, and the tag's room left
+/// as it was.
+pub(crate) fn write_unsealed(
+    buf: &mut [u8],
+    packet_type: PacketType,
+    sequence: u64,
+    fill: impl FnOnce(&mut [u8]) -> Option<usize>,
+) -> Option<UnsealedPacket> {
     let sequence_len = sequence_bytes(sequence);
     let header_len = 1 + sequence_len;
     let body_room = buf.len().checked_sub(header_len + TAG_BYTES)?;
@@ -241,16 +296,13 @@ pub(crate) fn write_encrypted(
     if body_len > body_room {
         return None;
     }
-    let prefix = (sequence_len as u8) << 4 | packet_type as u8;
-    buf[0] = prefix;
+    buf[0] = (sequence_len as u8) << 4 | packet_type as u8;
     buf[1..header_len].copy_from_slice(&sequence.to_le_bytes()[..sequence_len]);
-    let end = header_len + body_len + TAG_BYTES;
-    cipher.seal(
-        sequence_nonce(sequence),
-        &packet_aad(protocol_id, prefix),
-        &mut buf[header_len..end],
-    );
-    Some(end)
+    Some(UnsealedPacket {
+        len: header_len + body_len + TAG_BYTES,
+        header_len,
+        sequence,
+    })
 }
 
 /// The cleartext header of an encrypted packet.

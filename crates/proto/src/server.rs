@@ -20,6 +20,7 @@ use crate::packet::{
 };
 use crate::params::{ConnectionParams, DisconnectReason, ParamsError};
 use crate::reliable::{Owned, ReliabilityConfig, SendError};
+use crate::staged::StagedPackets;
 use crate::token::USER_DATA_BYTES;
 use crate::{Transmit, UnixClock};
 
@@ -353,6 +354,8 @@ pub struct Server {
     /// When `poll_transmit` next gives back what a crowd left ([`TIDY_INTERVAL`]).
     next_tidy: Instant,
     scratch: Box<[u8; MAX_DATAGRAM_BYTES]>,
+    /// Payload packets written ahead and sealed together, handed out by `poll_transmit`.
+    staged: StagedPackets,
     stats: ServerStats,
 }
 
@@ -384,9 +387,10 @@ impl Server {
             replies: VecDeque::new(),
             events: VecDeque::new(),
             ready: VecDeque::new(),
-            deadlines: Deadlines::default(),
+            deadlines: Deadlines::new(now),
             next_tidy: now + TIDY_INTERVAL,
             scratch: Box::new([0; MAX_DATAGRAM_BYTES]),
+            staged: StagedPackets::new(),
             stats: ServerStats::default(),
             config,
         })
@@ -446,13 +450,14 @@ impl Server {
 
     #[inline]
     fn prefetch_slot(&self, slot: u32) {
-        if let Some(connection) = self
-            .slots
-            .get(slot as usize)
-            .and_then(|s| s.connection.as_deref())
-        {
+        if let Some(connection) = self.live(slot) {
             crate::prefetch::prefetch(connection);
         }
+    }
+
+    /// The connection in `slot`, if it has one.
+    fn live(&self, slot: u32) -> Option<&Connection> {
+        self.slots.get(slot as usize)?.connection.as_deref()
     }
 
     /// Takes in one datagram. Never fails: whatever is wrong with it is counted in
@@ -815,41 +820,74 @@ impl Server {
         self.events.pop_front()
     }
 
-    /// Writes the next datagram to send into `buf` (at least the MTU) and says where it goes.
+    /// Writes the next datagram to send into `buf` (at least the MTU; a packet written
+    /// ahead for a longer buffer is cut to a shorter one) and says where it goes. Payload
+    /// packets are written several connections at a time and sealed together, then handed
+    /// out one per call in the order they were written.
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
-        if let Some(reply) = self.replies.pop_front() {
-            let len = reply.len.min(buf.len());
-            buf[..len].copy_from_slice(&reply.bytes[..len]);
-            return Some(self.sent(reply.to, len));
+        // Datagrams leave in the order they were written: payload packets staged before a
+        // reply was queued go first (a connection's last payload before its disconnect), and
+        // replies queued before a staging leave before it (a connection's accepted packet
+        // before its first payload).
+        if self.staged.is_empty() {
+            if let Some(reply) = self.replies.pop_front() {
+                let len = reply.len.min(buf.len());
+                buf[..len].copy_from_slice(&reply.bytes[..len]);
+                return Some(self.sent(reply.to, len));
+            }
+            self.stage_payloads(now, buf.len());
         }
-        let mtu = usize::from(self.config.params.mtu).min(buf.len());
-        while let Some(slot) = self.ready.pop_front() {
-            // The next connection's state loads while this one's packet is written: each is
-            // a cache miss otherwise, a turn's sends touching every connection in turn.
-            if let Some(&next) = self.ready.front() {
-                self.prefetch_slot(next);
+        if let Some((to, len)) = self.staged.pop_into(buf) {
+            return Some(self.sent(to, len));
+        }
+        if now >= self.next_tidy {
+            self.tidy(now);
+        }
+        None
+    }
+
+    /// Writes the next packet of each connection ready now, in turn, until the staging
+    /// area is full, then seals them all in one batch. One round of the ready queue at
+    /// most: a connection with more goes to the back, after those that became ready since,
+    /// and waits for the next round, so one connection's backlog is never written ahead of
+    /// the others.
+    fn stage_payloads(&mut self, now: Instant, buf_len: usize) {
+        let mtu = usize::from(self.config.params.mtu).min(buf_len);
+        for _ in 0..self.ready.len() {
+            if !self.staged.has_room(mtu) {
+                break;
+            }
+            let Some(slot) = self.ready.pop_front() else {
+                break;
+            };
+            // The next connections' state loads while this one's packet is written: each is
+            // a chain of cache misses otherwise, a turn's sends touching every connection in
+            // turn. Two ahead, the connection itself; one ahead, already loaded, what it
+            // points to (its channels, its messages, its sent-packet ring).
+            if let Some(&after_next) = self.ready.get(1) {
+                self.prefetch_slot(after_next);
+            }
+            if let Some(next) = self.ready.front().and_then(|&next| self.live(next)) {
+                next.prefetch_for_write();
             }
             let entry = &mut self.slots[slot as usize];
             entry.ready = false;
             let Some(connection) = entry.connection.as_mut() else {
                 continue;
             };
-            let written = connection.write_payload(now, &mut buf[..mtu]);
+            let written = self
+                .staged
+                .stage(connection.address, mtu, |buf, offset, end, batch| {
+                    connection.stage_payload(now, buf, offset, end, batch)
+                });
             // One packet per turn: a connection with more goes to the back of the queue.
             if written.is_some() && connection.wants_to_send() {
                 entry.ready = true;
                 self.ready.push_back(slot);
             }
-            let to = connection.address;
             self.deadlines.set(slot, connection.next_timeout());
-            if let Some(len) = written {
-                return Some(self.sent(to, len));
-            }
         }
-        if now >= self.next_tidy {
-            self.tidy(now);
-        }
-        None
+        self.staged.seal();
     }
 
     /// Gives back the capacity a crowd that has gone left in the queues and tables; a slot's

@@ -293,3 +293,81 @@ fn a_datagram_that_wants_an_ack_is_answered_in_the_same_turn() {
     let sent = drain(&mut harness.server, now);
     assert_eq!(sent.len(), 1, "the server acks the packet in the same turn");
 }
+
+#[test]
+fn a_turn_for_more_connections_than_one_batch_seals_each_clients_packet_for_it() {
+    // 100 connections: more than one staging round (64 packets), messages of every length
+    // around the cipher's 64-byte blocks, each sealed in a batch with the others' packets.
+    let mut harness = connected(Duration::from_secs(5), Duration::from_secs(20), 100);
+    let now = harness.now;
+    for client in 0..100 {
+        let id = id_of(&harness, client);
+        let message = Bytes::from(vec![client as u8; 1 + client * 7]);
+        harness
+            .server
+            .send(now, id, UNRELIABLE, message)
+            .expect("queued");
+    }
+    let sent = drain(&mut harness.server, now);
+    assert_eq!(sent.len(), 100, "one datagram per connection");
+    for (to, datagram) in sent {
+        let client = (to.port() - client_address(0).port()) as usize;
+        let endpoint = &mut harness.clients[client].client;
+        endpoint.handle_datagram(now, server_address(), &datagram);
+        let messages: Vec<Bytes> = std::iter::from_fn(|| endpoint.poll_event())
+            .filter_map(|event| match event {
+                ClientEvent::Message { message, .. } => Some(message),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            messages,
+            [Bytes::from(vec![client as u8; 1 + client * 7])],
+            "client {client} opens its own packet and reads its message"
+        );
+    }
+}
+
+#[test]
+fn a_payload_written_before_a_disconnect_leaves_before_it() {
+    let mut harness = connected(Duration::from_secs(5), Duration::from_secs(20), 2);
+    let (a, b) = (id_of(&harness, 0), id_of(&harness, 1));
+    let now = harness.now;
+    for id in [a, b] {
+        harness
+            .server
+            .send(now, id, RELIABLE, Bytes::from_static(b"last words"))
+            .expect("queued");
+    }
+    let mut buf = vec![0u8; 2048];
+    // This call writes both connections' packets (one batch) and hands out the first.
+    let first = harness
+        .server
+        .poll_transmit(now, &mut buf)
+        .expect("a packet");
+    assert_eq!(first.destination, client_address(0));
+    harness
+        .server
+        .disconnect_saying(now, b, DisconnectReason::Kicked, "bye");
+    let rest = drain(&mut harness.server, now);
+    assert_eq!(
+        rest.iter().map(|(to, _)| *to).collect::<Vec<_>>(),
+        [client_address(1); 4],
+        "b's payload, then its three disconnects"
+    );
+    let client = &mut harness.clients[1].client;
+    for (_, datagram) in &rest {
+        client.handle_datagram(now, server_address(), datagram);
+    }
+    let events: Vec<ClientEvent> = std::iter::from_fn(|| client.poll_event()).collect();
+    assert!(
+        matches!(
+            events.as_slice(),
+            [
+                ClientEvent::Message { message, .. },
+                ClientEvent::Disconnected { reason: DisconnectReason::Kicked, .. },
+            ] if message.as_ref() == b"last words"
+        ),
+        "the message written before the kick arrives before it: {events:?}"
+    );
+}

@@ -321,6 +321,17 @@ pub(crate) struct SentPackets {
 }
 
 impl SentPackets {
+    /// Asks for the records a packet written now reads and writes: the oldest (is it
+    /// retired?) and the newest (the next goes after it). See [`crate::prefetch`].
+    pub(crate) fn prefetch_ends(&self) {
+        if let Some(front) = self.records.front() {
+            crate::prefetch::prefetch(front);
+        }
+        if let Some(back) = self.records.back() {
+            crate::prefetch::prefetch(back);
+        }
+    }
+
     /// Sequence the next packet will carry.
     pub(crate) fn next_sequence(&self) -> u16 {
         self.front_sequence.wrapping_add(self.records.len() as u16)

@@ -48,6 +48,19 @@ impl Channel {
         }
     }
 
+    /// Asks for the first message a packet written now takes from an unreliable queue (see
+    /// [`crate::prefetch`]).
+    pub(crate) fn prefetch_front(&self) {
+        let front = match self {
+            Channel::Reliable { .. } => None,
+            Channel::Unreliable { queue } => queue.front(),
+            Channel::Sequenced { queue, .. } => queue.front().map(|(_, message)| message),
+        };
+        if let Some(message) = front {
+            crate::prefetch::prefetch(message);
+        }
+    }
+
     /// Queues an unreliable message, dropping the oldest when `max` are queued; returns true
     /// when one was dropped. Does nothing on a reliable channel.
     pub(crate) fn queue_unreliable(&mut self, message: Bytes, max: usize) -> bool {

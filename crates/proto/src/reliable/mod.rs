@@ -425,6 +425,18 @@ impl Reliability {
         }
     }
 
+    /// Asks for what [`write_packet`](Self::write_packet) reads beyond this struct: the
+    /// channels, their first queued messages, and the ends of the sent-packet ring. A
+    /// driver writing for many connections in turn asks for the next one's while it writes
+    /// for this one (see [`crate::prefetch`]); a hint, it changes nothing.
+    pub fn prefetch_for_write(&self) {
+        crate::prefetch::prefetch(self.channels.as_slice());
+        for channel in &self.channels {
+            channel.prefetch_front();
+        }
+        self.sent.prefetch_ends();
+    }
+
     /// True when [`write_packet`](Self::write_packet) has something to write now without
     /// `force`: an ack owed at once, queued unreliable messages, or reliable units not yet
     /// sent (new messages the window admits, or units a full packet left behind). It may say true when
