@@ -4,9 +4,8 @@
 //! The sixteen states are held word-major: `rows[w][lane]` is word `w` of lane `lane`'s
 //! state, so each step of a quarter round is one operation on a row of sixteen lanes. With
 //! AVX-512 a row is one register and a rotation one instruction; the portable code is the
-//! same arithmetic on arrays, which the compiler vectorizes for whatever the target offers
-//! (AVX2 here, in a copy compiled for it). The keystream comes out lane-major, one 64-byte
-//! block per lane, as a packet reads it.
+//! same arithmetic on arrays (the reference the tests hold the AVX-512 code to). The
+//! keystream comes out lane-major, one 64-byte block per lane, as a packet reads it.
 
 /// Blocks computed by one call.
 pub(crate) const LANES: usize = 16;
@@ -49,48 +48,44 @@ pub(crate) fn set_lane(
     }
 }
 
-/// Which code computes the blocks. Every one gives the same bytes; the tests run each the
+/// Which code seals a batch. Every one gives the same bytes; the tests run each the
 /// machine can.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Backend {
-    /// Plain Rust, vectorized by the compiler for the build's target.
-    Portable,
-    /// The portable code compiled for AVX2 (x86-64 only).
-    Avx2,
-    /// AVX-512F intrinsics: a row per register, rotations in one instruction (x86-64 only).
+    /// The lanes in AVX-512F intrinsics: a row of sixteen lanes per register, rotations in
+    /// one instruction (x86-64 only).
     Avx512,
+    /// One packet at a time through `ring` (its AVX2, SSE or NEON code): where there is no
+    /// AVX-512, the lanes in any other form were no faster than this for a 64-byte datagram
+    /// and slower for longer ones (BENCHMARKS.md, "The UDP path sealed in batches").
+    Ring,
+    /// The lanes in plain Rust: the reference the AVX-512 code is held to, and slow.
+    Portable,
 }
 
 impl Backend {
     /// The fastest backend this processor runs.
     pub fn detect() -> Self {
-        #[cfg(target_arch = "x86_64")]
-        {
-            if std::arch::is_x86_feature_detected!("avx512f") {
-                return Self::Avx512;
-            }
-            if std::arch::is_x86_feature_detected!("avx2") {
-                return Self::Avx2;
-            }
+        if Self::Avx512.is_available() {
+            Self::Avx512
+        } else {
+            Self::Ring
         }
-        Self::Portable
     }
 
     /// Whether this processor can run `self`.
     pub fn is_available(self) -> bool {
         match self {
-            Self::Portable => true,
-            #[cfg(target_arch = "x86_64")]
-            Self::Avx2 => std::arch::is_x86_feature_detected!("avx2"),
             #[cfg(target_arch = "x86_64")]
             Self::Avx512 => std::arch::is_x86_feature_detected!("avx512f"),
             #[cfg(not(target_arch = "x86_64"))]
-            _ => false,
+            Self::Avx512 => false,
+            Self::Ring | Self::Portable => true,
         }
     }
 
-    /// Computes the sixteen blocks of `rows` into `out`. A backend this processor lacks
-    /// (see [`is_available`](Self::is_available)) computes them the portable way.
+    /// Computes the sixteen blocks of `rows` into `out`: with AVX-512 where `self` is that
+    /// and the processor has it, the portable way otherwise.
     pub(crate) fn blocks(self, rows: &Rows, out: &mut Blocks) {
         match self {
             #[cfg(target_arch = "x86_64")]
@@ -98,12 +93,7 @@ impl Backend {
                 // SAFETY: the processor has AVX-512F, checked just above.
                 unsafe { x86::blocks_avx512(rows, out) }
             }
-            #[cfg(target_arch = "x86_64")]
-            Self::Avx2 if self.is_available() => {
-                // SAFETY: the processor has AVX2, checked just above.
-                unsafe { x86::blocks_avx2(rows, out) }
-            }
-            _ => blocks_portable(rows, out),
+            _ => blocks_generic(rows, out),
         }
     }
 }
@@ -151,10 +141,6 @@ fn blocks_generic(rows: &Rows, out: &mut Blocks) {
     }
 }
 
-fn blocks_portable(rows: &Rows, out: &mut Blocks) {
-    blocks_generic(rows, out)
-}
-
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use std::arch::x86_64::{
@@ -164,11 +150,6 @@ mod x86 {
     };
 
     use super::{Blocks, LANES, Rows};
-
-    #[target_feature(enable = "avx2")]
-    pub(super) fn blocks_avx2(rows: &Rows, out: &mut Blocks) {
-        super::blocks_generic(rows, out)
-    }
 
     macro_rules! quarter_round {
         ($x:ident, $a:expr, $b:expr, $c:expr, $d:expr) => {
@@ -276,7 +257,7 @@ mod tests {
         for lane in 0..LANES {
             set_lane(&mut rows, lane, &key, 1, &nonce);
         }
-        for backend in [Backend::Portable, Backend::Avx2, Backend::Avx512] {
+        for backend in [Backend::Portable, Backend::Avx512] {
             if !backend.is_available() {
                 continue;
             }
@@ -300,19 +281,17 @@ mod tests {
             set_lane(&mut rows, lane, &key, l * 7 + 1, &nonce);
         }
         let mut expected = [[0; 16]; LANES];
-        blocks_portable(&rows, &mut expected);
+        blocks_generic(&rows, &mut expected);
         for lane in 1..LANES {
             assert_ne!(
                 expected[lane], expected[0],
                 "lane {lane} differs from lane 0"
             );
         }
-        for backend in [Backend::Avx2, Backend::Avx512] {
-            if backend.is_available() {
-                let mut out = [[0; 16]; LANES];
-                backend.blocks(&rows, &mut out);
-                assert_eq!(out, expected, "{backend:?}");
-            }
+        if Backend::Avx512.is_available() {
+            let mut out = [[0; 16]; LANES];
+            Backend::Avx512.blocks(&rows, &mut out);
+            assert_eq!(out, expected, "the AVX-512 lanes and transpose");
         }
     }
 }

@@ -7,8 +7,10 @@
 //! [`SealBatch`] instead lays every block the batch needs (each packet's one-time Poly1305
 //! key and its keystream) side by side, sixteen at a time, so the cipher runs at the full
 //! width of the processor's vectors whatever the packets' lengths, then authenticates each
-//! packet with a 64-bit Poly1305. The bytes are RFC 8439's: the tests hold every backend
-//! to its vectors and to `ring`'s output on random batches.
+//! packet with a 64-bit Poly1305. That pays where a row of sixteen lanes is one AVX-512
+//! register; elsewhere a batch is sealed through `ring` one packet at a time. The bytes are
+//! RFC 8439's: the tests hold every backend to its vectors and to `ring`'s output on random
+//! batches.
 //!
 //! ```
 //! use tickwire_aead::SealBatch;
@@ -27,9 +29,9 @@
 //! |---|---|
 //! | [`SealBatch`] | packets waiting to be sealed together, as ranges of one buffer |
 //! | [`seal`] | one packet, sealed at once |
-//! | [`Backend`] | which code computes the cipher's blocks (AVX-512, AVX2, portable) |
+//! | [`Backend`] | which code seals: the AVX-512 lanes, `ring` one packet at a time where there is no AVX-512, or the portable lanes (the tests' reference) |
 //!
-//! Opening stays with `ring`: a server opens what arrives one datagram at a time.
+//! Opening is `ring`'s: a server opens what arrives one datagram at a time.
 
 #![warn(missing_docs)]
 
@@ -55,8 +57,8 @@ pub const MAX_PLAINTEXT_BYTES: usize = (u32::MAX as usize) * 64;
 /// One packet of a batch.
 #[derive(Debug, Clone)]
 struct Packet {
-    key: [u32; 8],
-    nonce: [u32; 3],
+    key: [u8; KEY_BYTES],
+    nonce: [u8; NONCE_BYTES],
     aad: Range<usize>,
     /// Where the plaintext starts in the buffer; its tag follows it.
     start: usize,
@@ -113,8 +115,8 @@ impl SealBatch {
         let aad_start = self.aad.len();
         self.aad.extend_from_slice(aad);
         self.packets.push(Packet {
-            key: words(key),
-            nonce: words(nonce),
+            key: *key,
+            nonce: *nonce,
             aad: aad_start..self.aad.len(),
             start,
             len,
@@ -154,17 +156,40 @@ pub fn seal(
     in_out: &mut [u8],
     tag: &mut [u8; TAG_BYTES],
 ) {
+    let backend = Backend::detect();
+    if backend == Backend::Ring {
+        *tag = ring_seal(key, nonce, aad, in_out);
+        return;
+    }
     let mut packet = [Packet {
-        key: words(key),
-        nonce: words(nonce),
+        key: *key,
+        nonce: *nonce,
         aad: 0..aad.len(),
         start: 0,
         len: in_out.len(),
         poly_key: [0; 8],
     }];
-    let mut keystream = Keystream::new(Backend::detect());
-    keystream.encrypt(&mut packet, in_out);
+    Keystream::new(backend).encrypt(&mut packet, in_out);
     *tag = authenticate(&packet[0], aad, in_out);
+}
+
+/// One packet through `ring`, its key object made for it (544 bytes: a batch holds keys as
+/// their 32 bytes).
+fn ring_seal(
+    key: &[u8; KEY_BYTES],
+    nonce: &[u8; NONCE_BYTES],
+    aad: &[u8],
+    in_out: &mut [u8],
+) -> [u8; TAG_BYTES] {
+    use ring::aead::{Aad, CHACHA20_POLY1305, LessSafeKey, Nonce, UnboundKey};
+    let key = UnboundKey::new(&CHACHA20_POLY1305, key)
+        .unwrap_or_else(|_| unreachable!("ChaCha20-Poly1305 accepts every 32-byte key"));
+    let tag = LessSafeKey::new(key)
+        .seal_in_place_separate_tag(Nonce::assume_unique_for_key(*nonce), Aad::from(aad), in_out)
+        .unwrap_or_else(|_| unreachable!("sealing fails only past 2^38 bytes"));
+    let mut out = [0u8; TAG_BYTES];
+    out.copy_from_slice(tag.as_ref());
+    out
 }
 
 /// Every block a set of packets needs, computed sixteen at a time and applied as each
@@ -195,7 +220,7 @@ impl Keystream {
             let packet = &packets[index];
             assert!(packet.len <= MAX_PLAINTEXT_BYTES, "plaintext too long");
             let blocks = 1 + packet.len.div_ceil(64) as u32;
-            let (key, nonce) = (packet.key, packet.nonce);
+            let (key, nonce) = (words(&packet.key), words(&packet.nonce));
             for counter in 0..blocks {
                 chacha20::set_lane(&mut self.rows, self.filled, &key, counter, &nonce);
                 self.lanes[self.filled] = (index, counter);
@@ -267,6 +292,14 @@ fn seal_packets(backend: Backend, packets: &mut [Packet], aad: &[u8], buf: &mut 
             packet.len,
             buf.len()
         );
+    }
+    if backend == Backend::Ring {
+        for packet in packets.iter() {
+            let (text, rest) = buf[packet.start..].split_at_mut(packet.len);
+            let tag = ring_seal(&packet.key, &packet.nonce, &aad[packet.aad.clone()], text);
+            rest[..TAG_BYTES].copy_from_slice(&tag);
+        }
+        return;
     }
     Keystream::new(backend).encrypt(packets, buf);
     for packet in packets.iter() {
