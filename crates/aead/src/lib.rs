@@ -28,7 +28,6 @@
 //! | item | what it is |
 //! |---|---|
 //! | [`SealBatch`] | packets waiting to be sealed together, as ranges of one buffer |
-//! | [`seal`] | one packet, sealed at once |
 //! | [`Backend`] | which code seals: the AVX-512 lanes, `ring` one packet at a time where there is no AVX-512, or the portable lanes (the tests' reference) |
 //!
 //! Opening is `ring`'s: a server opens what arrives one datagram at a time.
@@ -146,31 +145,6 @@ impl SealBatch {
         self.packets.clear();
         self.aad.clear();
     }
-}
-
-/// Seals one packet: encrypts `in_out` in place and returns its tag.
-pub fn seal(
-    key: &[u8; KEY_BYTES],
-    nonce: &[u8; NONCE_BYTES],
-    aad: &[u8],
-    in_out: &mut [u8],
-    tag: &mut [u8; TAG_BYTES],
-) {
-    let backend = Backend::detect();
-    if backend == Backend::Ring {
-        *tag = ring_seal(key, nonce, aad, in_out);
-        return;
-    }
-    let mut packet = [Packet {
-        key: *key,
-        nonce: *nonce,
-        aad: 0..aad.len(),
-        start: 0,
-        len: in_out.len(),
-        poly_key: [0; 8],
-    }];
-    Keystream::new(backend).encrypt(&mut packet, in_out);
-    *tag = authenticate(&packet[0], aad, in_out);
 }
 
 /// One packet through `ring`, its key object made for it (544 bytes: a batch holds keys as
