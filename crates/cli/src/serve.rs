@@ -343,7 +343,11 @@ pub fn run(config: Config) -> anyhow::Result<()> {
         if let Some(https) = addresses.https {
             tracing::info!(%https, "serving HTTPS and wss");
         }
-        tracing::info!(udp = ?addresses.udp, "serving the UDP protocol");
+        tracing::info!(
+            udp = ?addresses.udp,
+            sealing = ?tickwire_proto::crypto::SealBackend::detect(),
+            "serving the UDP protocol"
+        );
         if let Some(console) = addresses.console {
             tracing::info!(%console, "admin console");
         }

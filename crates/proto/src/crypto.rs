@@ -1,7 +1,12 @@
-//! ChaCha20-Poly1305 (IETF, 96-bit nonce) through `ring`: the one AEAD every encrypted
-//! packet, connect token and challenge token uses.
+//! ChaCha20-Poly1305 (IETF, 96-bit nonce): the one AEAD every encrypted packet, connect
+//! token and challenge token uses. Through `ring`, but for the server's payload packets,
+//! which are sealed many at a time by `tickwire_aead` (the same bytes; see `staged`).
 
 use ring::aead::{Aad, CHACHA20_POLY1305, LessSafeKey, Nonce, UnboundKey};
+
+/// Which code seals the server's payload packets, many at a time
+/// ([`SealBackend::detect`] says what this processor gets): for the operator's log.
+pub use tickwire_aead::Backend as SealBackend;
 
 /// Bytes in a key.
 pub const KEY_BYTES: usize = 32;
