@@ -51,7 +51,7 @@ pub const NONCE_BYTES: usize = 12;
 pub const TAG_BYTES: usize = 16;
 /// Longest plaintext one packet may have: the cipher's 32-bit block counter, less the block
 /// that makes the Poly1305 key.
-pub const MAX_PLAINTEXT_BYTES: usize = (u32::MAX as usize) * 64;
+pub const MAX_PLAINTEXT_BYTES: u64 = u32::MAX as u64 * 64;
 
 /// One packet of a batch.
 #[derive(Debug, Clone)]
@@ -91,8 +91,8 @@ impl SealBatch {
         Self::default()
     }
 
-    /// An empty batch that seals with `backend` (the portable code where this processor
-    /// lacks it); for tests and benchmarks.
+    /// An empty batch that seals with `backend` (the portable lanes if it is
+    /// [`Backend::Avx512`] and this processor lacks AVX-512); for tests and benchmarks.
     pub fn with_backend(backend: Backend) -> Self {
         Self {
             backend: Some(backend),
@@ -192,7 +192,7 @@ impl Keystream {
     fn encrypt(&mut self, packets: &mut [Packet], buf: &mut [u8]) {
         for index in 0..packets.len() {
             let packet = &packets[index];
-            assert!(packet.len <= MAX_PLAINTEXT_BYTES, "plaintext too long");
+            assert!(packet.len as u64 <= MAX_PLAINTEXT_BYTES, "plaintext too long");
             let blocks = 1 + packet.len.div_ceil(64) as u32;
             let (key, nonce) = (words(&packet.key), words(&packet.nonce));
             for counter in 0..blocks {
