@@ -192,7 +192,10 @@ impl Keystream {
     fn encrypt(&mut self, packets: &mut [Packet], buf: &mut [u8]) {
         for index in 0..packets.len() {
             let packet = &packets[index];
-            assert!(packet.len as u64 <= MAX_PLAINTEXT_BYTES, "plaintext too long");
+            assert!(
+                packet.len as u64 <= MAX_PLAINTEXT_BYTES,
+                "plaintext too long"
+            );
             let blocks = 1 + packet.len.div_ceil(64) as u32;
             let (key, nonce) = (words(&packet.key), words(&packet.nonce));
             for counter in 0..blocks {
