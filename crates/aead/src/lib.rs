@@ -227,21 +227,20 @@ impl Keystream {
             for (bytes, word) in keystream.chunks_exact_mut(4).zip(block) {
                 bytes.copy_from_slice(&word.to_le_bytes());
             }
+            // A whole block is XORed as a fixed 64 bytes, which the compiler vectorizes.
             match <&mut [u8; 64]>::try_from(&mut *text) {
-                // A whole block: one fixed-length loop, which the compiler vectorizes.
-                Ok(text) => {
-                    for (byte, key) in text.iter_mut().zip(keystream) {
-                        *byte ^= key;
-                    }
-                }
-                Err(_) => {
-                    for (byte, key) in text.iter_mut().zip(keystream) {
-                        *byte ^= key;
-                    }
-                }
+                Ok(block) => xor(block, &keystream),
+                Err(_) => xor(text, &keystream),
             }
         }
         self.filled = 0;
+    }
+}
+
+#[inline(always)]
+fn xor(text: &mut [u8], keystream: &[u8; 64]) {
+    for (byte, key) in text.iter_mut().zip(keystream) {
+        *byte ^= key;
     }
 }
 
