@@ -18,7 +18,7 @@ use crate::shard::TickObserver;
 
 const TICK_DURATION: &str = "tickwire_tick_duration_seconds";
 /// Tick duration buckets: from 100 µs up to past a 30 Hz step. Between 2 ms and a 60 Hz step
-/// they are at most 4 ms apart, so a p99 there (a burst's tick, the budget's edge) reads
+/// they are at most 4.2 ms apart, so a p99 there (a burst's tick, the budget's edge) reads
 /// within a few milliseconds, not as an interpolation across 8–16.7 ms; 4 ms and 16.7 ms
 /// stay edges, the targets' lines.
 const TICK_BUCKETS: [f64; 16] = [
@@ -523,4 +523,23 @@ fn add_shard(total: &mut crate::shard::ShardStats, one: &crate::shard::ShardStat
     total.messages_unrouted += one.messages_unrouted;
     total.messages_rate_limited += one.messages_rate_limited;
     total.players_flooding += one.players_flooding;
+}
+
+#[cfg(test)]
+mod tick_bucket_tests {
+    use super::TICK_BUCKETS;
+
+    #[test]
+    fn tick_buckets_ascend_keep_the_target_lines_and_are_fine_up_to_a_60_hz_step() {
+        assert!(TICK_BUCKETS.windows(2).all(|pair| pair[0] < pair[1]));
+        // Hobo's tick p99 line and the 60 Hz step read exactly only as edges.
+        for line in [0.004, 0.0167] {
+            assert!(TICK_BUCKETS.contains(&line), "{line} s is not an edge");
+        }
+        for pair in TICK_BUCKETS.windows(2) {
+            if pair[0] >= 0.002 && pair[1] <= 0.0167 {
+                assert!(pair[1] - pair[0] <= 0.0042 + 1e-9, "{pair:?} too far apart");
+            }
+        }
+    }
 }
