@@ -506,8 +506,8 @@ impl SnapshotEncoder {
                     cells_left -= 1;
                     continue;
                 };
-                let items = frame.players_by_cell.cell(cell);
-                if items.is_empty() {
+                let players = frame.players_in_cell(cell);
+                if players.is_empty() {
                     // Takes no quota: only the cells left to share it change.
                     cells_left -= 1;
                     continue;
@@ -519,28 +519,34 @@ impl SnapshotEncoder {
                 let quota = (remaining / cells_left)
                     .max(8)
                     .min(remaining)
-                    .min(items.len());
+                    .min(players.len());
                 cells_left -= 1;
                 if quota == 0 {
                     continue;
                 }
-                let offset = if quota < items.len() {
+                let offset = if quota < players.len() {
                     (tick as usize)
                         .wrapping_mul(quota)
                         .wrapping_add(me.wrapping_mul(7919))
-                        % items.len()
+                        % players.len()
                 } else {
                     0
                 };
-                for j in 0..quota {
-                    let item = items[(offset + j) % items.len()];
-                    let id = frame.ids[item as usize];
+                // `quota` players from `offset` on, wrapping round to the cell's start.
+                let (wrapped, from_offset) = players.split_at(offset);
+                let first = quota.min(from_offset.len());
+                for player in from_offset[..first].iter().chain(&wrapped[..quota - first]) {
+                    let id = player.id;
                     let index = usize::from(id);
                     if marks[index] == stamp {
                         continue;
                     }
                     marks[index] = stamp;
-                    let d2 = distance_squared(id);
+                    let (dx, dy) = (
+                        player.position.x - me_position.x,
+                        player.position.y - me_position.y,
+                    );
+                    let d2 = dx * dx + dy * dy;
                     if d2 <= radius_squared {
                         self.candidates.push(Candidate {
                             id,

@@ -26,6 +26,15 @@ pub(crate) struct BulletState {
     pub owner: EntityId,
 }
 
+/// A player of the frame as its cell lists it: what the interest scan reads of each one
+/// it looks at, side by side, so that a cell's run is read in order rather than through
+/// `ids` and then `positions`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct CellPlayer {
+    pub position: Vec2,
+    pub id: EntityId,
+}
+
 /// A coarse uniform grid, rebuilt every tick by counting sort: the items of cell `c` are
 /// `items[start[c]..start[c + 1]]`.
 #[derive(Debug, Clone, Default)]
@@ -93,6 +102,8 @@ pub struct Frame {
     pub(crate) rows: u32,
     /// Items are indices into `ids`.
     pub(crate) players_by_cell: CellIndex,
+    /// `players_by_cell`'s items in its order, each with its id and position.
+    pub(crate) cell_players: Vec<CellPlayer>,
     /// Items are indices into `bullets`.
     pub(crate) bullets_by_cell: CellIndex,
 }
@@ -116,6 +127,7 @@ impl Frame {
             columns,
             rows,
             players_by_cell: CellIndex::default(),
+            cell_players: Vec::new(),
             bullets_by_cell: CellIndex::default(),
         }
     }
@@ -188,6 +200,16 @@ impl Frame {
                 .iter()
                 .map(|&id| cell_of(positions[usize::from(id)])),
         );
+        self.cell_players.clear();
+        let ids = &self.ids;
+        self.cell_players
+            .extend(self.players_by_cell.items.iter().map(|&item| {
+                let id = ids[item as usize];
+                CellPlayer {
+                    position: positions[usize::from(id)],
+                    id,
+                }
+            }));
         self.bullets_by_cell
             .rebuild(cells, self.bullets.iter().map(|b| cell_of(b.position)));
     }
@@ -217,6 +239,13 @@ impl Frame {
     pub fn position(&self, id: EntityId) -> Option<Vec2> {
         let index = usize::from(id);
         (*self.present.get(index)?).then(|| self.positions[index])
+    }
+
+    /// The players in cell `cell`, in the order its list holds them.
+    #[inline]
+    pub(crate) fn players_in_cell(&self, cell: usize) -> &[CellPlayer] {
+        let bounds = &self.players_by_cell.start[cell..cell + 2];
+        &self.cell_players[bounds[0] as usize..bounds[1] as usize]
     }
 
     /// The index of the cell at column `x`, row `y`, if the grid has one there.
