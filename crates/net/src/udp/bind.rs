@@ -5,15 +5,21 @@ use std::net::SocketAddr;
 
 use socket2::{Domain, Protocol, Socket, Type};
 
-/// Receive buffer asked for on every socket: 4 MiB.
+/// Receive buffer asked for on every socket: 8 MiB.
 ///
 /// A 64-byte datagram takes about 830 bytes of receive buffer in the kernel (its `skb`
-/// truesize, measured on loopback), so the 8 MiB Linux actually grants for this request (it
-/// doubles the value for its bookkeeping) holds about 10,000 small datagrams: 25 ms of
-/// traffic at 400K datagrams/s, enough to ride out a worker busy with a whole 60 Hz tick.
-/// Linux caps the request at `net.core.rmem_max` (4 MiB on the project machine, but only
-/// 208 KiB by default: raise it on a production host, or the cap silently applies).
-pub const RECV_BUFFER_BYTES: usize = 4 << 20;
+/// truesize, measured on loopback), so the 16 MiB Linux actually grants for this request (it
+/// doubles the value for its bookkeeping) holds about 20,000 small datagrams. Half that was
+/// not enough for seed 003's burst on a slow machine: 5,000 warps, then 5,000 acks of their
+/// confirmations, arrived with the inputs while the worker ran the warp tick and sent the
+/// confirmations, and the socket dropped 5,342 datagrams (`bench teleport`, 2026-12-03). A
+/// dropped warp waits for the next input that repeats it, 100 ms later. Memory is taken
+/// only by what is queued.
+///
+/// Linux caps the request at `net.core.rmem_max` (208 KiB by default). [`bind`] then asks
+/// past the cap (`SO_RCVBUFFORCE`, allowed with `CAP_NET_ADMIN`) and, if that is refused
+/// too, warns: raise `rmem_max` on a production host.
+pub const RECV_BUFFER_BYTES: usize = 8 << 20;
 
 /// Send buffer asked for on every socket: 4 MiB, capped by `net.core.wmem_max`.
 ///
@@ -48,14 +54,91 @@ fn open(addr: SocketAddr, reuse_port: bool) -> io::Result<std::net::UdpSocket> {
     if reuse_port {
         socket.set_reuse_port(true)?;
     }
-    socket.set_recv_buffer_size(RECV_BUFFER_BYTES)?;
-    socket.set_send_buffer_size(SEND_BUFFER_BYTES)?;
+    size_buffer(&socket, Buffer::Receive, RECV_BUFFER_BYTES)?;
+    size_buffer(&socket, Buffer::Send, SEND_BUFFER_BYTES)?;
     if addr.is_ipv4() {
         set_dont_fragment(&socket)?;
     }
     socket.set_nonblocking(true)?;
     socket.bind(&addr.into())?;
     Ok(socket.into())
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Buffer {
+    Receive,
+    Send,
+}
+
+impl Buffer {
+    fn granted(self, socket: &Socket) -> io::Result<usize> {
+        match self {
+            Buffer::Receive => socket.recv_buffer_size(),
+            Buffer::Send => socket.send_buffer_size(),
+        }
+    }
+
+    fn sysctl(self) -> &'static str {
+        match self {
+            Buffer::Receive => "net.core.rmem_max",
+            Buffer::Send => "net.core.wmem_max",
+        }
+    }
+}
+
+/// Asks for `bytes` of socket buffer. Where the host's cap grants less, asks again past the
+/// cap, which a process with `CAP_NET_ADMIN` may; warns once per process and kind when the
+/// buffer stays smaller than asked for.
+fn size_buffer(socket: &Socket, buffer: Buffer, bytes: usize) -> io::Result<()> {
+    match buffer {
+        Buffer::Receive => socket.set_recv_buffer_size(bytes)?,
+        Buffer::Send => socket.set_send_buffer_size(bytes)?,
+    }
+    // Linux doubles what it grants (the rest is its bookkeeping) and reports that, so a
+    // request capped at half its size reads back as large as the request.
+    let honoured = if cfg!(target_os = "linux") {
+        2 * bytes
+    } else {
+        bytes
+    };
+    if buffer.granted(socket)? >= honoured {
+        return Ok(());
+    }
+    #[cfg(target_os = "linux")]
+    {
+        let name = match buffer {
+            Buffer::Receive => libc::SO_RCVBUFFORCE,
+            Buffer::Send => libc::SO_SNDBUFFORCE,
+        };
+        let value = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
+        // Refused without CAP_NET_ADMIN (EPERM): the capped buffer stays, and is reported.
+        if set_int_option(socket, libc::SOL_SOCKET, name, value).is_ok()
+            && buffer.granted(socket)? >= honoured
+        {
+            return Ok(());
+        }
+    }
+    warn_capped(buffer, buffer.granted(socket)?, bytes);
+    Ok(())
+}
+
+fn warn_capped(buffer: Buffer, granted: usize, asked: usize) {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    static WARNED: [AtomicBool; 2] = [AtomicBool::new(false), AtomicBool::new(false)];
+    if WARNED[buffer as usize].swap(true, Ordering::Relaxed) {
+        return;
+    }
+    let sysctl = buffer.sysctl();
+    tracing::warn!(
+        granted,
+        asked,
+        "UDP {} buffers are capped by {sysctl}: a burst over {granted} bytes is dropped by \
+         the kernel; raise it (`sysctl -w {sysctl}={asked}`) or run with CAP_NET_ADMIN",
+        match buffer {
+            Buffer::Receive => "receive",
+            Buffer::Send => "send",
+        },
+    );
 }
 
 /// Sets the IPv4 don't-fragment bit on every datagram, without path-MTU bookkeeping
