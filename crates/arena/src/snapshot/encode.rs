@@ -453,8 +453,7 @@ impl SnapshotEncoder {
         let me_position = frame.positions[me];
         let radius_squared = config.interest_radius * config.interest_radius;
         let keep_squared = radius_squared * 1.21;
-        let distance_squared = |id: EntityId| {
-            let p = frame.positions[usize::from(id)];
+        let distance_squared = |p: Vec2| {
             let (dx, dy) = (p.x - me_position.x, p.y - me_position.y);
             dx * dx + dy * dy
         };
@@ -470,7 +469,7 @@ impl SnapshotEncoder {
                 continue;
             }
             marks[usize::from(id)] = stamp;
-            let d2 = distance_squared(id);
+            let d2 = distance_squared(frame.positions[usize::from(id)]);
             if d2 > keep_squared {
                 self.destroys.push(id);
                 continue;
@@ -542,11 +541,7 @@ impl SnapshotEncoder {
                         continue;
                     }
                     marks[index] = stamp;
-                    let (dx, dy) = (
-                        player.position.x - me_position.x,
-                        player.position.y - me_position.y,
-                    );
-                    let d2 = dx * dx + dy * dy;
+                    let d2 = distance_squared(player.position);
                     if d2 <= radius_squared {
                         self.candidates.push(Candidate {
                             id,

@@ -77,9 +77,15 @@ impl CellIndex {
 
     #[inline]
     pub(crate) fn cell(&self, cell: usize) -> &[u32] {
+        &self.items[self.range(cell)]
+    }
+
+    /// Where cell `cell`'s items lie in `items` (and in anything laid out in its order).
+    #[inline]
+    pub(crate) fn range(&self, cell: usize) -> std::ops::Range<usize> {
         // One bounds check for both ends of the cell.
         let bounds = &self.start[cell..cell + 2];
-        &self.items[bounds[0] as usize..bounds[1] as usize]
+        bounds[0] as usize..bounds[1] as usize
     }
 }
 
@@ -244,8 +250,7 @@ impl Frame {
     /// The players in cell `cell`, in the order its list holds them.
     #[inline]
     pub(crate) fn players_in_cell(&self, cell: usize) -> &[CellPlayer] {
-        let bounds = &self.players_by_cell.start[cell..cell + 2];
-        &self.cell_players[bounds[0] as usize..bounds[1] as usize]
+        &self.cell_players[self.players_by_cell.range(cell)]
     }
 
     /// The index of the cell at column `x`, row `y`, if the grid has one there.

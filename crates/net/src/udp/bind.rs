@@ -71,10 +71,33 @@ enum Buffer {
 }
 
 impl Buffer {
+    fn set(self, socket: &Socket, bytes: usize) -> io::Result<()> {
+        match self {
+            Buffer::Receive => socket.set_recv_buffer_size(bytes),
+            Buffer::Send => socket.set_send_buffer_size(bytes),
+        }
+    }
+
     fn granted(self, socket: &Socket) -> io::Result<usize> {
         match self {
             Buffer::Receive => socket.recv_buffer_size(),
             Buffer::Send => socket.send_buffer_size(),
+        }
+    }
+
+    /// The option that sets the buffer past the host's cap.
+    #[cfg(target_os = "linux")]
+    fn force_option(self) -> libc::c_int {
+        match self {
+            Buffer::Receive => libc::SO_RCVBUFFORCE,
+            Buffer::Send => libc::SO_SNDBUFFORCE,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Buffer::Receive => "receive",
+            Buffer::Send => "send",
         }
     }
 
@@ -90,10 +113,7 @@ impl Buffer {
 /// cap, which a process with `CAP_NET_ADMIN` may; warns once per process and kind when the
 /// buffer stays smaller than asked for.
 fn size_buffer(socket: &Socket, buffer: Buffer, bytes: usize) -> io::Result<()> {
-    match buffer {
-        Buffer::Receive => socket.set_recv_buffer_size(bytes)?,
-        Buffer::Send => socket.set_send_buffer_size(bytes)?,
-    }
+    buffer.set(socket, bytes)?;
     // Linux doubles what it grants (the rest is its bookkeeping) and reports that, so a
     // request capped at half its size reads back as large as the request.
     let honoured = if cfg!(target_os = "linux") {
@@ -106,13 +126,9 @@ fn size_buffer(socket: &Socket, buffer: Buffer, bytes: usize) -> io::Result<()> 
     }
     #[cfg(target_os = "linux")]
     {
-        let name = match buffer {
-            Buffer::Receive => libc::SO_RCVBUFFORCE,
-            Buffer::Send => libc::SO_SNDBUFFORCE,
-        };
         let value = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
         // Refused without CAP_NET_ADMIN (EPERM): the capped buffer stays, and is reported.
-        if set_int_option(socket, libc::SOL_SOCKET, name, value).is_ok()
+        if set_int_option(socket, libc::SOL_SOCKET, buffer.force_option(), value).is_ok()
             && buffer.granted(socket)? >= honoured
         {
             return Ok(());
@@ -128,16 +144,12 @@ fn warn_capped(buffer: Buffer, granted: usize, asked: usize) {
     if WARNED[buffer as usize].swap(true, Ordering::Relaxed) {
         return;
     }
-    let sysctl = buffer.sysctl();
+    let (name, sysctl) = (buffer.name(), buffer.sysctl());
     tracing::warn!(
         granted,
         asked,
-        "UDP {} buffers are capped by {sysctl}: a burst over {granted} bytes is dropped by \
-         the kernel; raise it (`sysctl -w {sysctl}={asked}`) or run with CAP_NET_ADMIN",
-        match buffer {
-            Buffer::Receive => "receive",
-            Buffer::Send => "send",
-        },
+        "UDP {name} buffers are capped by {sysctl}: a burst over {granted} bytes is dropped \
+         by the kernel; raise it (`sysctl -w {sysctl}={asked}`) or run with CAP_NET_ADMIN",
     );
 }
 
