@@ -271,21 +271,7 @@ pub(super) async fn run(spec: GroupSpec) -> Option<GroupResult> {
             return None;
         }
     };
-    let group = Group {
-        bots: Vec::with_capacity(spec.bots.len()),
-        readiness,
-        shared: Vec::new(),
-        next_shared: 0,
-        touched: Vec::new(),
-        due: DueTimes::default(),
-        expired: Vec::new(),
-        dirty: Vec::new(),
-        inbox: RecvBatch::new(),
-        outbox: SendBatch::new(),
-        scratch: Box::new([0; MAX_DATAGRAM_BYTES]),
-        ledger: Ledger::new(Rc::new(spec)),
-    };
-    drive(group, Pending::default()).await
+    drive(Group::new(spec, readiness), Pending::default()).await
 }
 
 /// One pass over `sockets` shared sockets, starting at `*next`: `read(index)` takes one
@@ -381,6 +367,24 @@ impl OneTask for Group {
 }
 
 impl Group {
+    /// A group with no bot yet: they join as their tokens come.
+    fn new(spec: GroupSpec, readiness: Readiness) -> Self {
+        Self {
+            bots: Vec::with_capacity(spec.bots.len()),
+            readiness,
+            shared: Vec::new(),
+            next_shared: 0,
+            touched: Vec::new(),
+            due: DueTimes::default(),
+            expired: Vec::new(),
+            dirty: Vec::new(),
+            inbox: RecvBatch::new(),
+            outbox: SendBatch::new(),
+            scratch: Box::new([0; MAX_DATAGRAM_BYTES]),
+            ledger: Ledger::new(Rc::new(spec)),
+        }
+    }
+
     /// Gives each matchmade bot its wire and starts its handshake.
     fn adopt(&mut self, pending: &Pending) {
         let answers: Vec<_> = pending.borrow_mut().drain(..).collect();
@@ -799,20 +803,7 @@ mod tests {
             reports,
             command,
         };
-        let mut group = Group {
-            bots: Vec::with_capacity(bots),
-            readiness: Readiness::new().unwrap(),
-            shared: Vec::new(),
-            next_shared: 0,
-            touched: Vec::new(),
-            due: DueTimes::default(),
-            expired: Vec::new(),
-            dirty: Vec::new(),
-            inbox: RecvBatch::new(),
-            outbox: SendBatch::new(),
-            scratch: Box::new([0; MAX_DATAGRAM_BYTES]),
-            ledger: Ledger::new(Rc::new(spec)),
-        };
+        let mut group = Group::new(spec, Readiness::new().unwrap());
         let mut rng = rand::rng();
         let issuer = TokenIssuer {
             protocol_id: 1,
