@@ -258,7 +258,9 @@ struct HostedRoom {
     ever_joined: bool,
     /// Ticks ran and await the publish phase.
     unpublished: Option<Unpublished>,
-    /// How long the room's last publish took: what the next one is expected to take.
+    /// How long the room's last publish took, its encoding and (once the driver says,
+    /// [`Shard::publish_sent`]) its share of sending the snapshots: what the next one is
+    /// expected to take.
     last_publish: Duration,
     traffic: RoomTraffic,
     recent_ticks: RecentTicks,
@@ -372,6 +374,9 @@ pub struct Shard {
     held: std::collections::BTreeSet<(Instant, PlayerId)>,
     /// Rooms that ticked and await their publish phase.
     unpublished: Vec<RoomId>,
+    /// The rooms the last publish phase published, with how long each took to encode:
+    /// what [`publish_sent`](Self::publish_sent) shares the sending time out by.
+    last_published: Vec<(RoomId, Duration)>,
     rooms: IdMap<RoomId, HostedRoom>,
     players: IdMap<PlayerId, Seated>,
     outputs: Vec<ShardOutput>,
@@ -393,6 +398,7 @@ impl Shard {
             rooms_due: None,
             held: std::collections::BTreeSet::new(),
             unpublished: Vec::new(),
+            last_published: Vec::new(),
             rooms: IdMap::default(),
             players: IdMap::default(),
             outputs: Vec::new(),
@@ -667,6 +673,28 @@ impl Shard {
         self.publish_rooms(now, Some(clock));
     }
 
+    /// The driver sent what the last [`publish_due`](Self::publish_due) queued in `sent`.
+    /// Each room that published then expects its next publish to take its encoding plus
+    /// its share of that (by encoding time), which is what the deferral check weighs
+    /// against the next tick. Counting the encoding alone, a crowd's publish after a warp
+    /// (5 ms to encode, 4 ms to send) started 5 ms before the next tick and held that
+    /// tick, and the warps it confirms, back by 4.9 ms.
+    pub fn publish_sent(&mut self, sent: Duration) {
+        let encoded: Duration = self.last_published.iter().map(|&(_, took)| took).sum();
+        let rooms = self.last_published.len() as u32;
+        for &(id, took) in &self.last_published {
+            let share = if encoded.is_zero() {
+                sent / rooms
+            } else {
+                sent.mul_f64(took.as_secs_f64() / encoded.as_secs_f64())
+            };
+            if let Some(hosted) = self.rooms.get_mut(&id) {
+                hosted.last_publish = took + share;
+            }
+        }
+        self.last_published.clear();
+    }
+
     /// Whether rooms ticked since the last [`publish_due`](Self::publish_due).
     pub fn publish_pending(&self) -> bool {
         !self.unpublished.is_empty()
@@ -753,6 +781,7 @@ impl Shard {
 
     fn publish_rooms(&mut self, now: Instant, mut clock: Option<&mut dyn FnMut() -> Instant>) {
         let mut ids = std::mem::take(&mut self.unpublished);
+        self.last_published.clear();
         let mut waiting = 0;
         for index in 0..ids.len() {
             let id = ids[index];
@@ -780,6 +809,7 @@ impl Shard {
             if let (Some(started), Some(clock)) = (started, clock.as_mut()) {
                 let published = clock().saturating_duration_since(started);
                 hosted.last_publish = published;
+                self.last_published.push((id, published));
                 let per_tick = (took + published) / ticks;
                 let step =
                     Duration::from_nanos(1_000_000_000 / u64::from(hosted.host.tick_rate_hz()));
@@ -1441,14 +1471,42 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_publish_that_would_run_into_the_next_tick_waits_for_it_once() {
+    /// A fake clock in milliseconds from `start`.
+    struct FakeClock {
+        start: Instant,
+        now: std::sync::Arc<std::sync::Mutex<Instant>>,
+    }
+
+    impl FakeClock {
+        fn at(&self, ms: f64) -> Instant {
+            self.start + Duration::from_secs_f64(ms / 1e3)
+        }
+
+        fn set(&self, ms: f64) {
+            *self.now.lock().unwrap() = self.at(ms);
+        }
+
+        /// A tick due at `tick` ms, then the publish phase at `publish` ms.
+        fn turn(&self, shard: &mut Shard, tick: f64, publish: f64) {
+            let mut clock = || *self.now.lock().unwrap();
+            self.set(tick);
+            shard.tick_due(self.at(tick), &mut clock);
+            self.set(publish);
+            shard.publish_due(self.at(tick), &mut clock);
+        }
+    }
+
+    /// A shard holding one [`SlowPublish`] room of one player, whose publish takes `cost`.
+    fn slow_publish_shard(cost: Duration) -> (Shard, FakeClock) {
         let start = Instant::now();
-        let fake = std::sync::Arc::new(std::sync::Mutex::new(start));
+        let fake = FakeClock {
+            start,
+            now: std::sync::Arc::new(std::sync::Mutex::new(start)),
+        };
         let room = SlowPublish {
             phases: Phases::default(),
-            cost: Duration::from_millis(5),
-            clock: fake.clone(),
+            cost,
+            clock: fake.now.clone(),
         };
         let mut shard = Shard::new(ShardConfig::default());
         shard
@@ -1458,46 +1516,61 @@ mod tests {
             .join(start, RoomId(1), PlayerId(1), "a".into())
             .unwrap();
         shard.drain_outputs().for_each(drop);
-        let at = |ms: f64| start + Duration::from_secs_f64(ms / 1e3);
-        let set = |ms: f64| *fake.lock().unwrap() = at(ms);
-        let mut clock = {
-            let fake = fake.clone();
-            move || *fake.lock().unwrap()
-        };
+        (shard, fake)
+    }
+
+    #[test]
+    fn a_publish_that_would_run_into_the_next_tick_waits_for_it_once() {
+        let (mut shard, fake) = slow_publish_shard(Duration::from_millis(5));
 
         // Tick 1 at 0 ms, its publish at 1 ms: 5 ms, well before tick 2 (16.7 ms).
-        set(0.0);
-        shard.tick_due(at(0.0), &mut clock);
-        set(1.0);
-        shard.publish_due(at(0.0), &mut clock);
+        fake.turn(&mut shard, 0.0, 1.0);
         assert_eq!(texts(&mut shard), ["tick 1", "publish after 1"]);
 
         // Tick 2 at 16.7 ms; its sends and reading ran long, and its publish would start at
         // 30 ms: with the last one's 5 ms it would run past tick 3 (33.3 ms). It waits.
-        set(16.7);
-        shard.tick_due(at(16.7), &mut clock);
-        set(30.0);
-        shard.publish_due(at(16.7), &mut clock);
+        fake.turn(&mut shard, 16.7, 30.0);
         assert_eq!(texts(&mut shard), ["tick 2"]);
         assert!(shard.publish_pending());
         assert_eq!(shard.stats().publishes_waited, 1);
 
         // Tick 3 goes first; the publish after it covers both ticks, however near tick 4.
-        set(33.4);
-        shard.tick_due(at(33.4), &mut clock);
-        set(49.0);
-        shard.publish_due(at(33.4), &mut clock);
+        fake.turn(&mut shard, 33.4, 49.0);
         assert_eq!(texts(&mut shard), ["tick 3", "publish after 3"]);
         assert!(!shard.publish_pending());
         assert_eq!(shard.stats().publishes_waited, 1);
         assert_eq!(shard.tick_times()["slow"].count(), 3, "every tick timed");
 
         // Back on time: tick 4 at 50 ms, its publish at 51 ms.
-        set(50.1);
-        shard.tick_due(at(50.1), &mut clock);
-        set(51.0);
-        shard.publish_due(at(50.1), &mut clock);
+        fake.turn(&mut shard, 50.1, 51.0);
         assert_eq!(texts(&mut shard), ["tick 4", "publish after 4"]);
+    }
+
+    /// The same room, its snapshots taking 6 ms to send after its 5 ms publish: the next
+    /// publish is expected to take 11 ms, and one that starts 7.3 ms before the next tick
+    /// waits for it, where the encoding's 5 ms alone would have let it start.
+    #[test]
+    fn a_publish_expects_its_sends_as_well_as_its_encoding() {
+        let (mut shard, fake) = slow_publish_shard(Duration::from_millis(5));
+
+        fake.turn(&mut shard, 0.0, 1.0);
+        shard.publish_sent(Duration::from_millis(6));
+        assert_eq!(texts(&mut shard), ["tick 1", "publish after 1"]);
+
+        // Tick 2 at 16.7 ms, its publish at 26 ms: 26 + 5 is before tick 3 (33.3 ms), 26 + 11
+        // is not.
+        fake.turn(&mut shard, 16.7, 26.0);
+        assert_eq!(
+            texts(&mut shard),
+            ["tick 2"],
+            "the publish waits for tick 3"
+        );
+        assert_eq!(shard.stats().publishes_waited, 1);
+
+        // A publish phase with nothing published leaves the estimate as it was.
+        shard.publish_sent(Duration::ZERO);
+        fake.turn(&mut shard, 33.4, 34.0);
+        assert_eq!(texts(&mut shard), ["tick 3", "publish after 3"]);
     }
 
     /// A room whose every tick takes a fixed time on a fake clock.

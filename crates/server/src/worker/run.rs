@@ -120,8 +120,11 @@ impl Worker {
             self.sessions
                 .shard_mut()
                 .publish_due(now, &mut Instant::now);
+            let sending = Instant::now();
             self.route_outputs(now);
             self.flush().await?;
+            // The snapshots' sending counts toward the next publish's expected time.
+            self.sessions.shard_mut().publish_sent(sending.elapsed());
             if now >= self.next_publish {
                 self.publish();
                 self.next_publish = now + PUBLISH_INTERVAL;
