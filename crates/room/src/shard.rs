@@ -673,9 +673,9 @@ impl Shard {
         self.publish_rooms(now, Some(clock));
     }
 
-    /// The driver sent what the last [`publish_due`](Self::publish_due) queued in `sent`.
-    /// Each room that published then expects its next publish to take its encoding plus
-    /// its share of that (by encoding time), which is what the deferral check weighs
+    /// The driver took `sent` to send what the last [`publish_due`](Self::publish_due)
+    /// queued. Each room that published then expects its next publish to take its encoding
+    /// plus its share of that (by encoding time), which is what the deferral check weighs
     /// against the next tick. Counting the encoding alone, a crowd's publish after a warp
     /// (5 ms to encode, 4 ms to send) started 5 ms before the next tick and held that
     /// tick, and the warps it confirms, back by 4.9 ms.
