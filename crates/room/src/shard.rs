@@ -1548,7 +1548,8 @@ mod tests {
 
     /// The same room, its snapshots taking 6 ms to send after its 5 ms publish: the next
     /// publish is expected to take 11 ms, and one that starts 7.3 ms before the next tick
-    /// waits for it, where the encoding's 5 ms alone would have let it start.
+    /// waits for it, where the encoding's 5 ms alone would have let it start. Each publish
+    /// sets the estimate anew.
     #[test]
     fn a_publish_expects_its_sends_as_well_as_its_encoding() {
         let (mut shard, fake) = slow_publish_shard(Duration::from_millis(5));
@@ -1567,10 +1568,16 @@ mod tests {
         );
         assert_eq!(shard.stats().publishes_waited, 1);
 
-        // A publish phase with nothing published leaves the estimate as it was.
+        // The publish after tick 3 covers both ticks; its sends take 1 ms, so the next is
+        // expected to take 6 ms, not the 11 before: at 59 ms it fits before tick 5
+        // (66.7 ms), where 11 ms would not.
         shard.publish_sent(Duration::ZERO);
         fake.turn(&mut shard, 33.4, 34.0);
+        shard.publish_sent(Duration::from_millis(1));
         assert_eq!(texts(&mut shard), ["tick 3", "publish after 3"]);
+        fake.turn(&mut shard, 50.1, 59.0);
+        assert_eq!(texts(&mut shard), ["tick 4", "publish after 4"]);
+        assert_eq!(shard.stats().publishes_waited, 1);
     }
 
     /// A room whose every tick takes a fixed time on a fake clock.

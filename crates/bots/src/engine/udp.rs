@@ -721,7 +721,8 @@ impl Group {
                     datagram.len()
                 };
                 // A batch is never left full, so the push always finds a free slot.
-                outbox.push_from_with(source, transmit.destination, copy);
+                let pushed = outbox.push_from_with(source, transmit.destination, copy);
+                debug_assert!(pushed, "a full batch is sent at once");
                 sent += 1;
                 // A full batch leaves at once. Sent only when the next datagram for its
                 // socket came, the batch that completed a shared socket's 512 bots waited
