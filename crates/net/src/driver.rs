@@ -6,7 +6,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use tickwire_proto::{Client, Endpoint, MAX_DATAGRAM_BYTES, Server};
+use tickwire_proto::{Client, Endpoint, Server};
 
 use crate::udp::{BatchSocket, RecvBatch, SendBatch};
 
@@ -52,8 +52,6 @@ pub struct Driver<E: Endpoint> {
     endpoint: E,
     inbox: RecvBatch,
     outbox: SendBatch,
-    /// Where `poll_transmit` writes before the datagram is queued for `sendmmsg`.
-    scratch: Box<[u8; MAX_DATAGRAM_BYTES]>,
     stats: DriverStats,
 }
 
@@ -65,7 +63,6 @@ impl<E: Endpoint> Driver<E> {
             endpoint,
             inbox: RecvBatch::new(),
             outbox: SendBatch::new(),
-            scratch: Box::new([0; MAX_DATAGRAM_BYTES]),
             stats: DriverStats::default(),
         }
     }
@@ -92,13 +89,8 @@ impl<E: Endpoint> Driver<E> {
 
     /// Sends every datagram the endpoint has ready, `sendmmsg` batch by batch.
     pub async fn flush(&mut self) -> io::Result<()> {
-        self.stats.send_batches += transmit(
-            &mut self.endpoint,
-            &self.socket,
-            &mut self.outbox,
-            &mut self.scratch[..],
-        )
-        .await?;
+        self.stats.send_batches +=
+            transmit(&mut self.endpoint, &self.socket, &mut self.outbox).await?;
         Ok(())
     }
 
@@ -164,23 +156,31 @@ impl<E: Endpoint> Driver<E> {
 }
 
 /// Sends every datagram `endpoint` has ready through `socket`, `sendmmsg` batch by batch,
-/// writing each into `scratch` (at least the MTU) first. Returns the batches sent. For
-/// loops that own an endpoint but need more than [`Driver`] offers (a shard worker).
+/// each written straight into its slot of `outbox`. Returns the batches sent. For loops that
+/// own an endpoint but need more than [`Driver`] offers (a shard worker).
+///
+/// # Panics
+///
+/// If `outbox`'s slots are shorter than the MTU (`poll_transmit` writes at most that).
 pub async fn transmit<E: Endpoint>(
     endpoint: &mut E,
     socket: &BatchSocket,
     outbox: &mut SendBatch,
-    scratch: &mut [u8],
 ) -> io::Result<u64> {
     let now = Instant::now();
     let mut batches = 0;
-    while let Some(transmit) = endpoint.poll_transmit(now, scratch) {
-        let datagram = &scratch[..transmit.len];
-        if !outbox.push(transmit.destination, datagram) {
+    loop {
+        if outbox.is_full() {
             socket.send_batch(outbox).await?;
             batches += 1;
-            // An empty batch always takes a datagram that fit the endpoint's buffer.
-            outbox.push(transmit.destination, datagram);
+        }
+        let queued = outbox.push_addressed(|slot| {
+            endpoint
+                .poll_transmit(now, slot)
+                .map(|transmit| (transmit.destination, transmit.len))
+        });
+        if !queued {
+            break;
         }
     }
     if !outbox.is_empty() {

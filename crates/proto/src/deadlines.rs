@@ -49,7 +49,12 @@ impl Deadlines {
     }
 
     fn nanos(&self, at: Instant) -> u64 {
-        u64::try_from(at.saturating_duration_since(self.epoch).as_nanos()).unwrap_or(u64::MAX)
+        let since = at.saturating_duration_since(self.epoch);
+        // `as_nanos`, without its 128-bit product: u64 nanoseconds last 584 years.
+        since
+            .as_secs()
+            .saturating_mul(1_000_000_000)
+            .saturating_add(u64::from(since.subsec_nanos()))
     }
 
     fn instant(&self, at: u64) -> Instant {

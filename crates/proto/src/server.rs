@@ -837,8 +837,9 @@ impl Server {
             }
             self.stage_payloads(now, buf.len());
         }
-        if let Some((to, len)) = self.staged.pop_into(buf) {
-            return Some(self.sent(to, len));
+        if let Some(transmit) = self.staged.pop_into(buf) {
+            self.count_sent(transmit.len);
+            return Some(transmit);
         }
         if now >= self.next_tidy {
             self.tidy(now);
@@ -904,9 +905,13 @@ impl Server {
     }
 
     fn sent(&mut self, destination: SocketAddr, len: usize) -> Transmit {
+        self.count_sent(len);
+        Transmit { destination, len }
+    }
+
+    fn count_sent(&mut self, len: usize) {
         self.stats.datagrams_sent += 1;
         self.stats.bytes_sent += len as u64;
-        Transmit { destination, len }
     }
 
     /// The connection at `address`, if one is established.

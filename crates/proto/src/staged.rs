@@ -11,6 +11,8 @@ use std::net::SocketAddr;
 
 use tickwire_aead::SealBatch;
 
+use crate::Transmit;
+
 /// Bytes the packets written ahead may take: a turn of small packets, or a dozen of a full
 /// MTU, within a core's first-level cache.
 const STAGED_BYTES: usize = 16 * 1024;
@@ -78,17 +80,22 @@ impl StagedPackets {
 
     /// Copies the oldest sealed packet into `buf` (cut to `buf`'s length, if that is
     /// shorter than the buffer it was staged for) and returns where it goes and its length.
-    pub(crate) fn pop_into(&mut self, buf: &mut [u8]) -> Option<(SocketAddr, usize)> {
+    pub(crate) fn pop_into(&mut self, buf: &mut [u8]) -> Option<Transmit> {
         debug_assert!(
             self.batch.is_empty(),
             "a packet is handed out before it is sealed"
         );
-        let packet = self.queue.pop_front()?;
+        let packet = self.queue.front()?;
         let len = packet.len.min(buf.len());
         buf[..len].copy_from_slice(&self.bytes[packet.offset..packet.offset + len]);
+        let transmit = Transmit {
+            destination: packet.to,
+            len,
+        };
+        self.queue.pop_front();
         if self.queue.is_empty() {
             self.used = 0;
         }
-        Some((packet.to, len))
+        Some(transmit)
     }
 }

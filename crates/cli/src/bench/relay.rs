@@ -805,7 +805,6 @@ fn serve_out(
     let fd = socket.as_fd();
     let payload = Bytes::from(vec![0xA5; config.message_len]);
     let mut batch = SendBatch::with_capacity(config.batch, MAX_DATAGRAM_BYTES);
-    let mut scratch = vec![0u8; MAX_DATAGRAM_BYTES];
     let mut messages = 0u64;
     let mut empty_packets = 0u64;
     let mut shortest = usize::MAX;
@@ -822,13 +821,18 @@ fn serve_out(
     messages += ids.len() as u64;
     while now < deadline {
         while !batch.is_full() {
-            match server.poll_transmit(now, &mut scratch) {
-                Some(transmit) => {
-                    let len = transmit.len;
+            // As the shard's driver does: each datagram written straight into its slot.
+            let mut written = None;
+            batch.push_addressed(|slot| {
+                let transmit = server.poll_transmit(now, slot)?;
+                written = Some(transmit.len);
+                Some((transmit.destination, transmit.len))
+            });
+            match written {
+                Some(len) => {
                     empty_packets += u64::from(len <= EMPTY_PACKET_MAX);
                     shortest = shortest.min(len);
                     longest = longest.max(len);
-                    batch.push(transmit.destination, &scratch[..len]);
                 }
                 None => {
                     // Every connection has sent its message: a new round, as a tick would

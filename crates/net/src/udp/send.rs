@@ -172,13 +172,47 @@ impl SendBatch {
         dest: SocketAddr,
         fill: impl FnOnce(&mut [u8]) -> usize,
     ) -> bool {
-        let slot = self.queued.len();
-        if slot == self.capacity() {
+        if self.is_full() {
             return false;
         }
-        let start = slot * self.slot_size;
-        let data = &mut self.buf[start..start + self.slot_size];
-        let len = fill(data);
+        let len = fill(self.next_slot());
+        self.queue_filled(source, dest, len);
+        true
+    }
+
+    /// Queues a datagram written in place and addressed by `fill`: it gets the next slot
+    /// ([`slot_size`](Self::slot_size) bytes, holding stale data) and returns where the
+    /// datagram goes and its length, or `None` to queue nothing. Made for a sans-IO
+    /// endpoint's `poll_transmit`, which writes straight into the slot: each datagram is
+    /// copied once less than when written elsewhere and [`push`](Self::push)ed. Returns
+    /// whether a datagram was queued; a full batch returns `false` without calling `fill`,
+    /// so a loop checks [`is_full`](Self::is_full) first.
+    ///
+    /// # Panics
+    ///
+    /// If `fill` returns more than the slot's length.
+    pub fn push_addressed(
+        &mut self,
+        fill: impl FnOnce(&mut [u8]) -> Option<(SocketAddr, usize)>,
+    ) -> bool {
+        if self.is_full() {
+            return false;
+        }
+        let Some((dest, len)) = fill(self.next_slot()) else {
+            return false;
+        };
+        self.queue_filled(None, dest, len);
+        len > 0
+    }
+
+    /// The slot the next datagram is written into; the batch must not be full.
+    fn next_slot(&mut self) -> &mut [u8] {
+        let start = self.queued.len() * self.slot_size;
+        &mut self.buf[start..start + self.slot_size]
+    }
+
+    /// Queues the `len` bytes just written into the next slot (nothing if `len` is 0).
+    fn queue_filled(&mut self, source: Option<Ipv4Addr>, dest: SocketAddr, len: usize) {
         assert!(
             len <= self.slot_size,
             "fill returned {len} bytes but the slot holds {}",
@@ -190,7 +224,6 @@ impl SendBatch {
             }
             self.queued.push((dest, len, source));
         }
-        true
     }
 
     /// Queues a copy of `payload` to `dest`. Returns `false` when the batch is full.
@@ -319,6 +352,8 @@ impl std::fmt::Debug for SendBatch {
 
 #[cfg(test)]
 mod tests {
+    use std::os::fd::AsFd;
+
     use super::*;
 
     fn dest() -> SocketAddr {
@@ -348,6 +383,48 @@ mod tests {
         let mut batch = SendBatch::with_capacity(2, 16);
         assert!(batch.push_with(dest(), |_| 0));
         assert!(batch.is_empty(), "a declined slot is not queued");
+    }
+
+    /// What `poll_transmit` does through `push_addressed`: writes each datagram into its
+    /// slot and names its destination; each reaches its own socket with its own bytes.
+    #[test]
+    fn addressed_pushes_reach_the_destinations_their_fills_name() {
+        let receivers: Vec<std::net::UdpSocket> = (0..2)
+            .map(|_| std::net::UdpSocket::bind("127.0.0.1:0").unwrap())
+            .collect();
+        let sender = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        sender.set_nonblocking(true).unwrap();
+        let mut batch = SendBatch::with_capacity(2, 16);
+        for (i, receiver) in receivers.iter().enumerate() {
+            let to = receiver.local_addr().unwrap();
+            assert!(batch.push_addressed(|slot| {
+                slot[..3].copy_from_slice(&[i as u8; 3]);
+                Some((to, 3))
+            }));
+        }
+        assert!(batch.is_full());
+        let refused = batch.push_addressed(|_| unreachable!("fill called on a full batch"));
+        assert!(!refused, "a full batch queues nothing");
+        batch.send_to_fd(sender.as_fd(), false).unwrap();
+        for (i, receiver) in receivers.iter().enumerate() {
+            receiver
+                .set_read_timeout(Some(std::time::Duration::from_secs(5)))
+                .unwrap();
+            let mut buf = [0u8; 16];
+            let (len, from) = receiver.recv_from(&mut buf).unwrap();
+            assert_eq!(
+                &buf[..len],
+                &[i as u8; 3],
+                "receiver {i} got another's bytes"
+            );
+            assert_eq!(from, sender.local_addr().unwrap());
+        }
+        let mut batch = SendBatch::with_capacity(2, 16);
+        assert!(
+            !batch.push_addressed(|_| None),
+            "a declined fill queues nothing"
+        );
+        assert!(batch.is_empty());
     }
 
     #[test]

@@ -347,27 +347,41 @@ impl SentPackets {
         self.entries.push_back(entry);
     }
 
-    /// Finishes the packet being written (its entries were pushed already).
-    /// `wanted` is the ack the packet asked for; all but acks-only count in the loss
-    /// estimate.
+    /// [`push_packet_at`](Self::push_packet_at) at `now`, for tests.
+    #[cfg(test)]
     pub(crate) fn push_packet(
         &mut self,
         now: Instant,
         wanted: AckWanted,
         loss: &mut LossEstimator,
     ) {
-        let epoch = *self.epoch.get_or_insert(now);
+        let now_us = self.clock(now);
+        self.push_packet_at(now_us, wanted, loss);
+    }
+
+    /// Finishes the packet being written (its entries were pushed already), sent at
+    /// `now_us` as [`clock`](Self::clock) read it. `wanted` is the ack the packet asked
+    /// for; all but acks-only count in the loss estimate.
+    pub(crate) fn push_packet_at(
+        &mut self,
+        now_us: u32,
+        wanted: AckWanted,
+        loss: &mut LossEstimator,
+    ) {
+        // At the bound the oldest leaves first, and the newest takes its place in the
+        // ring: the line that retiring has just read. Pushing first would touch a second
+        // line, half the ring away (in a ring grown to twice the bound).
+        if self.records.len() >= MAX_SENT_RECORDS {
+            self.pop_front(loss);
+        }
         self.records.push_back(SentRecord {
-            sent_us: micros_since(epoch, now),
+            sent_us: now_us,
             // Truncated: see `absolute_end`.
             entries_end: self.entries_pushed() as u32,
             acked: false,
             eliciting: wanted != AckWanted::Never,
             probe: wanted == AckWanted::Now,
         });
-        if self.records.len() > MAX_SENT_RECORDS {
-            self.pop_front(loss);
-        }
     }
 
     /// The sequences `ack` names that are still held here (sent and not yet retired),
@@ -429,6 +443,13 @@ impl SentPackets {
         Duration::from_micros(u64::from(now_us.wrapping_sub(record.sent_us)))
     }
 
+    /// `now` as records keep their times: microseconds since the first packet's sending
+    /// (which `now` becomes, before there was one). A packet written reads it once for
+    /// both its retiring and its record.
+    pub(crate) fn clock(&mut self, now: Instant) -> u32 {
+        micros_since(*self.epoch.get_or_insert(now), now)
+    }
+
     pub(crate) fn entry(&self, index: u64) -> Option<SentEntry> {
         let offset = usize::try_from(index.checked_sub(self.entries_base)?).ok()?;
         self.entries.get(offset).copied()
@@ -437,8 +458,24 @@ impl SentPackets {
     /// Retires packets from the front once their fate is known: acked, or unacked for
     /// `loss_delay` (lost). Each retired ack-eliciting packet feeds the loss estimate.
     pub(crate) fn retire(&mut self, now: Instant, loss_delay: Duration, loss: &mut LossEstimator) {
+        if self.records.is_empty() {
+            return;
+        }
+        let now_us = self.clock(now);
+        self.retire_at(now_us, loss_delay, loss);
+    }
+
+    /// [`retire`](Self::retire) at `now_us`, as [`clock`](Self::clock) read it.
+    pub(crate) fn retire_at(
+        &mut self,
+        now_us: u32,
+        loss_delay: Duration,
+        loss: &mut LossEstimator,
+    ) {
+        // A delay past the 71 minutes the offsets span never passes.
+        let delay_us = u32::try_from(loss_delay.as_micros()).unwrap_or(u32::MAX);
         while let Some(front) = self.records.front() {
-            if !front.acked && self.age(front, now) < loss_delay {
+            if !front.acked && now_us.wrapping_sub(front.sent_us) < delay_us {
                 break;
             }
             self.pop_front(loss);
@@ -457,9 +494,12 @@ impl SentPackets {
         let count = usize::try_from(count)
             .unwrap_or(usize::MAX)
             .min(self.entries.len());
-        self.entries.drain(..count);
-        self.entries_base += count as u64;
-        super::give_back_if_empty(&mut self.entries);
+        // Most packets carry no reliable unit: nothing to drain, and no drain to set up.
+        if count > 0 {
+            self.entries.drain(..count);
+            self.entries_base += count as u64;
+            super::give_back_if_empty(&mut self.entries);
+        }
     }
 
     /// Packets in flight (sent, not yet acked or given up).
@@ -471,7 +511,11 @@ impl SentPackets {
 
 /// Microseconds from `epoch` to `now`, truncated to 32 bits (wrapping every 71 minutes).
 fn micros_since(epoch: Instant, now: Instant) -> u32 {
-    now.saturating_duration_since(epoch).as_micros() as u32
+    let since = now.saturating_duration_since(epoch);
+    // `as_micros() as u32`, without its 128-bit product: both are the count modulo 2^32.
+    (since.as_secs() as u32)
+        .wrapping_mul(1_000_000)
+        .wrapping_add(since.subsec_micros())
 }
 
 #[cfg(test)]
@@ -660,6 +704,36 @@ mod tests {
         );
         assert!(!received.ack_owed());
         assert_eq!(received.ack_deadline(), None, "nothing is waiting any more");
+    }
+
+    /// A connection whose peer stops acking holds the bound and no more: at it, each new
+    /// record takes the place of the oldest, so the ring never grows past the bound (a
+    /// crowd's memory) and each packet touches one line of it, not two.
+    #[test]
+    fn at_the_bound_the_newest_takes_the_oldests_place() {
+        let start = Instant::now();
+        let mut loss = LossEstimator::default();
+        let mut sent = SentPackets::default();
+        for _ in 0..MAX_SENT_RECORDS + 10 {
+            let sequence = sent.next_sequence();
+            sent.push_packet(start, AckWanted::Soon, &mut loss);
+            assert_eq!(
+                sent.next_sequence(),
+                sequence.wrapping_add(1),
+                "the packet just pushed carries the sequence written in its header"
+            );
+        }
+        assert_eq!(sent.records.len(), MAX_SENT_RECORDS);
+        assert!(
+            sent.records.capacity() <= MAX_SENT_RECORDS,
+            "the ring grew to {} records for a bound of {MAX_SENT_RECORDS}",
+            sent.records.capacity()
+        );
+        assert_eq!(sent.front_sequence, 10, "the ten oldest were given up");
+        assert_eq!(loss.loss(), 1.0, "each given up counts as lost");
+        let newest = sent.next_sequence().wrapping_sub(1);
+        assert!(sent.ack(newest, start).is_some(), "the newest is held");
+        assert!(sent.ack(9, start).is_none(), "sequence 9 was given up");
     }
 
     #[test]

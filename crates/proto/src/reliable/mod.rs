@@ -161,8 +161,10 @@ pub struct Reliability {
     /// Newest of our packets acked so far; only an ack past it yields an RTT sample, so
     /// late or repeated acks (which include extra delay) do not skew the estimate.
     largest_acked: Option<u16>,
-    /// When we last sent a packet that asked for its ack at once.
-    last_probe_sent: Option<Instant>,
+    /// When the next packet of unreliable messages asks for its ack at once, to feed the
+    /// RTT estimate: [`RTT_PROBE_INTERVAL`] after the last packet that asked (`None`
+    /// before the first). Kept as a deadline, so a packet compares it, never subtracts.
+    next_probe: Option<Instant>,
     delivered: Delivered,
     /// Reliable bytes queued or unacked, across channels.
     reliable_queue_bytes: usize,
@@ -195,7 +197,7 @@ impl Reliability {
             rtt: RttEstimator::default(),
             loss: LossEstimator::default(),
             largest_acked: None,
-            last_probe_sent: None,
+            next_probe: None,
             delivered: VecDeque::new(),
             reliable_queue_bytes: 0,
             span_bytes: 0,
@@ -273,30 +275,13 @@ impl Reliability {
         let (head, body) = out
             .get_mut(..limit)?
             .split_first_chunk_mut::<HEADER_LEN>()?;
-        self.sent.retire(now, self.rtt.loss_delay(), &mut self.loss);
-        for channel in &mut self.channels {
-            if let Channel::Reliable { send, .. } = channel {
-                send.admit(
-                    &mut self.span_bytes,
-                    self.config.max_reassembly_bytes,
-                    &self.layout,
-                );
-            }
-        }
+        let now_us = self.sent.clock(now);
+        self.sent
+            .retire_at(now_us, self.rtt.loss_delay(), &mut self.loss);
         let mut writer = PacketWriter::new(body);
         let entries_before = self.sent.entries_pushed();
-        let mut ctx = WriteContext {
-            now,
-            resend_timeout: self.rtt.resend_timeout(),
-            writer: &mut writer,
-            sent: &mut self.sent,
-            bytes_in_flight: &mut self.bytes_in_flight,
-            units_resent: &mut self.counters.units_resent,
-        };
-        for (id, channel) in self.channels.iter_mut().enumerate() {
-            if let Channel::Reliable { send, .. } = channel {
-                send.write_due(id as u8, &mut ctx);
-            }
+        if self.has_reliable() {
+            self.write_reliable(now, &mut writer);
         }
         for (id, channel) in self.channels.iter_mut().enumerate() {
             channel.write_unreliable(id as u8, &mut writer);
@@ -306,9 +291,7 @@ impl Reliability {
             return None;
         }
         let carries_reliable = self.sent.entries_pushed() > entries_before;
-        let probe_due = self
-            .last_probe_sent
-            .is_none_or(|at| now.saturating_duration_since(at) >= RTT_PROBE_INTERVAL);
+        let probe_due = self.next_probe.is_none_or(|at| now >= at);
         // A packet of unreliable messages that keeps the RTT estimate fed. A keepalive
         // (forced, no frames) does not ask for an ack: each side sends its own when quiet,
         // so an idle connection costs one datagram per keepalive interval each way, not
@@ -316,7 +299,7 @@ impl Reliability {
         let ping = !carries_reliable && frames > 0 && probe_due;
         let wanted = AckWanted::of(carries_reliable, ping, frames > 0);
         if wanted == AckWanted::Now {
-            self.last_probe_sent = Some(now);
+            self.next_probe = Some(now + RTT_PROBE_INTERVAL);
         }
         let header = PacketHeader {
             sequence: self.sent.next_sequence(),
@@ -324,9 +307,44 @@ impl Reliability {
             ping,
         };
         header.encode(head);
-        self.sent.push_packet(now, wanted, &mut self.loss);
+        self.sent.push_packet_at(now_us, wanted, &mut self.loss);
         self.counters.packets_sent += 1;
         Some(HEADER_LEN + writer.len())
+    }
+
+    /// Whether any reliable channel holds a message, queued or in its window: every
+    /// message counts in `reliable_queue_bytes` until it is acked and freed. A game's
+    /// stream of unreliable messages skips the reliable channels (each behind a pointer,
+    /// a cache miss per packet in a crowd) while none does.
+    fn has_reliable(&self) -> bool {
+        self.reliable_queue_bytes > 0
+    }
+
+    /// The reliable half of [`write_packet`](Self::write_packet): admits queued messages
+    /// to the windows, then writes the units due, channel by channel.
+    fn write_reliable(&mut self, now: Instant, writer: &mut PacketWriter<'_>) {
+        for channel in &mut self.channels {
+            if let Channel::Reliable { send, .. } = channel {
+                send.admit(
+                    &mut self.span_bytes,
+                    self.config.max_reassembly_bytes,
+                    &self.layout,
+                );
+            }
+        }
+        let mut ctx = WriteContext {
+            now,
+            resend_timeout: self.rtt.resend_timeout(),
+            writer,
+            sent: &mut self.sent,
+            bytes_in_flight: &mut self.bytes_in_flight,
+            units_resent: &mut self.counters.units_resent,
+        };
+        for (id, channel) in self.channels.iter_mut().enumerate() {
+            if let Channel::Reliable { send, .. } = channel {
+                send.write_due(id as u8, &mut ctx);
+            }
+        }
     }
 
     /// Processes one received payload: its acks (RTT samples, freeing acked reliable data)
@@ -389,6 +407,9 @@ impl Reliability {
     /// `None` when neither is pending. New messages and acks owed at once go out on the
     /// driver's next `write_packet` regardless ([`Reliability::wants_to_send`]).
     pub fn next_timeout(&self) -> Option<Instant> {
+        if !self.has_reliable() {
+            return self.received.ack_deadline();
+        }
         // The resend timeout is worked out only when a window holds something: a game's
         // stream (unreliable messages only) asks this after every packet.
         self.channels
@@ -443,10 +464,11 @@ impl Reliability {
     /// `write_packet` then finds nothing, never false when it would write; resends that come
     /// due later are [`next_timeout`](Self::next_timeout)'s.
     pub fn wants_to_send(&self) -> bool {
+        let reliable = self.has_reliable();
         self.received.ack_owed()
             || self.channels.iter().any(|channel| match channel {
                 Channel::Reliable { send, .. } => {
-                    send.has_sendable(self.span_bytes, self.config.max_reassembly_bytes)
+                    reliable && send.has_sendable(self.span_bytes, self.config.max_reassembly_bytes)
                 }
                 other => other.has_unreliable(),
             })

@@ -251,6 +251,11 @@ impl ReliableSender {
             self.oldest += 1;
             self.cursor.now = None;
         }
+        if self.window.is_empty() {
+            // Nothing left to write: a stall the last packet noted is over. The channel may
+            // not be written again until a message is sent, so this is the place to say so.
+            self.stalled = false;
+        }
         give_back_if_empty(&mut self.window);
         (freed, messages)
     }

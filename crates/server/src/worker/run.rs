@@ -9,7 +9,7 @@ use tickwire_net::ws::{
     AdmittedClient, CloseCode, WsClosed, WsLinkEvent, WsLinkId, WsLinks, WsSocket,
 };
 use tickwire_net::wt::{WtLinkEvent, WtLinkId};
-use tickwire_proto::{ConnectionId, DisconnectReason, MAX_DATAGRAM_BYTES, Server, ServerEvent};
+use tickwire_proto::{ConnectionId, DisconnectReason, Server, ServerEvent};
 use tokio::sync::mpsc;
 
 use super::view::{PUBLISH_INTERVAL, WorkerLinks, WorkerView};
@@ -53,7 +53,6 @@ pub(super) struct Worker {
     wt_events: Vec<WtLinkEvent>,
     inbox: RecvBatch,
     outbox: SendBatch,
-    scratch: Box<[u8; MAX_DATAGRAM_BYTES]>,
     report: WorkerReport,
     next_publish: Instant,
 }
@@ -79,7 +78,6 @@ impl Worker {
             wt_events: Vec::new(),
             inbox: RecvBatch::new(),
             outbox: SendBatch::new(),
-            scratch: Box::new([0; MAX_DATAGRAM_BYTES]),
             report: WorkerReport::default(),
             next_publish: Instant::now(),
         })
@@ -511,13 +509,7 @@ impl Worker {
         if let Some(wt) = &mut self.wt {
             wt.links.flush(Instant::now());
         }
-        transmit(
-            &mut self.server,
-            &self.socket,
-            &mut self.outbox,
-            &mut self.scratch[..],
-        )
-        .await?;
+        transmit(&mut self.server, &self.socket, &mut self.outbox).await?;
         Ok(())
     }
 
