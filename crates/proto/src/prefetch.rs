@@ -13,16 +13,23 @@ const LINE: usize = 64;
 /// x86-64 it does nothing at all.
 #[inline]
 pub fn prefetch<T: ?Sized>(value: &T) {
+    prefetch_bytes(value, std::mem::size_of_val(value));
+}
+
+/// [`prefetch`] of the first `len` bytes of `value` only (at most its size): for a struct
+/// laid out with what a path reads first.
+#[inline]
+pub fn prefetch_bytes<T: ?Sized>(value: &T, len: usize) {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
         let start = std::ptr::from_ref(value).cast::<i8>();
-        for offset in (0..std::mem::size_of_val(value)).step_by(LINE) {
+        for offset in (0..len.min(std::mem::size_of_val(value))).step_by(LINE) {
             // SAFETY: SSE is part of x86-64's baseline, and a prefetch never dereferences
             // its address (any address is allowed; these are inside `value`).
             unsafe { _mm_prefetch::<_MM_HINT_T0>(start.wrapping_add(offset)) };
         }
     }
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = value;
+    let _ = (value, len);
 }

@@ -824,19 +824,35 @@ impl Server {
     /// ahead for a longer buffer is cut to a shorter one) and says where it goes. Payload
     /// packets are written several connections at a time and sealed together, then handed
     /// out one per call in the order they were written.
+    ///
+    /// Inlined: most calls hand out a packet already written, a copy and two counts, and
+    /// the caller then reads the returned address. Returned through the stack by a call,
+    /// that read waited out a failed store-to-load forward (the address is copied in two
+    /// overlapping halves), 7 % of a driver's user time per datagram.
+    #[inline]
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
+        if self.staged.is_empty() {
+            return self.poll_transmit_unstaged(now, buf);
+        }
+        let transmit = self.staged.pop_into(buf)?;
+        self.count_sent(transmit.len);
+        Some(transmit)
+    }
+
+    /// [`poll_transmit`](Self::poll_transmit) when nothing written ahead is left: a reply,
+    /// or a new staging round.
+    #[inline(never)]
+    fn poll_transmit_unstaged(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
         // Datagrams leave in the order they were written: payload packets staged before a
         // reply was queued go first (a connection's last payload before its disconnect), and
         // replies queued before a staging leave before it (a connection's accepted packet
         // before its first payload).
-        if self.staged.is_empty() {
-            if let Some(reply) = self.replies.pop_front() {
-                let len = reply.len.min(buf.len());
-                buf[..len].copy_from_slice(&reply.bytes[..len]);
-                return Some(self.sent(reply.to, len));
-            }
-            self.stage_payloads(now, buf.len());
+        if let Some(reply) = self.replies.pop_front() {
+            let len = reply.len.min(buf.len());
+            buf[..len].copy_from_slice(&reply.bytes[..len]);
+            return Some(self.sent(reply.to, len));
         }
+        self.stage_payloads(now, buf.len());
         if let Some(transmit) = self.staged.pop_into(buf) {
             self.count_sent(transmit.len);
             return Some(transmit);
@@ -865,8 +881,8 @@ impl Server {
             // a chain of cache misses otherwise, a turn's sends touching every connection in
             // turn. Two ahead, the connection itself; one ahead, already loaded, what it
             // points to (its channels, its messages, its sent-packet ring).
-            if let Some(&after_next) = self.ready.get(1) {
-                self.prefetch_slot(after_next);
+            if let Some(after_next) = self.ready.get(1).and_then(|&slot| self.live(slot)) {
+                after_next.prefetch_for_send();
             }
             if let Some(next) = self.ready.front().and_then(|&next| self.live(next)) {
                 next.prefetch_for_write();
@@ -909,6 +925,7 @@ impl Server {
         Transmit { destination, len }
     }
 
+    #[inline]
     fn count_sent(&mut self, len: usize) {
         self.stats.datagrams_sent += 1;
         self.stats.bytes_sent += len as u64;

@@ -47,6 +47,7 @@ impl StagedPackets {
         }
     }
 
+    #[inline]
     pub(crate) fn is_empty(&self) -> bool {
         self.queue.is_empty()
     }
@@ -80,6 +81,7 @@ impl StagedPackets {
 
     /// Copies the oldest sealed packet into `buf` (cut to `buf`'s length, if that is
     /// shorter than the buffer it was staged for) and returns where it goes and its length.
+    #[inline]
     pub(crate) fn pop_into(&mut self, buf: &mut [u8]) -> Option<Transmit> {
         debug_assert!(
             self.batch.is_empty(),

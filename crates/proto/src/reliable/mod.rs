@@ -149,34 +149,43 @@ struct Counters {
 
 /// One connection's reliability layer: acks, RTT and loss, and its channels. See the
 /// [module docs](self) for the order a driver calls it in.
+///
+/// Laid out hot first (`repr(C)`): what writing a packet reads or writes comes first, in
+/// [`HOT_BYTES`](Self::HOT_BYTES), what only received reliable data and the stats read
+/// after it (see the connection's layout in `connection.rs`).
 #[derive(Debug)]
+#[repr(C)]
 pub struct Reliability {
-    config: ReliabilityConfig,
     layout: Layout,
     channels: Vec<Channel>,
-    sent: SentPackets,
-    received: ReceivedPackets,
-    rtt: RttEstimator,
-    loss: LossEstimator,
-    /// Newest of our packets acked so far; only an ack past it yields an RTT sample, so
-    /// late or repeated acks (which include extra delay) do not skew the estimate.
-    largest_acked: Option<u16>,
+    /// Reliable bytes queued or unacked, across channels.
+    reliable_queue_bytes: usize,
     /// When the next packet of unreliable messages asks for its ack at once, to feed the
     /// RTT estimate: [`RTT_PROBE_INTERVAL`] after the last packet that asked (`None`
     /// before the first). Kept as a deadline, so a packet compares it, never subtracts.
     next_probe: Option<Instant>,
+    sent: SentPackets,
+    received: ReceivedPackets,
+    loss: LossEstimator,
+    rtt: RttEstimator,
+    counters: Counters,
+    config: ReliabilityConfig,
+    // Read by received reliable data and the stats only.
+    /// Newest of our packets acked so far; only an ack past it yields an RTT sample, so
+    /// late or repeated acks (which include extra delay) do not skew the estimate.
+    largest_acked: Option<u16>,
     delivered: Delivered,
-    /// Reliable bytes queued or unacked, across channels.
-    reliable_queue_bytes: usize,
     /// Reliable bytes admitted to send windows, across channels (at most
     /// `max_reassembly_bytes`: the most the peer may have to hold).
     span_bytes: usize,
     bytes_in_flight: usize,
     held: Held,
-    counters: Counters,
 }
 
 impl Reliability {
+    /// Bytes at the start of this struct that writing a packet reads or writes.
+    pub(crate) const HOT_BYTES: usize = std::mem::offset_of!(Reliability, largest_acked);
+
     /// Creates a connection's layer; fails when the config is out of bounds.
     pub fn new(config: ReliabilityConfig) -> Result<Self, ConfigError> {
         let layout = config.validate()?;
