@@ -37,6 +37,9 @@ use tickwire_proto::{
     Client, ClientEvent, ConnectionId, MAX_DATAGRAM_BYTES, Server, ServerConfig, ServerEvent,
 };
 
+#[path = "common/args.rs"]
+mod args;
+
 const PROTOCOL_ID: u64 = 0x7157_0002;
 const UNIX_TIME: u64 = 1_800_000_000;
 /// The unreliable channel of the default parameters.
@@ -64,27 +67,16 @@ fn options() -> Result<Options, String> {
         batch: 64,
         step: Duration::from_millis(1),
     };
-    let mut args = std::env::args().skip(1);
-    while let Some(flag) = args.next() {
-        let value = args.next().ok_or(format!("{flag} needs a value"))?;
-        let bad = |_: std::num::ParseIntError| format!("{flag}: cannot read {value:?}");
+    for (flag, value) in args::pairs()? {
         match flag.as_str() {
-            "--rooms" => options.rooms = value.parse().map_err(bad)?,
-            "--size" => options.size = value.parse().map_err(bad)?,
-            "--rate" => options.rate = value.parse().map_err(bad)?,
-            "--bytes" => options.bytes = value.parse().map_err(bad)?,
-            "--seconds" => {
-                options.seconds = value
-                    .parse()
-                    .map_err(|_| format!("{flag}: cannot read {value:?}"))?
-            }
-            "--batch" => options.batch = value.parse().map_err(bad)?,
-            "--step-ms" => options.step = Duration::from_millis(value.parse().map_err(bad)?),
-            "--warm-up" => {
-                options.warm_up = value
-                    .parse()
-                    .map_err(|_| format!("{flag}: cannot read {value:?}"))?
-            }
+            "--rooms" => options.rooms = args::parse(&flag, &value)?,
+            "--size" => options.size = args::parse(&flag, &value)?,
+            "--rate" => options.rate = args::parse(&flag, &value)?,
+            "--bytes" => options.bytes = args::parse(&flag, &value)?,
+            "--seconds" => options.seconds = args::parse(&flag, &value)?,
+            "--batch" => options.batch = args::parse(&flag, &value)?,
+            "--step-ms" => options.step = Duration::from_millis(args::parse(&flag, &value)?),
+            "--warm-up" => options.warm_up = args::parse(&flag, &value)?,
             _ => return Err(format!("unknown option {flag}")),
         }
     }

@@ -25,6 +25,8 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use tickwire_proto::{ConnectionId, MAX_DATAGRAM_BYTES, Server};
 
+#[path = "common/args.rs"]
+mod args;
 #[path = "../tests/crowd/mod.rs"]
 mod crowd;
 
@@ -47,15 +49,12 @@ fn options() -> Result<Options, String> {
         gap: Duration::ZERO,
         evict_kb: 0,
     };
-    let mut args = std::env::args().skip(1);
-    while let Some(flag) = args.next() {
-        let value = args.next().ok_or(format!("{flag} needs a value"))?;
-        let bad = |_| format!("{flag}: cannot read {value:?}");
+    for (flag, value) in args::pairs()? {
         match flag.as_str() {
-            "--clients" => options.clients = value.parse().map_err(bad)?,
-            "--rounds" => options.rounds = value.parse().map_err(bad)?,
-            "--gap-us" => options.gap = Duration::from_micros(value.parse().map_err(bad)?),
-            "--evict-kb" => options.evict_kb = value.parse().map_err(bad)?,
+            "--clients" => options.clients = args::parse(&flag, &value)?,
+            "--rounds" => options.rounds = args::parse(&flag, &value)?,
+            "--gap-us" => options.gap = Duration::from_micros(args::parse(&flag, &value)?),
+            "--evict-kb" => options.evict_kb = args::parse(&flag, &value)?,
             _ => return Err(format!("unknown option {flag}")),
         }
     }
