@@ -61,7 +61,12 @@ fuzz_target!(|data: &[u8]| {
         expected.extend_from_slice(&sealed);
         expected.extend_from_slice(tag.as_ref());
     }
-    for backend in [Backend::Portable, Backend::Ring, Backend::Avx512] {
+    for backend in [
+        Backend::Portable,
+        Backend::Ring,
+        Backend::Avx512,
+        Backend::Avx2,
+    ] {
         if !backend.is_available() {
             continue;
         }

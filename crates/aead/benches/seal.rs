@@ -13,7 +13,7 @@ fn main() {
 const PACKETS: usize = 16;
 /// `bench udp`'s datagram (45 bytes of plaintext), a hobo snapshot (about 80), longer ones up
 /// to a full datagram.
-const LENGTHS: [usize; 5] = [45, 80, 200, 500, 1100];
+const LENGTHS: [usize; 7] = [45, 80, 200, 256, 320, 500, 1100];
 /// The protocol's associated data: version, protocol id, prefix.
 const AAD: [u8; 22] = [7; 22];
 
@@ -42,7 +42,14 @@ fn batch_avx512(bencher: Bencher<'_, '_>, len: usize) {
     }
 }
 
-/// The batch through `ring`, where there is no AVX-512.
+#[divan::bench(args = LENGTHS)]
+fn batch_avx2(bencher: Bencher<'_, '_>, len: usize) {
+    if Backend::Avx2.is_available() {
+        batch(bencher, Backend::Avx2, len);
+    }
+}
+
+/// The batch through `ring`, where there is neither AVX-512 nor AVX2.
 #[divan::bench(args = LENGTHS)]
 fn batch_ring(bencher: Bencher<'_, '_>, len: usize) {
     batch(bencher, Backend::Ring, len);

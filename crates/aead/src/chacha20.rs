@@ -4,8 +4,10 @@
 //! The sixteen states are held word-major: `rows[w][lane]` is word `w` of lane `lane`'s
 //! state, so each step of a quarter round is one operation on a row of sixteen lanes. With
 //! AVX-512 a row is one register and a rotation one instruction; the portable code is the
-//! same arithmetic on arrays (the reference the tests hold the AVX-512 code to). The
-//! keystream comes out lane-major, one 64-byte block per lane, as a packet reads it.
+//! same arithmetic on arrays (the reference the tests hold the vector code to). With AVX2
+//! a register holds half a row, so the sixteen lanes go through in two passes of eight,
+//! each pass's sixteen rows in the sixteen registers AVX2 has. The keystream comes out
+//! lane-major, one 64-byte block per lane, as a packet reads it.
 
 /// Blocks computed by one call.
 pub(crate) const LANES: usize = 16;
@@ -55,11 +57,14 @@ pub enum Backend {
     /// The lanes in AVX-512F intrinsics: a row of sixteen lanes per register, rotations in
     /// one instruction (x86-64 only).
     Avx512,
-    /// One packet at a time through `ring` (its AVX2, SSE or NEON code): where there is no
-    /// AVX-512, the lanes in any other form were no faster than this for a 64-byte datagram
-    /// and slower for longer ones (BENCHMARKS.md, "The UDP path sealed in batches").
+    /// The lanes in AVX2 intrinsics, eight at a time, for packets of up to
+    /// [`AVX2_LANES_MAX_BYTES`](crate::AVX2_LANES_MAX_BYTES); longer ones go through `ring`,
+    /// which is quicker for them on AVX2 (x86-64 only).
+    Avx2,
+    /// One packet at a time through `ring` (its AVX2, SSE or NEON code): where neither
+    /// AVX-512 nor AVX2 is.
     Ring,
-    /// The lanes in plain Rust: the reference the AVX-512 code is held to, and slow.
+    /// The lanes in plain Rust: the reference the vector code is held to, and slow.
     Portable,
 }
 
@@ -68,8 +73,20 @@ impl Backend {
     pub fn detect() -> Self {
         if Self::Avx512.is_available() {
             Self::Avx512
+        } else if Self::Avx2.is_available() {
+            Self::Avx2
         } else {
             Self::Ring
+        }
+    }
+
+    /// Whether `self` seals a plaintext of `len` bytes in its lanes (otherwise through
+    /// `ring`).
+    pub(crate) fn seals_in_lanes(self, len: usize) -> bool {
+        match self {
+            Self::Avx512 | Self::Portable => true,
+            Self::Avx2 => len <= crate::AVX2_LANES_MAX_BYTES,
+            Self::Ring => false,
         }
     }
 
@@ -78,20 +95,27 @@ impl Backend {
         match self {
             #[cfg(target_arch = "x86_64")]
             Self::Avx512 => std::arch::is_x86_feature_detected!("avx512f"),
+            #[cfg(target_arch = "x86_64")]
+            Self::Avx2 => std::arch::is_x86_feature_detected!("avx2"),
             #[cfg(not(target_arch = "x86_64"))]
-            Self::Avx512 => false,
+            Self::Avx512 | Self::Avx2 => false,
             Self::Ring | Self::Portable => true,
         }
     }
 
-    /// Computes the sixteen blocks of `rows` into `out`: with AVX-512 where `self` is that
-    /// and the processor has it, the portable way otherwise.
+    /// Computes the sixteen blocks of `rows` into `out`: with AVX-512 or AVX2 where `self`
+    /// is that and the processor has it, the portable way otherwise.
     pub(crate) fn blocks(self, rows: &Rows, out: &mut Blocks) {
         match self {
             #[cfg(target_arch = "x86_64")]
             Self::Avx512 if self.is_available() => {
                 // SAFETY: the processor has AVX-512F, checked just above.
                 unsafe { x86::blocks_avx512(rows, out) }
+            }
+            #[cfg(target_arch = "x86_64")]
+            Self::Avx2 if self.is_available() => {
+                // SAFETY: the processor has AVX2, checked just above.
+                unsafe { x86::blocks_avx2(rows, out) }
             }
             _ => blocks_generic(rows, out),
         }
@@ -144,9 +168,13 @@ fn blocks_generic(rows: &Rows, out: &mut Blocks) {
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use std::arch::x86_64::{
-        __m512i, _mm512_add_epi32, _mm512_loadu_si512, _mm512_rol_epi32, _mm512_shuffle_i32x4,
-        _mm512_storeu_si512, _mm512_unpackhi_epi32, _mm512_unpackhi_epi64, _mm512_unpacklo_epi32,
-        _mm512_unpacklo_epi64, _mm512_xor_si512,
+        __m256i, __m512i, _mm256_add_epi32, _mm256_loadu_si256, _mm256_or_si256,
+        _mm256_permute2x128_si256, _mm256_set_epi8, _mm256_shuffle_epi8, _mm256_slli_epi32,
+        _mm256_srli_epi32, _mm256_storeu_si256, _mm256_unpackhi_epi32, _mm256_unpackhi_epi64,
+        _mm256_unpacklo_epi32, _mm256_unpacklo_epi64, _mm256_xor_si256, _mm512_add_epi32,
+        _mm512_loadu_si512, _mm512_rol_epi32, _mm512_shuffle_i32x4, _mm512_storeu_si512,
+        _mm512_unpackhi_epi32, _mm512_unpackhi_epi64, _mm512_unpacklo_epi32, _mm512_unpacklo_epi64,
+        _mm512_xor_si512,
     };
 
     use super::{Blocks, LANES, Rows};
@@ -226,6 +254,109 @@ mod x86 {
             }
         }
     }
+
+    /// Eight lanes of a row per register: rotations by 16 and 8 are byte shuffles, by 12
+    /// and 7 two shifts and an OR. Each quarter round keeps the registers it reads.
+    macro_rules! quarter_round_avx2 {
+        ($x:ident, $a:expr, $b:expr, $c:expr, $d:expr, $rot16:ident, $rot8:ident) => {
+            $x[$a] = _mm256_add_epi32($x[$a], $x[$b]);
+            $x[$d] = _mm256_shuffle_epi8(_mm256_xor_si256($x[$d], $x[$a]), $rot16);
+            $x[$c] = _mm256_add_epi32($x[$c], $x[$d]);
+            $x[$b] = rotate_avx2!(_mm256_xor_si256($x[$b], $x[$c]), 12, 20);
+            $x[$a] = _mm256_add_epi32($x[$a], $x[$b]);
+            $x[$d] = _mm256_shuffle_epi8(_mm256_xor_si256($x[$d], $x[$a]), $rot8);
+            $x[$c] = _mm256_add_epi32($x[$c], $x[$d]);
+            $x[$b] = rotate_avx2!(_mm256_xor_si256($x[$b], $x[$c]), 7, 25);
+        };
+    }
+
+    /// Each 32-bit word of `$x` rotated left by `$left` (`$right` is `32 - $left`: the
+    /// shift counts must be constants).
+    macro_rules! rotate_avx2 {
+        ($x:expr, $left:literal, $right:literal) => {{
+            let x = $x;
+            _mm256_or_si256(
+                _mm256_slli_epi32::<$left>(x),
+                _mm256_srli_epi32::<$right>(x),
+            )
+        }};
+    }
+
+    /// The sixteen lanes in two passes of eight: a pass's sixteen rows (half a row each)
+    /// fill AVX2's sixteen registers, then two 8 × 8 transposes of 32-bit words give each
+    /// of its lanes the two halves of its block.
+    #[target_feature(enable = "avx2")]
+    pub(super) fn blocks_avx2(rows: &Rows, out: &mut Blocks) {
+        const HALF: usize = LANES / 2;
+        // Byte shuffles that rotate each 32-bit word left by 16 and by 8.
+        let rot16 = _mm256_set_epi8(
+            13, 12, 15, 14, 9, 8, 11, 10, 5, 4, 7, 6, 1, 0, 3, 2, 13, 12, 15, 14, 9, 8, 11, 10, 5,
+            4, 7, 6, 1, 0, 3, 2,
+        );
+        let rot8 = _mm256_set_epi8(
+            14, 13, 12, 15, 10, 9, 8, 11, 6, 5, 4, 7, 2, 1, 0, 3, 14, 13, 12, 15, 10, 9, 8, 11, 6,
+            5, 4, 7, 2, 1, 0, 3,
+        );
+        for pass in 0..2 {
+            let first = pass * HALF;
+            let init: [__m256i; 16] = std::array::from_fn(|w| {
+                const { assert!(size_of::<[u32; LANES / 2]>() == size_of::<__m256i>()) };
+                // SAFETY: eight u32s from `first` (0 or 8) lie within the row of sixteen;
+                // the load is unaligned.
+                unsafe { _mm256_loadu_si256(rows[w][first..].as_ptr().cast()) }
+            });
+            let mut x = init;
+            for _ in 0..10 {
+                quarter_round_avx2!(x, 0, 4, 8, 12, rot16, rot8);
+                quarter_round_avx2!(x, 1, 5, 9, 13, rot16, rot8);
+                quarter_round_avx2!(x, 2, 6, 10, 14, rot16, rot8);
+                quarter_round_avx2!(x, 3, 7, 11, 15, rot16, rot8);
+                quarter_round_avx2!(x, 0, 5, 10, 15, rot16, rot8);
+                quarter_round_avx2!(x, 1, 6, 11, 12, rot16, rot8);
+                quarter_round_avx2!(x, 2, 7, 8, 13, rot16, rot8);
+                quarter_round_avx2!(x, 3, 4, 9, 14, rot16, rot8);
+            }
+            for (word, input) in x.iter_mut().zip(init) {
+                *word = _mm256_add_epi32(*word, input);
+            }
+            // Rows 0..8 give each lane's words 0..8, rows 8..16 its words 8..16.
+            for half in 0..2 {
+                let r = &x[8 * half..8 * half + 8];
+                // Pairs of rows interleaved by word: within each 128-bit half, t[2i] holds
+                // rows 2i, 2i+1 of lanes 0, 1 (4, 5 in the upper half), t[2i+1] of lanes
+                // 2, 3 (6, 7).
+                let t: [__m256i; 8] = std::array::from_fn(|i| {
+                    let (a, b) = (r[i & !1], r[i | 1]);
+                    if i % 2 == 0 {
+                        _mm256_unpacklo_epi32(a, b)
+                    } else {
+                        _mm256_unpackhi_epi32(a, b)
+                    }
+                });
+                // Quads of rows by 64 bits: u[4q + j] holds rows 4q..4q+4 of lane j in its
+                // lower half and of lane 4 + j in its upper half.
+                let u: [__m256i; 8] = std::array::from_fn(|i| {
+                    let (q, j) = (i / 4, i % 4);
+                    let (a, b) = (t[4 * q + j / 2], t[4 * q + 2 + j / 2]);
+                    if j % 2 == 0 {
+                        _mm256_unpacklo_epi64(a, b)
+                    } else {
+                        _mm256_unpackhi_epi64(a, b)
+                    }
+                });
+                for j in 0..4 {
+                    let low = _mm256_permute2x128_si256::<0x20>(u[j], u[4 + j]);
+                    let high = _mm256_permute2x128_si256::<0x31>(u[j], u[4 + j]);
+                    for (lane, words) in [(first + j, low), (first + 4 + j, high)] {
+                        // SAFETY: eight u32s at word 0 or 8 of a 16-word block; unaligned.
+                        unsafe {
+                            _mm256_storeu_si256(out[lane][8 * half..].as_mut_ptr().cast(), words)
+                        };
+                    }
+                }
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -257,7 +388,7 @@ mod tests {
         for lane in 0..LANES {
             set_lane(&mut rows, lane, &key, 1, &nonce);
         }
-        for backend in [Backend::Portable, Backend::Avx512] {
+        for backend in [Backend::Portable, Backend::Avx512, Backend::Avx2] {
             if !backend.is_available() {
                 continue;
             }
@@ -288,10 +419,12 @@ mod tests {
                 "lane {lane} differs from lane 0"
             );
         }
-        if Backend::Avx512.is_available() {
-            let mut out = [[0; 16]; LANES];
-            Backend::Avx512.blocks(&rows, &mut out);
-            assert_eq!(out, expected, "the AVX-512 lanes and transpose");
+        for backend in [Backend::Avx512, Backend::Avx2] {
+            if backend.is_available() {
+                let mut out = [[0; 16]; LANES];
+                backend.blocks(&rows, &mut out);
+                assert_eq!(out, expected, "the {backend:?} lanes and transpose");
+            }
         }
     }
 }

@@ -7,9 +7,11 @@
 //! [`SealBatch`] instead lays every block the batch needs (each packet's one-time Poly1305
 //! key and its keystream) side by side, sixteen at a time, so the cipher runs at the full
 //! width of the processor's vectors whatever the packets' lengths, then authenticates each
-//! packet with a 64-bit Poly1305. That pays where a row of sixteen lanes is one AVX-512
-//! register; elsewhere a batch is sealed through `ring` one packet at a time. The bytes are
-//! RFC 8439's: the tests hold every backend to its vectors and to `ring`'s output on random
+//! packet with a 64-bit Poly1305. That pays most where a row of sixteen lanes is one
+//! AVX-512 register; with AVX2 alone a row is two registers, and the lanes pay for short
+//! packets only (up to [`AVX2_LANES_MAX_BYTES`]: a longer one goes through `ring`);
+//! elsewhere a batch is sealed through `ring` one packet at a time. The bytes are RFC
+//! 8439's: the tests hold every backend to its vectors and to `ring`'s output on random
 //! batches.
 //!
 //! ```
@@ -28,7 +30,7 @@
 //! | item | what it is |
 //! |---|---|
 //! | [`SealBatch`] | packets waiting to be sealed together, as ranges of one buffer |
-//! | [`Backend`] | which code seals: the AVX-512 lanes, `ring` one packet at a time where there is no AVX-512, or the portable lanes (the tests' reference) |
+//! | [`Backend`] | which code seals: the AVX-512 lanes, the AVX2 lanes (short packets; `ring` the rest), `ring` one packet at a time where there is neither, or the portable lanes (the tests' reference) |
 //!
 //! Opening is `ring`'s: a server opens what arrives one datagram at a time.
 
@@ -49,6 +51,10 @@ pub const KEY_BYTES: usize = 32;
 pub const NONCE_BYTES: usize = 12;
 /// Bytes a tag adds after the ciphertext.
 pub const TAG_BYTES: usize = 16;
+/// Longest plaintext the [`Backend::Avx2`] lanes seal; a longer packet of the batch is
+/// sealed through `ring`, whose own AVX2 code is quicker once a packet spans several blocks
+/// (BENCHMARKS.md, "Sealing in AVX2 lanes").
+pub const AVX2_LANES_MAX_BYTES: usize = 256;
 /// Longest plaintext one packet may have: the cipher's 32-bit block counter, less the block
 /// that makes the Poly1305 key.
 pub const MAX_PLAINTEXT_BYTES: u64 = u32::MAX as u64 * 64;
@@ -92,7 +98,8 @@ impl SealBatch {
     }
 
     /// An empty batch that seals with `backend` (the portable lanes if it is
-    /// [`Backend::Avx512`] and this processor lacks AVX-512); for tests and benchmarks.
+    /// [`Backend::Avx512`] or [`Backend::Avx2`] and this processor lacks that); for tests
+    /// and benchmarks.
     pub fn with_backend(backend: Backend) -> Self {
         Self {
             backend: Some(backend),
@@ -189,9 +196,13 @@ impl Keystream {
         }
     }
 
+    /// Encrypts the packets that the backend seals in its lanes.
     fn encrypt(&mut self, packets: &mut [Packet], buf: &mut [u8]) {
         for index in 0..packets.len() {
             let packet = &packets[index];
+            if !self.backend.seals_in_lanes(packet.len) {
+                continue;
+            }
             assert!(
                 packet.len as u64 <= MAX_PLAINTEXT_BYTES,
                 "plaintext too long"
@@ -269,16 +280,17 @@ fn seal_packets(backend: Backend, packets: &mut [Packet], aad: &[u8], buf: &mut 
             buf.len()
         );
     }
-    if backend == Backend::Ring {
-        for packet in packets.iter() {
-            let (text, rest) = buf[packet.start..].split_at_mut(packet.len);
-            let tag = ring_seal(&packet.key, &packet.nonce, &aad[packet.aad.clone()], text);
-            rest[..TAG_BYTES].copy_from_slice(&tag);
-        }
+    let in_lanes = |packet: &Packet| backend.seals_in_lanes(packet.len);
+    for packet in packets.iter().filter(|packet| !in_lanes(packet)) {
+        let (text, rest) = buf[packet.start..].split_at_mut(packet.len);
+        let tag = ring_seal(&packet.key, &packet.nonce, &aad[packet.aad.clone()], text);
+        rest[..TAG_BYTES].copy_from_slice(&tag);
+    }
+    if !packets.iter().any(in_lanes) {
         return;
     }
     Keystream::new(backend).encrypt(packets, buf);
-    for packet in packets.iter() {
+    for packet in packets.iter().filter(|packet| in_lanes(packet)) {
         let (text, rest) = buf[packet.start..].split_at_mut(packet.len);
         let tag = authenticate(packet, &aad[packet.aad.clone()], text);
         rest[..TAG_BYTES].copy_from_slice(&tag);

@@ -5,7 +5,12 @@ use proptest::prelude::*;
 use ring::aead::{Aad, CHACHA20_POLY1305, LessSafeKey, Nonce, UnboundKey};
 use tickwire_aead::{Backend, SealBatch, TAG_BYTES};
 
-const BACKENDS: [Backend; 3] = [Backend::Portable, Backend::Ring, Backend::Avx512];
+const BACKENDS: [Backend; 4] = [
+    Backend::Portable,
+    Backend::Ring,
+    Backend::Avx512,
+    Backend::Avx2,
+];
 
 fn ring_seal(key: &[u8; 32], nonce: &[u8; 12], aad: &[u8], plaintext: &[u8]) -> Vec<u8> {
     let key = LessSafeKey::new(UnboundKey::new(&CHACHA20_POLY1305, key).unwrap());
