@@ -255,8 +255,8 @@ mod x86 {
         }
     }
 
-    /// Eight lanes of a row per register: rotations by 16 and 8 are byte shuffles, by 12
-    /// and 7 two shifts and an OR. Each quarter round keeps the registers it reads.
+    /// One quarter round on four rows of eight lanes, each row one register: rotations by
+    /// 16 and 8 are byte shuffles (`$rot16`, `$rot8`), by 12 and 7 two shifts and an OR.
     macro_rules! quarter_round_avx2 {
         ($x:ident, $a:expr, $b:expr, $c:expr, $d:expr, $rot16:ident, $rot8:ident) => {
             $x[$a] = _mm256_add_epi32($x[$a], $x[$b]);
