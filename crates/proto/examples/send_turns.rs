@@ -67,8 +67,8 @@ fn options() -> Result<Options, String> {
 /// What runs between batches, untimed: a spin, and reads of other memory.
 struct Between {
     gap: Duration,
+    /// Cache lines of other memory, all read between each two batches.
     lines: Vec<[u64; 8]>,
-    next_line: usize,
     spent: Duration,
 }
 
@@ -78,10 +78,8 @@ impl Between {
         while start.elapsed() < self.gap {
             std::hint::spin_loop();
         }
-        let count = self.lines.len();
-        for _ in 0..count {
-            self.next_line = (self.next_line + 1) % count;
-            std::hint::black_box(self.lines[self.next_line][0]);
+        for line in &self.lines {
+            std::hint::black_box(line[0]);
         }
         self.spent += start.elapsed();
     }
@@ -142,7 +140,6 @@ fn main() -> ExitCode {
     let mut between = Between {
         gap: options.gap,
         lines: vec![[0; 8]; options.evict_kb * 1024 / 64],
-        next_line: 0,
         spent: Duration::ZERO,
     };
     // As `bench udp`'s warm-up: 256 messages to each connection fill its sent-packet ring.

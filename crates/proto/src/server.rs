@@ -834,6 +834,12 @@ impl Server {
         if self.staged.is_empty() {
             return self.poll_transmit_unstaged(now, buf);
         }
+        self.pop_staged(buf)
+    }
+
+    /// The oldest packet written ahead, copied into `buf` and counted as sent.
+    #[inline]
+    fn pop_staged(&mut self, buf: &mut [u8]) -> Option<Transmit> {
         let transmit = self.staged.pop_into(buf)?;
         self.count_sent(transmit.len);
         Some(transmit)
@@ -853,8 +859,7 @@ impl Server {
             return Some(self.sent(reply.to, len));
         }
         self.stage_payloads(now, buf.len());
-        if let Some(transmit) = self.staged.pop_into(buf) {
-            self.count_sent(transmit.len);
+        if let Some(transmit) = self.pop_staged(buf) {
             return Some(transmit);
         }
         if now >= self.next_tidy {
