@@ -41,6 +41,8 @@ pub struct ServeConfig {
     pub admin: AdminConfig,
     /// Who players are.
     pub auth: AuthConfig,
+    /// What the server insists on before it starts.
+    pub security: SecurityConfig,
     /// Rooms: capacities, reconnection and disposal.
     pub rooms: RoomsConfig,
     /// Limits on hostile clients.
@@ -65,6 +67,7 @@ impl Default for ServeConfig {
             console: ConsoleConfig::default(),
             admin: AdminConfig::default(),
             auth: AuthConfig::default(),
+            security: SecurityConfig::default(),
             rooms: RoomsConfig::default(),
             limits: LimitsConfig::default(),
             drain: DrainConfig::default(),
@@ -304,13 +307,37 @@ pub enum AuthMode {
 }
 
 /// Player identity.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct AuthConfig {
     /// Guest or backend-signed identities.
     pub mode: AuthMode,
     /// The HMAC-SHA256 key the backend signs identities with (`shared_secret` mode).
     pub shared_secret: String,
+    /// How long a session string is good for after it was first issued, in seconds (60 to
+    /// 31536000); coming back with it does not extend it. Default 86400: a day, so one
+    /// that leaks is not good forever, and a day's play never meets the limit.
+    pub session_ttl_secs: u64,
+}
+
+impl Default for AuthConfig {
+    fn default() -> Self {
+        Self {
+            mode: AuthMode::default(),
+            shared_secret: String::new(),
+            session_ttl_secs: 24 * 3600,
+        }
+    }
+}
+
+/// What the server insists on before it starts.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SecurityConfig {
+    /// Refuse to start when matchmaking would hand out connect tokens over plain HTTP
+    /// beyond this machine (see [`ServeConfig::plain_http_warning`]). Default false: the
+    /// server starts, with a warning.
+    pub require_tls: bool,
 }
 
 /// One room kind's settings.
@@ -482,6 +509,14 @@ pub enum ConfigError {
     },
 }
 
+/// What plain HTTP beyond this machine exposes, in the warning and the refusal alike.
+macro_rules! plain_http_risk {
+    () => {
+        "connect tokens carry the session keys, so whoever sees a matchmaking answer can read \
+         and forge that player's traffic"
+    };
+}
+
 fn invalid(key: &'static str, value: impl ToString, reason: &'static str) -> ConfigError {
     ConfigError::Invalid {
         key,
@@ -578,6 +613,13 @@ impl ServeConfig {
                 "must be 1 to 1123200 (13 days, the certificate's validity)",
             ));
         }
+        if !(60..=365 * 24 * 3600).contains(&self.auth.session_ttl_secs) {
+            return Err(invalid(
+                "auth.session_ttl_secs",
+                self.auth.session_ttl_secs,
+                "must be 60 to 31536000",
+            ));
+        }
         if self.auth.mode == AuthMode::SharedSecret && self.auth.shared_secret.len() < 16 {
             return Err(invalid(
                 "auth.shared_secret",
@@ -642,6 +684,17 @@ impl ServeConfig {
                     ));
                 }
             }
+        }
+        if self.security.require_tls && self.plain_http_exposed() {
+            return Err(invalid(
+                "security.require_tls",
+                true,
+                concat!(
+                    "http.listen is not loopback and no TLS stands in front of it (tls.listen, ",
+                    "or a TLS proxy named by an https:// http.public_url): ",
+                    plain_http_risk!()
+                ),
+            ));
         }
         if self.drain.grace_secs == 0 {
             return Err(invalid("drain.grace_secs", 0, "must be at least 1"));
@@ -730,6 +783,30 @@ impl ServeConfig {
             }
         }
         Ok(())
+    }
+
+    /// Whether matchmaking hands connect tokens out over plain HTTP beyond this machine:
+    /// `http.listen` is not loopback and no TLS stands in front of it (neither `tls.listen`
+    /// nor a TLS-terminating proxy, which an `https://` `http.public_url` names).
+    pub fn plain_http_exposed(&self) -> bool {
+        let proxied_tls = matches!(self.http.public_ws_endpoint(), Ok(Some((true, _))));
+        !(self.http.listen.ip().to_canonical().is_loopback()
+            || self.tls.listen.is_some()
+            || proxied_tls)
+    }
+
+    /// The warning a server that [`plain_http_exposed`](Self::plain_http_exposed) starts
+    /// with.
+    pub fn plain_http_warning(&self) -> Option<String> {
+        self.plain_http_exposed().then(|| {
+            format!(
+                "http.listen = {} serves matchmaking over plain HTTP beyond this machine with no \
+                 TLS in front (tls.listen, or a TLS proxy named by an https:// http.public_url): \
+                 {}; set security.require_tls = true to refuse to start like this",
+                self.http.listen,
+                plain_http_risk!()
+            )
+        })
     }
 
     /// Shard workers to run: the configured count, or one per core.
@@ -823,6 +900,9 @@ mod tests {
             ("rooms.relay_tick_rate_hz = 129", |c| {
                 c.rooms.relay_tick_rate_hz = 129
             }),
+            ("auth.session_ttl_secs = 59", |c| {
+                c.auth.session_ttl_secs = 59
+            }),
         ] {
             let mut config = ServeConfig::default();
             set(&mut config);
@@ -893,6 +973,63 @@ mod tests {
         config.cluster.redis_url = "http://x".into();
         let error = config.validate().unwrap_err().to_string();
         assert!(error.starts_with("cluster.redis_url"), "{error}");
+    }
+
+    #[test]
+    fn plain_http_beyond_this_machine_warns_and_require_tls_refuses_it() {
+        let mut config = ServeConfig::default();
+        assert_eq!(config.http.listen.to_string(), "0.0.0.0:8080");
+        let warning = config
+            .plain_http_warning()
+            .expect("the default 0.0.0.0 listener without TLS must warn");
+        assert!(
+            warning.contains("http.listen = 0.0.0.0:8080") && warning.contains("session keys"),
+            "the warning names the address and the risk: {warning}"
+        );
+        config.validate().unwrap();
+        config.security.require_tls = true;
+        let error = config.validate().unwrap_err().to_string();
+        assert!(
+            error.starts_with("security.require_tls = true: http.listen is not loopback")
+                && error.contains("session keys"),
+            "{error}"
+        );
+
+        let with = |set: fn(&mut ServeConfig)| {
+            let mut config = ServeConfig::default();
+            config.security.require_tls = true;
+            set(&mut config);
+            config
+        };
+        for (why, config) in [
+            (
+                "loopback",
+                with(|c| c.http.listen = "127.0.0.1:8080".parse().unwrap()),
+            ),
+            (
+                "v4-mapped loopback",
+                with(|c| c.http.listen = "[::ffff:127.0.0.1]:8080".parse().unwrap()),
+            ),
+            (
+                "tls.listen",
+                with(|c| {
+                    c.tls.listen = Some("0.0.0.0:8443".parse().unwrap());
+                    c.tls.self_signed = true;
+                }),
+            ),
+            (
+                "a TLS proxy",
+                with(|c| c.http.public_url = Some("https://play.example.com".into())),
+            ),
+        ] {
+            assert_eq!(config.plain_http_warning(), None, "{why}");
+            assert!(config.validate().is_ok(), "{why}");
+        }
+        let plain_proxy = with(|c| c.http.public_url = Some("http://play.example.com".into()));
+        assert!(
+            plain_proxy.validate().is_err(),
+            "an http:// public_url is no TLS"
+        );
     }
 
     #[test]

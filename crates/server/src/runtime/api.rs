@@ -184,7 +184,7 @@ async fn matchmake(
         }
     };
     let now = unix_now();
-    let identity = app.identities.resolve(
+    let (identity, session) = app.identities.resolve(
         request.session.as_deref(),
         request.identity.as_ref(),
         request.name.as_deref(),
@@ -234,7 +234,7 @@ async fn matchmake(
         .map_err(|error| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, error.to_string()))?;
     Ok(axum::Json(MatchmakeAnswer {
         player_id: identity.player.0,
-        session: app.identities.session(&identity),
+        session,
         name: identity.name,
         room: seat.room.0,
         kind: seat.kind,

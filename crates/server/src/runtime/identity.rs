@@ -1,6 +1,7 @@
 //! Who a player is: a guest under a generated id, or an identity signed by the game's
 //! backend (`auth.mode = "shared_secret"`); and the session string that lets a player prove
-//! it is them again, to get their seat back with a fresh token.
+//! it is them again, to get their seat back with a fresh token, until `auth.session_ttl_secs`
+//! after it was first issued.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -17,6 +18,11 @@ use crate::worker::MAX_TICKET_NAME_BYTES;
 pub const MAX_PLAYER_ID: u64 = (1 << 53) - 1;
 /// Bytes of HMAC-SHA256 kept in a session string: 128 bits, ample against forgery.
 const SESSION_TAG_BYTES: usize = 16;
+/// A session's fixed fields: player id (u64 LE), issue time (u64 LE), name length (u8).
+const SESSION_HEAD_BYTES: usize = 17;
+/// The longest session string: the head, the longest name and the tag, in base64.
+const MAX_SESSION_CHARS: usize =
+    (SESSION_HEAD_BYTES + MAX_TICKET_NAME_BYTES + SESSION_TAG_BYTES).div_ceil(3) * 4;
 
 /// A player as the server knows them.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,6 +42,15 @@ pub enum IdentityError {
     /// The session string is not one this server issued.
     #[error("session is not valid on this server")]
     BadSession,
+    /// The session is older than `auth.session_ttl_secs`: matchmake without it (or with a
+    /// fresh signed identity) to be given a new one.
+    #[error("session expired at {expired}, now {now}; matchmake without it for a new one")]
+    SessionExpired {
+        /// When it expired, unix seconds.
+        expired: u64,
+        /// The time now.
+        now: u64,
+    },
     /// The server only accepts backend-signed identities.
     #[error("this server requires a signed identity")]
     IdentityRequired,
@@ -59,9 +74,12 @@ pub enum IdentityError {
 pub(crate) struct Identities {
     mode: AuthMode,
     shared_secret: hmac::Key,
-    /// Sessions are signed with a key made at start: they last as long as the process,
-    /// which is as long as any seat they could reclaim.
+    /// Sessions are signed with a key made at start (or a cluster's): none outlives the
+    /// process, or the cluster, that issued it.
     session_key: hmac::Key,
+    /// Seconds a session is good for after its first issue; coming back with it does not
+    /// extend it, so a session that leaked is good for this long at most.
+    session_ttl_secs: u64,
 }
 
 impl Identities {
@@ -77,21 +95,37 @@ impl Identities {
             mode: config.mode,
             shared_secret: hmac::Key::new(hmac::HMAC_SHA256, config.shared_secret.as_bytes()),
             session_key: hmac::Key::new(hmac::HMAC_SHA256, &session_secret),
+            session_ttl_secs: config.session_ttl_secs,
         }
     }
 
-    /// Who is asking: a session wins, then a signed identity, then (in guest mode) a new
-    /// guest with the name they asked for or a generated one.
+    /// Who is asking, and the session that brings them back: a session wins (and is handed
+    /// back as it came, its issue time kept), then a signed identity, then (in guest mode) a
+    /// new guest with the name they asked for or a generated one, each with a session
+    /// issued now.
     pub(crate) fn resolve(
         &self,
         session: Option<&str>,
         signed: Option<&SignedIdentity>,
         name: Option<&str>,
         unix_now: u64,
-    ) -> Result<Identity, IdentityError> {
+    ) -> Result<(Identity, String), IdentityError> {
         if let Some(session) = session {
-            return self.open_session(session);
+            let identity = self.open_session(session, unix_now)?;
+            return Ok((identity, session.to_string()));
         }
+        let identity = self.identify(signed, name, unix_now)?;
+        let session = self.session(&identity, unix_now);
+        Ok((identity, session))
+    }
+
+    /// A signed identity, or a new guest.
+    fn identify(
+        &self,
+        signed: Option<&SignedIdentity>,
+        name: Option<&str>,
+        unix_now: u64,
+    ) -> Result<Identity, IdentityError> {
         if let Some(signed) = signed {
             return self.verify(signed, unix_now);
         }
@@ -131,10 +165,13 @@ impl Identities {
         })
     }
 
-    /// A session string for `identity`: id (u64 LE), name length (u8), name, tag.
-    pub(crate) fn session(&self, identity: &Identity) -> String {
-        let mut body = Vec::with_capacity(9 + identity.name.len() + SESSION_TAG_BYTES);
+    /// A session string for `identity` issued at `issued` (unix seconds): id (u64 LE), issue
+    /// time (u64 LE), name length (u8), name, tag.
+    fn session(&self, identity: &Identity, issued: u64) -> String {
+        let mut body =
+            Vec::with_capacity(SESSION_HEAD_BYTES + identity.name.len() + SESSION_TAG_BYTES);
         body.extend_from_slice(&identity.player.0.to_le_bytes());
+        body.extend_from_slice(&issued.to_le_bytes());
         body.push(identity.name.len() as u8);
         body.extend_from_slice(identity.name.as_bytes());
         let tag = hmac::sign(&self.session_key, &body);
@@ -142,9 +179,8 @@ impl Identities {
         URL_SAFE_NO_PAD.encode(body)
     }
 
-    fn open_session(&self, session: &str) -> Result<Identity, IdentityError> {
-        // Longest valid session: 9 + 32 + 16 bytes, 76 base64 characters.
-        if session.len() > 80 {
+    fn open_session(&self, session: &str, unix_now: u64) -> Result<Identity, IdentityError> {
+        if session.len() > MAX_SESSION_CHARS {
             return Err(IdentityError::BadSession);
         }
         let bytes = URL_SAFE_NO_PAD
@@ -156,17 +192,28 @@ impl Identities {
             .ok_or(IdentityError::BadSession)?;
         let (body, tag) = bytes.split_at(split);
         let expected = hmac::sign(&self.session_key, body);
-        if !constant_time_eq(&expected.as_ref()[..SESSION_TAG_BYTES], tag) || body.len() < 9 {
+        if !constant_time_eq(&expected.as_ref()[..SESSION_TAG_BYTES], tag)
+            || body.len() < SESSION_HEAD_BYTES
+        {
             return Err(IdentityError::BadSession);
         }
-        let player = PlayerId(u64::from_le_bytes(
-            body[..8]
+        let field = |at: usize| {
+            body[at..at + 8]
                 .try_into()
-                .map_err(|_| IdentityError::BadSession)?,
-        ));
-        let name = std::str::from_utf8(&body[9..])
+                .map(u64::from_le_bytes)
+                .map_err(|_| IdentityError::BadSession)
+        };
+        let player = PlayerId(field(0)?);
+        let expired = field(8)?.saturating_add(self.session_ttl_secs);
+        if expired <= unix_now {
+            return Err(IdentityError::SessionExpired {
+                expired,
+                now: unix_now,
+            });
+        }
+        let name = std::str::from_utf8(&body[SESSION_HEAD_BYTES..])
             .ok()
-            .filter(|name| name.len() == usize::from(body[8]))
+            .filter(|name| name.len() == usize::from(body[16]))
             .ok_or(IdentityError::BadSession)?;
         Ok(Identity {
             player,
@@ -204,35 +251,54 @@ mod tests {
             &AuthConfig {
                 mode: AuthMode::SharedSecret,
                 shared_secret: "a secret of some length".into(),
+                ..AuthConfig::default()
             },
             None,
         )
     }
 
+    /// Who `resolve` says is asking, without the session it hands back.
+    fn who(
+        identities: &Identities,
+        session: Option<&str>,
+        signed: Option<&SignedIdentity>,
+        name: Option<&str>,
+        unix_now: u64,
+    ) -> Result<Identity, IdentityError> {
+        identities
+            .resolve(session, signed, name, unix_now)
+            .map(|(identity, _)| identity)
+    }
+
     #[test]
     fn guests_get_an_id_and_their_session_brings_them_back() {
         let identities = Identities::new(&AuthConfig::default(), None);
-        let guest = identities.resolve(None, None, Some(" Zoë "), 0).unwrap();
+        let (guest, session) = identities.resolve(None, None, Some(" Zoë "), 0).unwrap();
         assert_eq!(guest.name, "Zoë");
         assert!((1..=MAX_PLAYER_ID).contains(&guest.player.0));
-        let session = identities.session(&guest);
         assert_eq!(
-            identities.resolve(Some(&session), None, None, 0),
+            who(&identities, Some(&session), None, None, 0),
             Ok(guest.clone())
         );
         let mut forged = URL_SAFE_NO_PAD.decode(&session).unwrap();
         forged[0] ^= 1;
         assert_eq!(
-            identities.resolve(Some(&URL_SAFE_NO_PAD.encode(forged)), None, None, 0),
+            who(
+                &identities,
+                Some(&URL_SAFE_NO_PAD.encode(forged)),
+                None,
+                None,
+                0
+            ),
             Err(IdentityError::BadSession)
         );
         let other_process = Identities::new(&AuthConfig::default(), None);
         assert_eq!(
-            other_process.resolve(Some(&session), None, None, 0),
+            who(&other_process, Some(&session), None, None, 0),
             Err(IdentityError::BadSession)
         );
         assert_eq!(
-            identities.resolve(Some("!!"), None, None, 0),
+            who(&identities, Some("!!"), None, None, 0),
             Err(IdentityError::BadSession)
         );
     }
@@ -241,11 +307,8 @@ mod tests {
     fn a_clusters_nodes_share_sessions() {
         let node_a = Identities::new(&AuthConfig::default(), Some([7; 32]));
         let node_b = Identities::new(&AuthConfig::default(), Some([7; 32]));
-        let guest = node_a.resolve(None, None, Some("ada"), 0).unwrap();
-        assert_eq!(
-            node_b.resolve(Some(&node_a.session(&guest)), None, None, 0),
-            Ok(guest)
-        );
+        let (guest, session) = node_a.resolve(None, None, Some("ada"), 0).unwrap();
+        assert_eq!(who(&node_b, Some(&session), None, None, 0), Ok(guest));
     }
 
     #[test]
@@ -253,7 +316,7 @@ mod tests {
         let identities = Identities::new(&AuthConfig::default(), None);
         for name in ["", "   ", "a\u{7}b", &"x".repeat(33)] {
             assert_eq!(
-                identities.resolve(None, None, Some(name), 0),
+                who(&identities, None, None, Some(name), 0),
                 Err(IdentityError::BadName),
                 "{name:?}"
             );
@@ -265,14 +328,21 @@ mod tests {
         let identities = backend();
         let secret = "a secret of some length";
         assert_eq!(
-            identities.resolve(None, Some(&signed(secret, 42, "ada", 1_000)), None, 999),
+            who(
+                &identities,
+                None,
+                Some(&signed(secret, 42, "ada", 1_000)),
+                None,
+                999
+            ),
             Ok(Identity {
                 player: PlayerId(42),
                 name: "ada".into()
             })
         );
         assert_eq!(
-            identities.resolve(
+            who(
+                &identities,
                 None,
                 Some(&signed("another secret!!", 42, "ada", 1_000)),
                 None,
@@ -283,22 +353,34 @@ mod tests {
         let mut tampered = signed(secret, 42, "ada", 1_000);
         tampered.id = 43;
         assert_eq!(
-            identities.resolve(None, Some(&tampered), None, 999),
+            who(&identities, None, Some(&tampered), None, 999),
             Err(IdentityError::BadSignature)
         );
         assert_eq!(
-            identities.resolve(None, Some(&signed(secret, 42, "ada", 1_000)), None, 1_000),
+            who(
+                &identities,
+                None,
+                Some(&signed(secret, 42, "ada", 1_000)),
+                None,
+                1_000
+            ),
             Err(IdentityError::Expired {
                 expires: 1_000,
                 now: 1_000
             })
         );
         assert_eq!(
-            identities.resolve(None, Some(&signed(secret, 1 << 60, "ada", 1_000)), None, 0),
+            who(
+                &identities,
+                None,
+                Some(&signed(secret, 1 << 60, "ada", 1_000)),
+                None,
+                0
+            ),
             Err(IdentityError::IdOutOfRange(1 << 60))
         );
         assert_eq!(
-            identities.resolve(None, None, Some("guest"), 0),
+            who(&identities, None, None, Some("guest"), 0),
             Err(IdentityError::IdentityRequired),
             "no guests on a backend-signed server"
         );
@@ -308,8 +390,68 @@ mod tests {
     fn a_guest_server_never_trusts_a_signed_claim() {
         let identities = Identities::new(&AuthConfig::default(), None);
         assert_eq!(
-            identities.resolve(None, Some(&signed("", 42, "ada", u64::MAX)), None, 0),
+            who(
+                &identities,
+                None,
+                Some(&signed("", 42, "ada", u64::MAX)),
+                None,
+                0
+            ),
             Err(IdentityError::BadSignature)
+        );
+    }
+
+    #[test]
+    fn a_session_expires_its_lifetime_after_its_first_issue() {
+        let identities = Identities::new(
+            &AuthConfig {
+                session_ttl_secs: 100,
+                ..AuthConfig::default()
+            },
+            None,
+        );
+        let (guest, session) = identities.resolve(None, None, Some("ada"), 1_000).unwrap();
+        // Coming back hands the same session back: its lifetime runs from the first issue.
+        let (back, again) = identities
+            .resolve(Some(&session), None, None, 1_099)
+            .unwrap();
+        assert_eq!(
+            back, guest,
+            "a session within its lifetime is the same player"
+        );
+        assert_eq!(again, session, "coming back must not extend the session");
+        assert_eq!(
+            who(&identities, Some(&session), None, None, 1_100),
+            Err(IdentityError::SessionExpired {
+                expired: 1_100,
+                now: 1_100
+            }),
+            "a session 100 s old must be refused when auth.session_ttl_secs = 100"
+        );
+        let (_, fresh) = identities.resolve(None, None, Some("ada"), 1_100).unwrap();
+        assert!(
+            who(&identities, Some(&fresh), None, None, 1_199).is_ok(),
+            "a guest matchmaking anew gets a session good for its full lifetime"
+        );
+    }
+
+    #[test]
+    fn the_longest_session_is_accepted_and_a_longer_string_is_not() {
+        let identities = Identities::new(&AuthConfig::default(), None);
+        let (_, session) = identities
+            .resolve(None, None, Some(&"x".repeat(MAX_TICKET_NAME_BYTES)), 0)
+            .unwrap();
+        assert_eq!(session.len(), MAX_SESSION_CHARS - 1, "no padding: 65 bytes");
+        assert!(who(&identities, Some(&session), None, None, 0).is_ok());
+        assert_eq!(
+            who(
+                &identities,
+                Some(&"A".repeat(MAX_SESSION_CHARS + 1)),
+                None,
+                None,
+                0
+            ),
+            Err(IdentityError::BadSession)
         );
     }
 }
