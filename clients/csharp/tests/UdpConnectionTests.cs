@@ -65,6 +65,9 @@ namespace Tickwire.Tests
             return body;
         }
 
+        /// The handshake half of the sequence space: challenges and denials only.
+        const ulong Handshake = 1UL << 63;
+
         static readonly byte[] DefaultParams = Hex.Decode("3c64001027000" + "0b00400000400030001" + "02");
 
         static UdpConnection Connected(Inbox inbox, out byte[] c2s, out byte[] s2c)
@@ -73,12 +76,11 @@ namespace Tickwire.Tests
             var client = new UdpConnection(token, 0, 1000, inbox);
             var buffer = new byte[2048];
             Assert.Equal(1066, client.PollTransmit(0, buffer), "request length");
-            var challengeBody = new byte[8 + 384];
-            challengeBody[0] = 42;
-            for (int i = 8; i < challengeBody.Length; i++) challengeBody[i] = (byte)i;
-            var challenge = Seal(s2c, 2, 42, challengeBody);
+            var challengeBody = new byte[384];
+            for (int i = 0; i < challengeBody.Length; i++) challengeBody[i] = (byte)i;
+            var challenge = Seal(s2c, 2, Handshake | 42, challengeBody);
             client.HandleDatagram(1000, challenge, challenge.Length);
-            Assert.Equal(393, client.PollTransmit(1000, buffer), "response length");
+            Assert.Equal(409, client.PollTransmit(1000, buffer), "response length");
             var accepted = Seal(s2c, 4, 0, DefaultParams);
             client.HandleDatagram(2000, accepted, accepted.Length);
             Assert.Equal(ConnectionState.Connected, client.State, "state after accepted");
@@ -100,20 +102,34 @@ namespace Tickwire.Tests
             Assert.Equal(0, client.PollTransmit(50000, buffer), "no resend before 100 ms");
             Assert.Equal(1066, client.PollTransmit(100000, buffer), "resent after 100 ms");
 
-            var wrongKey = Seal(c2s, 2, 42, new byte[392]);
+            var wrongKey = Seal(c2s, 2, Handshake | 42, new byte[384]);
             client.HandleDatagram(100000, wrongKey, wrongKey.Length);
             Assert.Equal(1066, client.PollTransmit(200000, buffer), "a challenge under the wrong key is ignored");
 
-            var challengeBody = new byte[392];
-            challengeBody[0] = 42;
-            for (int i = 8; i < 392; i++) challengeBody[i] = (byte)i;
-            var challenge = Seal(s2c, 2, 42, challengeBody);
-            client.HandleDatagram(200000, challenge, challenge.Length);
-            Assert.Equal(393, client.PollTransmit(200000, buffer), "response length");
-            Assert.Equal("03" + "2a00000000000000" + Hex.Encode(challengeBody, 8, 384), Hex.Encode(buffer, 0, 393), "the response echoes the challenge");
+            var challengeBody = new byte[384];
+            for (int i = 0; i < 384; i++) challengeBody[i] = (byte)i;
+            var outOfHalf = Seal(s2c, 2, 42, challengeBody);
+            client.HandleDatagram(200000, outOfHalf, outOfHalf.Length);
+            Assert.Equal(1066, client.PollTransmit(300000, buffer), "a challenge outside the handshake half is ignored");
+
+            var challenge = Seal(s2c, 2, Handshake | 42, challengeBody);
+            client.HandleDatagram(300000, challenge, challenge.Length);
+            Assert.Equal(409, client.PollTransmit(300000, buffer), "response length");
+            Assert.Equal("83" + "2a00000000000080", Hex.Encode(buffer, 0, 9), "an encrypted response header: 8 sequence bytes, the challenge's sequence");
+            int responseType; ulong responseSequence;
+            var echoed = Open(c2s, buffer, 409, out responseType, out responseSequence);
+            Assert.Equal(Hex.Encode(challengeBody), Hex.Encode(echoed), "the response carries the challenge token, sealed under the client-to-server key");
+            var first = Hex.Encode(buffer, 0, 409);
+            Assert.Equal(409, client.PollTransmit(400000, buffer), "resent after 100 ms");
+            Assert.Equal(first, Hex.Encode(buffer, 0, 409), "the same sealed bytes, not a second sealing");
+
+            var newer = Seal(s2c, 2, Handshake | 43, challengeBody);
+            client.HandleDatagram(400000, newer, newer.Length);
+            Assert.Equal(409, client.PollTransmit(500000, buffer), "a newer challenge is answered");
+            Assert.Equal("2b00000000000080", Hex.Encode(buffer, 1, 8), "with its own sequence");
 
             var accepted = Seal(s2c, 4, 0, DefaultParams);
-            client.HandleDatagram(300000, accepted, accepted.Length);
+            client.HandleDatagram(500000, accepted, accepted.Length);
             Assert.Equal(ConnectionState.Connected, client.State, "connected");
             Assert.Equal(1200, client.Params.Mtu, "the MTU the server dictated");
             InboxKind kind; byte code; ArraySegment<byte> message;
@@ -150,6 +166,17 @@ namespace Tickwire.Tests
             Assert.Equal("6869", Hex.Encode(message.Array, message.Offset, message.Count), "its bytes");
             Assert.True(!inbox.TryTake(out kind, out code, out message), "the replayed packet delivered it again");
             Assert.Equal(2UL, client.PacketsUnauthenticated, "a tampered packet and one under the wrong key are counted");
+
+            // A recorded challenge (handshake half, far ahead of the connection's sequences)
+            // is dropped unopened: it must not move the replay window past the real packets.
+            var recorded = Seal(s2c, 2, Handshake | 7, new byte[384]);
+            client.HandleDatagram(3000, recorded, recorded.Length);
+            var denial = Seal(s2c, 1, Handshake | 8, new byte[] { 7 });
+            client.HandleDatagram(3000, denial, denial.Length);
+            Assert.Equal(ConnectionState.Connected, client.State, "a recorded denial does not end the connection");
+            var later = Seal(s2c, 5, 3, Hex.Decode("000100000000000000" + "000100026869"));
+            client.HandleDatagram(3000, later, later.Length);
+            Assert.True(inbox.TryTake(out kind, out code, out message) && kind == InboxKind.Message, "a genuine packet after the recorded challenge is taken in");
 
             var disconnect = Seal(s2c, 6, 4, new byte[] { 4 });
             client.HandleDatagram(4000, disconnect, disconnect.Length);
@@ -188,7 +215,7 @@ namespace Tickwire.Tests
         {
             byte[] c2s, s2c;
             var denied = new UdpConnection(Token(out c2s, out s2c), 0, 1000, new Inbox());
-            var packet = Seal(s2c, 1, 0, new byte[] { 7 });
+            var packet = Seal(s2c, 1, Handshake, new byte[] { 7 });
             denied.HandleDatagram(0, packet, packet.Length);
             Assert.Equal(DisconnectReason.ServerFull, denied.Reason, "denied: server full");
 

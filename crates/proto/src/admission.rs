@@ -146,6 +146,20 @@ struct UsedSet {
     capacity: usize,
 }
 
+impl UsedSet {
+    /// A tag not seen yet may be used; a seen one only again from the UDP address it was
+    /// first used from (a handshake repeating its request).
+    fn allows(&self, tag: &[u8; TAG_BYTES], binding: Binding) -> Result<(), Refusal> {
+        match (self.first_use.get(tag), binding) {
+            (None, _) => Ok(()),
+            (Some(Binding::Address(first)), Binding::Address(now)) if *first == now => Ok(()),
+            _ => Err(Refusal::Replayed {
+                remembered: self.capacity,
+            }),
+        }
+    }
+}
+
 impl std::fmt::Debug for UsedTokens {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let set = self.lock();
@@ -195,6 +209,11 @@ impl UsedTokens {
     /// Records the use of `tag` (of a token expiring at `expire_timestamp`) for `binding`;
     /// the refusal when it was used before by anything other than a repeat of the same UDP
     /// handshake. Tokens expired by `unix_now` are forgotten first.
+    /// Whether `tag` may be used for `binding`, without recording anything.
+    fn allows(&self, tag: [u8; TAG_BYTES], binding: Binding) -> Result<(), Refusal> {
+        self.lock().allows(&tag, binding)
+    }
+
     fn claim(
         &self,
         tag: [u8; TAG_BYTES],
@@ -212,13 +231,8 @@ impl UsedTokens {
             set.order.pop_front();
             set.first_use.remove(&oldest);
         }
-        if let Some(first) = set.first_use.get(&tag) {
-            return match (first, binding) {
-                (Binding::Address(first), Binding::Address(now)) if *first == now => Ok(()),
-                _ => Err(Refusal::Replayed {
-                    remembered: set.capacity,
-                }),
-            };
+        if set.first_use.contains_key(&tag) {
+            return set.allows(&tag, binding);
         }
         if set.order.len() >= set.capacity
             && let Some((oldest, _)) = set.order.pop_front()
@@ -240,6 +254,14 @@ pub struct Admission {
     cipher: Cipher,
     public_addresses: Vec<SocketAddr>,
     used: UsedTokens,
+}
+
+/// What the used set remembers a token by: the tag of its sealed private part, which no one
+/// without the server key can make for another token.
+fn token_tag(token: &SealedToken<'_>) -> [u8; TAG_BYTES] {
+    let mut tag = [0u8; TAG_BYTES];
+    tag.copy_from_slice(&token.private_token[PRIVATE_TOKEN_BYTES - TAG_BYTES..]);
+    tag
 }
 
 impl std::fmt::Debug for Admission {
@@ -278,8 +300,22 @@ impl Admission {
     /// Checks `token` at `unix_now` seconds for a use bound to `binding`: this protocol id,
     /// not expired, sealed under the server key, naming one of this server's addresses, and
     /// not used before (a repeat from the same UDP address excepted). A token that passes
-    /// is used up.
+    /// is used up: [`check`](Self::check), then [`claim`](Self::claim).
     pub fn admit(
+        &self,
+        token: SealedToken<'_>,
+        binding: Binding,
+        unix_now: u64,
+    ) -> Result<Admitted, Refusal> {
+        let admitted = self.check(token, binding, unix_now)?;
+        self.claim(token, binding, unix_now)?;
+        Ok(admitted)
+    }
+
+    /// Every check of [`admit`](Self::admit), but the token is not used up. A caller that may still refuse the client for its own
+    /// reasons (a full server) checks, decides, and only then [`claim`](Self::claim)s, so a
+    /// refused client keeps its token for a server that has room.
+    pub fn check(
         &self,
         token: SealedToken<'_>,
         binding: Binding,
@@ -319,10 +355,7 @@ impl Admission {
                 count: self.public_addresses.len(),
             });
         }
-        let mut tag = [0u8; TAG_BYTES];
-        tag.copy_from_slice(&token.private_token[PRIVATE_TOKEN_BYTES - TAG_BYTES..]);
-        self.used
-            .claim(tag, token.expire_timestamp, binding, unix_now)?;
+        self.used.allows(token_tag(&token), binding)?;
         Ok(Admitted {
             client_id: private.client_id,
             user_data: Box::new(private.user_data),
@@ -330,6 +363,19 @@ impl Admission {
             server_to_client_key: private.server_to_client_key,
             expire_timestamp: token.expire_timestamp,
         })
+    }
+
+    /// Uses `token` up for `binding`, unless it was used before (a repeat from the same
+    /// UDP address excepted). Only for a token [`check`](Self::check) passed: its tag is
+    /// what the set remembers, and only an authentic token's tag is worth remembering.
+    pub fn claim(
+        &self,
+        token: SealedToken<'_>,
+        binding: Binding,
+        unix_now: u64,
+    ) -> Result<(), Refusal> {
+        self.used
+            .claim(token_tag(&token), token.expire_timestamp, binding, unix_now)
     }
 
     /// [`admit`](Self::admit) for a whole serialized connect token, as a WebSocket or

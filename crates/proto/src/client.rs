@@ -7,10 +7,13 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 
 use crate::connection::{
-    Connection, ConnectionStats, DISCONNECT_REDUNDANCY, Received, Refused, read_disconnect,
+    Connection, ConnectionStats, DISCONNECT_REDUNDANCY, Received, Refused, Sender, read_disconnect,
 };
 use crate::crypto::Cipher;
-use crate::packet::{CHALLENGE_TOKEN_BYTES, EncryptedHeader, PacketType, Request, Response};
+use crate::packet::{
+    CHALLENGE_TOKEN_BYTES, EncryptedHeader, PacketType, RESPONSE_BYTES, Request,
+    is_handshake_sequence, write_encrypted,
+};
 use crate::params::{ConnectionParams, DisconnectReason};
 use crate::reliable::{Owned, ReliabilityConfig, SendError};
 use crate::server::MAX_DATAGRAM_BYTES;
@@ -70,8 +73,11 @@ enum Phase {
     },
     SendingResponse {
         last_sent: Option<Instant>,
+        /// The challenge answered: a newer one (the server answered a repeated request
+        /// after this one) replaces it, since the server takes only the newest.
         challenge_sequence: u64,
-        challenge_token: Box<[u8; CHALLENGE_TOKEN_BYTES]>,
+        /// The response, sealed once and sent as is each time.
+        response: Box<[u8; RESPONSE_BYTES]>,
     },
     Connected(Box<Connection>),
     Disconnected(DisconnectReason),
@@ -210,9 +216,14 @@ impl Client {
                     return;
                 }
                 let received = match on_message {
-                    Some(on_message) => {
-                        connection.handle_datagram(now, header, datagram, &mut scratch, on_message)
-                    }
+                    Some(on_message) => connection.handle_datagram(
+                        now,
+                        header,
+                        datagram,
+                        &mut scratch,
+                        on_message,
+                        Sender::Server,
+                    ),
                     None => connection.handle_datagram(
                         now,
                         header,
@@ -222,6 +233,7 @@ impl Client {
                             self.events
                                 .push_back(ClientEvent::Message { channel, message });
                         }),
+                        Sender::Server,
                     ),
                 };
                 match received {
@@ -230,7 +242,12 @@ impl Client {
                         self.end(reason);
                     }
                     Ok(Received::Payload | Received::Other)
-                    | Err(Refused::Replay | Refused::Unauthenticated | Refused::Malformed) => {}
+                    | Err(
+                        Refused::Replay
+                        | Refused::Unauthenticated
+                        | Refused::Malformed
+                        | Refused::NotOnConnection,
+                    ) => {}
                     Err(Refused::Fatal(reason)) => self.close(now, reason),
                 }
             }
@@ -250,6 +267,31 @@ impl Client {
         datagram: &[u8],
         scratch: &mut [u8],
     ) {
+        // Challenges and denials come in the handshake half of the sequence space, the
+        // accepted packet and a disconnect in the connection's; anything else is not the
+        // server's and is not opened.
+        let handshake_packet = matches!(
+            header.packet_type,
+            PacketType::Challenge | PacketType::Denied
+        );
+        let connection_packet = matches!(
+            header.packet_type,
+            PacketType::Accepted | PacketType::Disconnect
+        );
+        let in_handshake_half = is_handshake_sequence(header.sequence);
+        if !(handshake_packet && in_handshake_half || connection_packet && !in_handshake_half) {
+            return;
+        }
+        if let (
+            PacketType::Challenge,
+            Phase::SendingResponse {
+                challenge_sequence, ..
+            },
+        ) = (header.packet_type, &self.phase)
+            && header.sequence <= *challenge_sequence
+        {
+            return;
+        }
         let Some(body) = header.open(
             datagram,
             &self.server_to_client,
@@ -274,19 +316,33 @@ impl Client {
                     self.end(reason);
                 }
             }
-            (PacketType::Challenge, Phase::SendingRequest { .. }) => {
-                let Some(sequence) = body.get(..8) else {
+            (PacketType::Challenge, _) => {
+                if body.len() != CHALLENGE_TOKEN_BYTES {
                     return;
-                };
-                let Some(token) = body.get(8..8 + CHALLENGE_TOKEN_BYTES) else {
+                }
+                // The response carries the challenge token back, sealed under the
+                // client-to-server key with the challenge's own sequence: it proves this
+                // client holds that key, and its nonce is in the handshake half, which no
+                // connection packet reaches.
+                let mut response = Box::new([0u8; RESPONSE_BYTES]);
+                let sealed = write_encrypted(
+                    &mut response[..],
+                    PacketType::Response,
+                    header.sequence,
+                    &Cipher::new(&self.token.client_to_server_key),
+                    self.token.protocol_id,
+                    |out| {
+                        out.get_mut(..CHALLENGE_TOKEN_BYTES)?.copy_from_slice(body);
+                        Some(CHALLENGE_TOKEN_BYTES)
+                    },
+                );
+                if sealed != Some(RESPONSE_BYTES) {
                     return;
-                };
-                let mut challenge_token = Box::new([0u8; CHALLENGE_TOKEN_BYTES]);
-                challenge_token.copy_from_slice(token);
+                }
                 self.phase = Phase::SendingResponse {
                     last_sent: None,
-                    challenge_sequence: u64::from_le_bytes(sequence.try_into().unwrap_or_default()),
-                    challenge_token,
+                    challenge_sequence: header.sequence,
+                    response,
                 };
             }
             (PacketType::Accepted, Phase::SendingResponse { .. }) => {
@@ -437,15 +493,13 @@ impl Client {
             }
             Phase::SendingResponse {
                 last_sent,
-                challenge_sequence,
-                challenge_token,
+                response,
+                ..
             } if due(last_sent) => {
                 *last_sent = Some(now);
-                Response {
-                    challenge_sequence: *challenge_sequence,
-                    challenge_token,
-                }
-                .write(buf)?
+                buf.get_mut(..RESPONSE_BYTES)?
+                    .copy_from_slice(&response[..]);
+                RESPONSE_BYTES
             }
             Phase::Connected(connection) => connection.write_payload(now, buf)?,
             _ => return None,

@@ -9,8 +9,8 @@ use tickwire_aead::SealBatch;
 
 use crate::crypto::{Cipher, Key};
 use crate::packet::{
-    ENCRYPTED_OVERHEAD_MAX, EncryptedHeader, PacketType, UnsealedPacket, write_encrypted,
-    write_unsealed,
+    ENCRYPTED_OVERHEAD_MAX, EncryptedHeader, HANDSHAKE_SEQUENCE_BIT, PacketType, UnsealedPacket,
+    is_handshake_sequence, write_encrypted, write_unsealed,
 };
 use crate::params::{ConnectionParams, DisconnectReason};
 use crate::reliable::{Deliver, Reliability, ReliabilityConfig, ReliabilityStats, SendError};
@@ -83,8 +83,31 @@ pub(crate) enum Refused {
     Replay,
     Unauthenticated,
     Malformed,
+    /// A packet type or sequence that has no place on a connection (a handshake packet),
+    /// dropped before it is opened.
+    NotOnConnection,
     /// The peer broke the protocol badly enough to end the connection.
     Fatal(DisconnectReason),
+}
+
+/// Which endpoint sent the packets a connection takes in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Sender {
+    Client,
+    Server,
+}
+
+impl Sender {
+    /// The packet types this side sends on an established connection: payloads and
+    /// disconnects, and from the server the accepted packet (repeated when a client's
+    /// response crossed it). Challenges, denials and responses belong to the handshake.
+    fn sends_on_connection(self, packet_type: PacketType) -> bool {
+        match packet_type {
+            PacketType::Payload | PacketType::Disconnect => true,
+            PacketType::Accepted => self == Self::Server,
+            _ => false,
+        }
+    }
 }
 
 /// Laid out hot first (`repr(C)`, on a cache line of its own): what every packet sent
@@ -190,8 +213,10 @@ impl Connection {
         })
     }
 
-    /// Authenticates, de-duplicates and takes in one datagram from the peer, handing its
-    /// messages to `deliver`.
+    /// Authenticates, de-duplicates and takes in one datagram from the peer (`sender`),
+    /// handing its messages to `deliver`. Only the types `sender` sends on a connection,
+    /// in the connection's half of the sequence space, are opened: a handshake packet
+    /// (a recorded challenge, say) is refused before it could touch the replay window.
     pub(crate) fn handle_datagram(
         &mut self,
         now: Instant,
@@ -199,7 +224,12 @@ impl Connection {
         datagram: &[u8],
         scratch: &mut [u8],
         deliver: &mut impl Deliver,
+        sender: Sender,
     ) -> Result<Received, Refused> {
+        if !sender.sends_on_connection(header.packet_type) || is_handshake_sequence(header.sequence)
+        {
+            return Err(Refused::NotOnConnection);
+        }
         if self.replay.is_replay(header.sequence) {
             self.counters.packets_replayed += 1;
             return Err(Refused::Replay);
@@ -231,6 +261,24 @@ impl Connection {
         }
     }
 
+    /// Whether a packet authenticates under the key the peer seals with, without taking it
+    /// in (the server's check of a response repeated by a client already connected).
+    pub(crate) fn authenticates(
+        &self,
+        header: EncryptedHeader,
+        datagram: &[u8],
+        scratch: &mut [u8],
+    ) -> bool {
+        header
+            .open(
+                datagram,
+                &Cipher::new(&self.receive_key),
+                self.protocol_id,
+                scratch,
+            )
+            .is_some()
+    }
+
     /// Records a packet that authenticated outside `handle_datagram` (the client's accepted
     /// packet, opened during the handshake), so a copy of it is a replay.
     pub(crate) fn note_received(&mut self, sequence: u64, now: Instant) {
@@ -249,6 +297,12 @@ impl Connection {
         let sequence = self.send_sequence;
         self.send_sequence += 1;
         sequence
+    }
+
+    /// The connection's half of the sequence space is spent: it sends nothing more (and
+    /// times out), rather than reach the handshake half. Never, in practice: 2^63 packets.
+    fn out_of_sequences(&self) -> bool {
+        self.send_sequence >= HANDSHAKE_SEQUENCE_BIT
     }
 
     /// Writes the next payload packet into `buf`: data, owed acks, or a keepalive when the
@@ -276,6 +330,9 @@ impl Connection {
     }
 
     fn write_payload_unsealed(&mut self, now: Instant, buf: &mut [u8]) -> Option<UnsealedPacket> {
+        if self.out_of_sequences() {
+            return None;
+        }
         let force = now >= self.keepalive_at;
         let reliability = &mut self.reliability;
         let packet = write_unsealed(buf, PacketType::Payload, self.send_sequence, |body| {
@@ -294,6 +351,9 @@ impl Connection {
         body: &[u8],
         buf: &mut [u8],
     ) -> Option<usize> {
+        if self.out_of_sequences() {
+            return None;
+        }
         let sequence = self.send_sequence;
         let len = write_encrypted(
             buf,

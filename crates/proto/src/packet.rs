@@ -19,7 +19,7 @@ pub(crate) enum PacketType {
     Denied = 1,
     /// Server → client, encrypted: the challenge token to echo.
     Challenge = 2,
-    /// Client → server, unencrypted: the echoed challenge token (sealed by the server).
+    /// Client → server, encrypted: the challenge token (sealed by the server), echoed.
     Response = 3,
     /// Server → client, encrypted: connected, with the connection's parameters.
     Accepted = 4,
@@ -53,16 +53,29 @@ impl PacketType {
 pub(crate) const REQUEST_BYTES: usize = 1 + 13 + 8 + 8 + NONCE_BYTES + PRIVATE_TOKEN_BYTES;
 /// Bytes of a sealed challenge token, tag included.
 pub(crate) const CHALLENGE_TOKEN_BYTES: usize = 384;
-/// Bytes of a connection response: prefix, challenge sequence, challenge token.
-pub(crate) const RESPONSE_BYTES: usize = 1 + 8 + CHALLENGE_TOKEN_BYTES;
 /// Most bytes the envelope adds to an encrypted packet's body: prefix, 8 sequence bytes, tag.
 pub const ENCRYPTED_OVERHEAD_MAX: usize = 1 + 8 + TAG_BYTES;
+/// Bytes of a challenge packet: the envelope (always 8 sequence bytes, see
+/// [`HANDSHAKE_SEQUENCE_BIT`]) around the sealed challenge token.
+pub(crate) const CHALLENGE_BYTES: usize = ENCRYPTED_OVERHEAD_MAX + CHALLENGE_TOKEN_BYTES;
+/// Bytes of a connection response: the same envelope and token as the challenge it answers.
+pub(crate) const RESPONSE_BYTES: usize = ENCRYPTED_OVERHEAD_MAX + CHALLENGE_TOKEN_BYTES;
+
+/// Set in the sequence of every handshake packet (challenge, denied, response) and in no
+/// connection's: a connection numbers its packets from 0 and stops short of this bit, so a
+/// handshake packet and a connection packet never share a nonce under one key.
+pub(crate) const HANDSHAKE_SEQUENCE_BIT: u64 = 1 << 63;
+
+/// Whether `sequence` is in the handshake packets' half of the sequence space.
+pub(crate) fn is_handshake_sequence(sequence: u64) -> bool {
+    sequence & HANDSHAKE_SEQUENCE_BIT != 0
+}
 
 // No amplification: every reply to a not-yet-authenticated client is smaller than the packet
-// it answers. A challenge answers a request; an accepted packet (body at most 14 bytes plus
-// one per channel, so under 64) or a denial answers a response.
+// it answers. A challenge or a denial answers a request; an accepted packet (body at most 14
+// bytes plus one per channel, so under 64) or a denial answers a response.
 const _: () = {
-    assert!(1 + 8 + 8 + CHALLENGE_TOKEN_BYTES + TAG_BYTES < REQUEST_BYTES);
+    assert!(CHALLENGE_BYTES < REQUEST_BYTES);
     assert!(ENCRYPTED_OVERHEAD_MAX + 14 + crate::params::MAX_CHANNELS < RESPONSE_BYTES);
 };
 
@@ -181,36 +194,6 @@ impl ChallengeToken {
     }
 }
 
-/// A connection response: the challenge sequence and the sealed challenge token, echoed.
-pub(crate) struct Response<'a> {
-    pub(crate) challenge_sequence: u64,
-    pub(crate) challenge_token: &'a [u8; CHALLENGE_TOKEN_BYTES],
-}
-
-impl<'a> Response<'a> {
-    pub(crate) fn read(datagram: &'a [u8]) -> Option<Self> {
-        if datagram.len() != RESPONSE_BYTES {
-            return None;
-        }
-        let mut reader = ByteReader::new(datagram);
-        if reader.get_u8()? != PacketType::Response as u8 {
-            return None;
-        }
-        Some(Self {
-            challenge_sequence: reader.get_u64()?,
-            challenge_token: reader.get_slice(CHALLENGE_TOKEN_BYTES)?.try_into().ok()?,
-        })
-    }
-
-    pub(crate) fn write(&self, buf: &mut [u8]) -> Option<usize> {
-        let mut writer = ByteWriter::new(buf);
-        writer.put_u8(PacketType::Response as u8)?;
-        writer.put_u64(self.challenge_sequence)?;
-        writer.put_slice(self.challenge_token)?;
-        Some(writer.position())
-    }
-}
-
 /// Associated data of an encrypted packet: version, protocol id and the prefix byte, so a
 /// packet cannot be moved to another protocol or have its type or sequence size changed.
 fn packet_aad(protocol_id: u64, prefix: u8) -> [u8; 22] {
@@ -314,11 +297,12 @@ pub(crate) struct EncryptedHeader {
 }
 
 impl EncryptedHeader {
-    /// Reads the prefix and sequence; `None` for a malformed or unencrypted packet type.
+    /// Reads the prefix and sequence; `None` for a malformed packet or a request (the one
+    /// type sent in the clear).
     pub(crate) fn read(datagram: &[u8]) -> Option<Self> {
         let prefix = *datagram.first()?;
         let packet_type = PacketType::from_bits(prefix & 0x0f)?;
-        if matches!(packet_type, PacketType::Request | PacketType::Response) {
+        if packet_type == PacketType::Request {
             return None;
         }
         let sequence_len = usize::from(prefix >> 4);

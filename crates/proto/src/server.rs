@@ -10,12 +10,13 @@ use bytes::Bytes;
 use crate::admission::{Admission, Binding, Refusal, SealedToken, UsedTokens};
 use crate::connection::{
     Connection, ConnectionStats, DISCONNECT_REDUNDANCY, MAX_DISCONNECT_BODY, Received, Refused,
-    write_disconnect,
+    Sender, write_disconnect,
 };
-use crate::crypto::{Cipher, Key, TAG_BYTES};
+use crate::crypto::{Cipher, Key};
 use crate::deadlines::Deadlines;
 use crate::packet::{
-    CHALLENGE_TOKEN_BYTES, ChallengeToken, EncryptedHeader, PacketType, Request, Response,
+    CHALLENGE_BYTES, CHALLENGE_TOKEN_BYTES, ChallengeToken, EncryptedHeader,
+    HANDSHAKE_SEQUENCE_BIT, PacketType, RESPONSE_BYTES, Request, is_handshake_sequence,
     write_encrypted,
 };
 use crate::params::{ConnectionParams, DisconnectReason, ParamsError};
@@ -36,7 +37,12 @@ pub const MAX_DATAGRAM_BYTES: usize = 2048;
 /// (and counted) until the driver catches up.
 const MAX_PENDING_REPLIES: usize = 1024;
 /// Largest handshake reply: a challenge packet.
-const MAX_REPLY_BYTES: usize = 1 + 8 + 8 + CHALLENGE_TOKEN_BYTES + TAG_BYTES;
+const MAX_REPLY_BYTES: usize = CHALLENGE_BYTES;
+/// Challenges waiting for their response, at most; past it, requests for new ones are
+/// dropped (and counted as overloaded) until the oldest expire or are answered.
+const MAX_PENDING_CHALLENGES: usize = 16_384;
+/// How long a challenge may be answered (less, if the connect token expires sooner).
+pub const CHALLENGE_LIFETIME: Duration = Duration::from_secs(30);
 /// How often the server gives back what its queues and tables grew for a crowd that has
 /// gone (5,000 connects, then 5,000 goodbyes of three replies each would otherwise stay
 /// allocated for good): at most one reallocation each this often, whatever the traffic.
@@ -149,7 +155,8 @@ pub enum DropReason {
     TokenWrongServer,
     /// A connect token already used from another address or over another transport.
     TokenReplayed,
-    /// A challenge response that does not authenticate or expired.
+    /// A challenge response that does not authenticate, answers no challenge pending for
+    /// its address (expired, answered already, or superseded by a newer one), or expired.
     ChallengeInvalid,
     /// An encrypted packet from an address with no connection.
     UnknownAddress,
@@ -301,6 +308,110 @@ fn shrink_map<K: Eq + std::hash::Hash, V>(map: &mut FastMap<K, V>) {
     }
 }
 
+/// The challenges sent to one address for one connect token and not yet answered.
+struct PendingChallenge {
+    /// The first and the newest challenge's sequences: a repeated request (its challenge
+    /// may have been lost) gets a challenge of its own sequence, and a response may answer
+    /// any of them, since the client answers whichever arrived. Sequences between them went
+    /// to other clients, sealed under their keys: a response claiming one does not open.
+    first_sequence: u64,
+    latest_sequence: u64,
+    /// The key the client seals its response with, from its connect token.
+    client_to_server_key: Key,
+    expires: Instant,
+}
+
+/// The challenges waiting for a response, by client address: a request with another token
+/// from the address replaces its entry, and an answered entry is removed, so the challenges
+/// of one request open at most one connection and a recorded response is worth nothing once
+/// used. Bounded by [`MAX_PENDING_CHALLENGES`]; each entry expires [`CHALLENGE_LIFETIME`]
+/// after its first challenge.
+#[derive(Default)]
+struct PendingChallenges {
+    by_address: FastMap<SocketAddr, PendingChallenge>,
+    /// `(expiry, address, sequence)` in the order challenges were sent, to expire them
+    /// oldest first; an entry whose address has since moved on to a newer challenge (or
+    /// none) is skipped.
+    order: VecDeque<(Instant, SocketAddr, u64)>,
+}
+
+impl PendingChallenges {
+    fn expire(&mut self, now: Instant) {
+        while let Some(&(expires, address, sequence)) = self.order.front()
+            && expires <= now
+        {
+            self.order.pop_front();
+            if self
+                .by_address
+                .get(&address)
+                .is_some_and(|pending| pending.first_sequence == sequence)
+            {
+                self.by_address.remove(&address);
+            }
+        }
+    }
+
+    /// Files challenge `sequence` for `address` and the token whose client-to-server key is
+    /// `key`: one more for the entry of that token, or a new entry replacing another
+    /// token's. `false` if the table is full of entries that have not expired.
+    fn insert(
+        &mut self,
+        now: Instant,
+        address: SocketAddr,
+        sequence: u64,
+        key: &Key,
+        lifetime: Duration,
+    ) -> bool {
+        self.expire(now);
+        if let Some(pending) = self.by_address.get_mut(&address)
+            && pending.client_to_server_key == *key
+        {
+            pending.latest_sequence = sequence;
+            return true;
+        }
+        if self.by_address.len() >= MAX_PENDING_CHALLENGES
+            && !self.by_address.contains_key(&address)
+        {
+            return false;
+        }
+        let expires = now + lifetime;
+        self.order.push_back((expires, address, sequence));
+        self.by_address.insert(
+            address,
+            PendingChallenge {
+                first_sequence: sequence,
+                latest_sequence: sequence,
+                client_to_server_key: key.clone(),
+                expires,
+            },
+        );
+        true
+    }
+
+    /// The key a response from `address` claiming challenge `sequence` must be sealed
+    /// with, if that challenge may be answered.
+    fn key_for(&self, now: Instant, address: SocketAddr, sequence: u64) -> Option<Key> {
+        self.by_address
+            .get(&address)
+            .filter(|pending| {
+                (pending.first_sequence..=pending.latest_sequence).contains(&sequence)
+                    && pending.expires > now
+            })
+            .map(|pending| pending.client_to_server_key.clone())
+    }
+
+    /// `address` answered its challenge: it cannot be answered again.
+    fn answered(&mut self, address: SocketAddr) {
+        self.by_address.remove(&address);
+    }
+
+    fn tidy(&mut self, now: Instant) {
+        self.expire(now);
+        shrink_map(&mut self.by_address);
+        shrink_queue(&mut self.order, self.by_address.len());
+    }
+}
+
 struct Slot {
     generation: u32,
     /// Boxed: a connection is about 2 KB, and slots are never given back (a freed one waits
@@ -335,7 +446,13 @@ pub struct Server {
     config: ServerConfig,
     admission: Admission,
     challenge_cipher: Cipher,
-    challenge_sequence: u64,
+    /// The next challenge's or denial's sequence: from a random point of the handshake half
+    /// of the sequence space ([`HANDSHAKE_SEQUENCE_BIT`]), up by one each time, so no two
+    /// handshake packets of this server share a nonce, nor (the start being random) two
+    /// servers' packets for one client that tries both.
+    handshake_sequence: u64,
+    /// The challenge each address may answer, and the key its answer is sealed with.
+    pending: PendingChallenges,
     clock: UnixClock,
     slots: Vec<Slot>,
     free_slots: Vec<u32>,
@@ -378,7 +495,8 @@ impl Server {
                 config.used_tokens.clone(),
             ),
             challenge_cipher: Cipher::new(&Key::random(rng)),
-            challenge_sequence: 0,
+            handshake_sequence: HANDSHAKE_SEQUENCE_BIT | (rng.next_u64() >> 2),
+            pending: PendingChallenges::default(),
             clock: UnixClock::new(now, unix_time),
             slots: Vec::new(),
             free_slots: Vec::new(),
@@ -469,7 +587,7 @@ impl Server {
             return self.drop_datagram(DropReason::Malformed);
         }
         if let Some(&slot) = self.by_address.get(&from) {
-            return self.handle_connected(now, from, slot, datagram);
+            return self.handle_connected(now, slot, datagram);
         }
         match PacketType::of(datagram) {
             Some(PacketType::Request) => self.handle_request(now, from, datagram),
@@ -479,15 +597,23 @@ impl Server {
         }
     }
 
-    fn handle_connected(&mut self, now: Instant, from: SocketAddr, slot: u32, datagram: &[u8]) {
+    fn handle_connected(&mut self, now: Instant, slot: u32, datagram: &[u8]) {
         let id = self.id_of(slot);
         if PacketType::of(datagram) == Some(PacketType::Response) {
             // The client has not seen our accepted packet yet; say it again, but only for a
-            // genuine response: anything less would let a spoofed byte buy a larger reply.
-            if self
-                .open_response(datagram, now)
-                .is_some_and(|(challenge, _)| challenge.client_address == from)
-            {
+            // response sealed with the connection's key: anything less would let a spoofed
+            // byte buy a larger reply.
+            let genuine = datagram.len() == RESPONSE_BYTES
+                && EncryptedHeader::read(datagram).is_some_and(|header| {
+                    is_handshake_sequence(header.sequence)
+                        && self.slots[slot as usize]
+                            .connection
+                            .as_ref()
+                            .is_some_and(|connection| {
+                                connection.authenticates(header, datagram, &mut self.scratch[..])
+                            })
+                });
+            if genuine {
                 return self.send_accepted(now, slot);
             }
             return self.drop_datagram(DropReason::ChallengeInvalid);
@@ -506,8 +632,14 @@ impl Server {
                 message,
             });
         });
-        match connection.handle_datagram(now, header, datagram, &mut self.scratch[..], &mut deliver)
-        {
+        match connection.handle_datagram(
+            now,
+            header,
+            datagram,
+            &mut self.scratch[..],
+            &mut deliver,
+            Sender::Client,
+        ) {
             Ok(Received::Payload) => {
                 // Acks may have freed the window or moved the resend timer, and the packet
                 // may want an ack of its own.
@@ -517,7 +649,9 @@ impl Server {
             Ok(Received::Other) => self.touch(slot, now),
             Err(Refused::Replay) => self.drop_datagram(DropReason::PacketReplayed),
             Err(Refused::Unauthenticated) => self.drop_datagram(DropReason::Unauthenticated),
-            Err(Refused::Malformed) => self.drop_datagram(DropReason::Malformed),
+            Err(Refused::Malformed | Refused::NotOnConnection) => {
+                self.drop_datagram(DropReason::Malformed)
+            }
             Err(Refused::Fatal(reason)) => self.remove(slot, reason, Some(""), now),
         }
     }
@@ -533,10 +667,8 @@ impl Server {
             private_token: request.private_token,
         };
         let unix_now = self.clock.unix_seconds(now);
-        let admitted = match self
-            .admission
-            .admit(token, Binding::Address(from), unix_now)
-        {
+        let binding = Binding::Address(from);
+        let admitted = match self.admission.check(token, binding, unix_now) {
             Ok(admitted) => admitted,
             Err(refusal) => return self.drop_datagram(DropReason::from(&refusal)),
         };
@@ -546,15 +678,30 @@ impl Server {
         self.stats.handshake_bytes_received += datagram.len() as u64;
         let server_to_client = Cipher::new(&admitted.server_to_client_key);
         // A client id already connected may be the same client on a new address: it is
-        // let through, and replaces the old connection if it completes the handshake.
+        // let through, and replaces the old connection if it completes the handshake. A
+        // client turned away keeps its token (it is not claimed) for a server with room.
         if self.by_address.len() >= self.config.max_clients
             && !self.by_client_id.contains_key(&admitted.client_id)
         {
             return self.deny(from, &server_to_client, DisconnectReason::ServerFull);
         }
-
-        let sequence = self.challenge_sequence;
-        self.challenge_sequence += 1;
+        if let Err(refusal) = self.admission.claim(token, binding, unix_now) {
+            return self.drop_datagram(DropReason::from(&refusal));
+        }
+        let Some(sequence) = self.next_handshake_sequence() else {
+            return self.drop_datagram(DropReason::Overloaded);
+        };
+        let token_life = Duration::from_secs(request.expire_timestamp.saturating_sub(unix_now));
+        let lifetime = token_life.min(CHALLENGE_LIFETIME);
+        if !self.pending.insert(
+            now,
+            from,
+            sequence,
+            &admitted.client_to_server_key,
+            lifetime,
+        ) {
+            return self.drop_datagram(DropReason::Overloaded);
+        }
         let challenge = ChallengeToken {
             client_id: admitted.client_id,
             expire_timestamp: request.expire_timestamp,
@@ -563,9 +710,10 @@ impl Server {
             server_to_client_key: admitted.server_to_client_key,
             user_data: *admitted.user_data,
         };
+        // The challenge token is sealed with the challenge packet's own sequence: unique
+        // under the challenge key as under the client's.
         let sealed = challenge.seal(&self.challenge_cipher, self.config.protocol_id, sequence);
         let protocol_id = self.config.protocol_id;
-        // The challenge packet's own sequence is the challenge sequence: unique per server.
         queue_reply(&mut self.replies, &mut self.stats, from, true, |buf| {
             write_encrypted(
                 buf,
@@ -574,48 +722,78 @@ impl Server {
                 &server_to_client,
                 protocol_id,
                 |body| {
-                    body.get_mut(..8)?.copy_from_slice(&sequence.to_le_bytes());
-                    body.get_mut(8..8 + CHALLENGE_TOKEN_BYTES)?
+                    body.get_mut(..CHALLENGE_TOKEN_BYTES)?
                         .copy_from_slice(&sealed);
-                    Some(8 + CHALLENGE_TOKEN_BYTES)
+                    Some(CHALLENGE_TOKEN_BYTES)
                 },
             )
         });
     }
 
+    /// The next handshake packet's sequence; `None` once the handshake half of the
+    /// sequence space is spent (2^62 packets after a random start: never, in practice).
+    fn next_handshake_sequence(&mut self) -> Option<u64> {
+        let sequence = self.handshake_sequence;
+        self.handshake_sequence = sequence.checked_add(1)?;
+        Some(sequence)
+    }
+
     fn deny(&mut self, to: SocketAddr, cipher: &Cipher, reason: DisconnectReason) {
+        let Some(sequence) = self.next_handshake_sequence() else {
+            return self.drop_datagram(DropReason::Overloaded);
+        };
         self.stats.connections_denied += 1;
         let protocol_id = self.config.protocol_id;
-        // Denials are rare and unordered; sequence 0 under the client's key is fine
-        // because the client only ever accepts one.
         queue_reply(&mut self.replies, &mut self.stats, to, true, |buf| {
-            write_encrypted(buf, PacketType::Denied, 0, cipher, protocol_id, |body| {
-                *body.first_mut()? = reason.code();
-                Some(1)
-            })
+            write_encrypted(
+                buf,
+                PacketType::Denied,
+                sequence,
+                cipher,
+                protocol_id,
+                |body| {
+                    *body.first_mut()? = reason.code();
+                    Some(1)
+                },
+            )
         });
     }
 
-    /// A response's challenge token, if it authenticates and has not expired.
-    fn open_response(&self, datagram: &[u8], now: Instant) -> Option<(ChallengeToken, u64)> {
-        let response = Response::read(datagram)?;
+    /// A response's challenge token, if the response answers the challenge pending for
+    /// `from`, authenticates under that client's key, and its token opens and is current.
+    fn open_response(
+        &mut self,
+        now: Instant,
+        from: SocketAddr,
+        datagram: &[u8],
+    ) -> Option<ChallengeToken> {
+        if datagram.len() != RESPONSE_BYTES {
+            return None;
+        }
+        let header = EncryptedHeader::read(datagram)?;
+        let key = self.pending.key_for(now, from, header.sequence)?;
+        let body = header.open(
+            datagram,
+            &Cipher::new(&key),
+            self.config.protocol_id,
+            &mut self.scratch[..],
+        )?;
         let challenge = ChallengeToken::open(
-            response.challenge_token,
+            body.try_into().ok()?,
             &self.challenge_cipher,
             self.config.protocol_id,
-            response.challenge_sequence,
+            header.sequence,
         )?;
-        (challenge.expire_timestamp > self.clock.unix_seconds(now))
-            .then_some((challenge, response.challenge_sequence))
+        (challenge.expire_timestamp > self.clock.unix_seconds(now)
+            && challenge.client_address == from)
+            .then_some(challenge)
     }
 
     fn handle_response(&mut self, now: Instant, from: SocketAddr, datagram: &[u8]) {
-        let Some((challenge, _)) = self.open_response(datagram, now) else {
+        let Some(challenge) = self.open_response(now, from, datagram) else {
             return self.drop_datagram(DropReason::ChallengeInvalid);
         };
-        if challenge.client_address != from {
-            return self.drop_datagram(DropReason::ChallengeInvalid);
-        }
+        self.pending.answered(from);
         self.stats.handshake_bytes_received += datagram.len() as u64;
         // The same client id from another address with a fresh, single-use token is that
         // client again (a phone that changed networks): the newer connection replaces the
@@ -923,6 +1101,7 @@ impl Server {
         shrink_queue(&mut self.events, population);
         // Handshake replies wait a batch at most; goodbyes are three per connection.
         shrink_queue(&mut self.replies, population);
+        self.pending.tidy(now);
     }
 
     fn sent(&mut self, destination: SocketAddr, len: usize) -> Transmit {

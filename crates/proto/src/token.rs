@@ -13,7 +13,7 @@ use crate::crypto::{Cipher, KEY_BYTES, Key, NONCE_BYTES, TAG_BYTES};
 
 /// Identifies the protocol and its version; the first bytes of a connect token and a
 /// connection request, and part of every packet's associated data.
-pub const VERSION_INFO: [u8; 13] = *b"TICKWIRE 1.0\0";
+pub const VERSION_INFO: [u8; 13] = *b"TICKWIRE 1.1\0";
 /// Bytes of a serialized [`ConnectToken`].
 pub const CONNECT_TOKEN_BYTES: usize = 2048;
 /// Bytes of the sealed private part, tag included.

@@ -28,7 +28,7 @@ fn datagram() -> impl Strategy<Value = Vec<u8>> {
                 body
             }
         ),
-        (prop_oneof![Just(1066usize), Just(393usize)], any::<u8>()).prop_map(|(len, fill)| {
+        (prop_oneof![Just(1066usize), Just(409usize)], any::<u8>()).prop_map(|(len, fill)| {
             let mut bytes = vec![fill; len];
             bytes[0] = if len == 1066 { 0 } else { 3 };
             bytes

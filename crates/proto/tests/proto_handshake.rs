@@ -126,7 +126,7 @@ fn ten_thousand_forged_requests_create_no_state_and_get_no_reply() {
         rng.fill(&mut datagram[..]);
         if i % 4 != 0 {
             datagram[0] = 0;
-            datagram[1..14].copy_from_slice(b"TICKWIRE 1.0\0");
+            datagram[1..14].copy_from_slice(&tickwire_proto::token::VERSION_INFO);
             datagram[14..22].copy_from_slice(&PROTOCOL_ID.to_le_bytes());
             datagram[22..30].copy_from_slice(&(UNIX_START + 30).to_le_bytes());
         }

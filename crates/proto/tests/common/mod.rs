@@ -49,7 +49,18 @@ pub struct TestClient {
     pub events: Vec<ClientEvent>,
 }
 
+/// A datagram as it was handed to the link (before loss or duplication).
+#[derive(Debug, Clone)]
+pub struct Sent {
+    pub from: SocketAddr,
+    pub to: SocketAddr,
+    pub bytes: Vec<u8>,
+}
+
 pub struct Harness {
+    /// Every datagram sent, when `record` is set: what an observer of the network sees.
+    pub wire: Vec<Sent>,
+    pub record: bool,
     pub start: Instant,
     pub now: Instant,
     pub link: Link,
@@ -74,6 +85,8 @@ impl Harness {
         let mut rng = ChaCha20Rng::seed_from_u64(seed);
         let server = Server::new(config, start, UNIX_START, &mut rng).expect("valid server config");
         Self {
+            wire: Vec::new(),
+            record: false,
             start,
             now: start,
             link: Link::new(link, seed),
@@ -137,6 +150,13 @@ impl Harness {
             self.server_events.push(event);
         }
         while let Some(transmit) = self.server.poll_transmit(now, &mut self.buf) {
+            if self.record {
+                self.wire.push(Sent {
+                    from: server_address(),
+                    to: transmit.destination,
+                    bytes: self.buf[..transmit.len].to_vec(),
+                });
+            }
             self.link.send(
                 now,
                 server_address(),
@@ -150,6 +170,13 @@ impl Harness {
                 client.events.push(event);
             }
             while let Some(transmit) = client.client.poll_transmit(now, &mut self.buf) {
+                if self.record {
+                    self.wire.push(Sent {
+                        from: client.address,
+                        to: transmit.destination,
+                        bytes: self.buf[..transmit.len].to_vec(),
+                    });
+                }
                 self.link.send(
                     now,
                     client.address,

@@ -127,8 +127,8 @@ namespace Tickwire.Protocol
     {
         /// <summary>Bytes of a public token.</summary>
         public const int Bytes = 2048;
-        /// <summary>"TICKWIRE 1.0" and a zero byte.</summary>
-        public static readonly byte[] VersionInfo = { 0x54, 0x49, 0x43, 0x4b, 0x57, 0x49, 0x52, 0x45, 0x20, 0x31, 0x2e, 0x30, 0x00 };
+        /// <summary>"TICKWIRE 1.1" and a zero byte.</summary>
+        public static readonly byte[] VersionInfo = { 0x54, 0x49, 0x43, 0x4b, 0x57, 0x49, 0x52, 0x45, 0x20, 0x31, 0x2e, 0x31, 0x00 };
 
         /// <summary>The token exactly as received (sent whole over WebSocket).</summary>
         public byte[] Raw;

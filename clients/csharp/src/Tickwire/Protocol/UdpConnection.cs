@@ -34,6 +34,10 @@ namespace Tickwire.Protocol
         public const int MaxDatagramBytes = 2048;
         const int TagBytes = 16;
         const int ChallengeTokenBytes = 384;
+        /// <summary>A response: prefix, 8 sequence bytes, the challenge token sealed, tag.</summary>
+        const int ResponseBytes = 1 + 8 + ChallengeTokenBytes + TagBytes;
+        /// <summary>Set in every handshake packet's sequence, in no connection packet's.</summary>
+        const ulong HandshakeSequenceBit = 1UL << 63;
         const int DisconnectRedundancy = 3;
 
         const int PhaseRequest = 0, PhaseResponse = 1, PhaseConnected = 2, PhaseDisconnected = 3;
@@ -54,7 +58,8 @@ namespace Tickwire.Protocol
         bool _hasLastSent;
         long _handshakeLastSent;
         ulong _challengeSequence;
-        readonly byte[] _challengeToken = new byte[ChallengeTokenBytes];
+        // The response, sealed once under the client-to-server key and resent as is.
+        readonly byte[] _response = new byte[ResponseBytes];
 
         // Connected.
         Reliability _reliability;
@@ -144,8 +149,13 @@ namespace Tickwire.Protocol
             for (int i = 0; i < sequenceLength; i++) sequence |= (ulong)datagram[1 + i] << (8 * i);
             int headerLength = 1 + sequenceLength;
 
+            bool handshakeHalf = (sequence & HandshakeSequenceBit) != 0;
             if (_phase == PhaseConnected)
             {
+                // Only what the server sends on a connection (accepted, payload, disconnect),
+                // in the connection's half of the sequence space, is opened: a recorded
+                // challenge must not reach the replay window.
+                if (type == 1 || type == 2 || handshakeHalf) return;
                 if (_replay.IsReplay(sequence)) return;
                 int body = Open(prefix, sequence, datagram, headerLength, length - headerLength);
                 if (body < 0)
@@ -168,6 +178,11 @@ namespace Tickwire.Protocol
                 return;
             }
 
+            // Challenges and denials come in the handshake half, the accepted packet and a
+            // disconnect in the connection's; a challenge older than the one answered is stale.
+            bool handshakePacket = type == 1 || type == 2;
+            if (handshakePacket != handshakeHalf || type == 5) return;
+            if (type == 2 && _phase == PhaseResponse && sequence <= _challengeSequence) return;
             int opened = Open(prefix, sequence, datagram, headerLength, length - headerLength);
             if (opened < 0) return;
             if (type == 1)
@@ -179,11 +194,17 @@ namespace Tickwire.Protocol
                 // Accepted and at once closed, the two reordered: the close is authentic.
                 if (opened >= 1) End(ReadDisconnect(opened));
             }
-            else if (type == 2 && _phase == PhaseRequest)
+            else if (type == 2)
             {
-                if (opened < 8 + ChallengeTokenBytes) return;
-                _challengeSequence = LittleEndian.U64(_scratch, 0);
-                Buffer.BlockCopy(_scratch, 8, _challengeToken, 0, ChallengeTokenBytes);
+                if (opened != ChallengeTokenBytes) return;
+                // The token goes back sealed under the client-to-server key, with the
+                // challenge's own sequence as the nonce: the server learns this client holds
+                // the key, and no connection packet can share that nonce.
+                _challengeSequence = sequence;
+                _response[0] = (byte)(8 << 4 | 3);
+                for (int i = 0; i < 8; i++) _response[1 + i] = (byte)(sequence >> (8 * i));
+                _aad[21] = _response[0];
+                _send.Seal(_send.SequenceNonce(sequence), _aad, 0, 22, _scratch, 0, ChallengeTokenBytes, _response, 9);
                 _phase = PhaseResponse;
                 _hasLastSent = false;
             }
@@ -301,6 +322,8 @@ namespace Tickwire.Protocol
         /// <summary>Seals a packet of <paramref name="type"/> with the next sequence; returns its length.</summary>
         int WriteEncrypted(byte[] buffer, int type, byte[] body, int bodyLength)
         {
+            // A connection stops short of the handshake half (2^63 packets: never, in practice).
+            if (_sendSequence >= HandshakeSequenceBit) return 0;
             ulong sequence = _sendSequence++;
             int sequenceLength = SequenceBytes(sequence);
             int header = 1 + sequenceLength;
@@ -347,10 +370,8 @@ namespace Tickwire.Protocol
             {
                 _hasLastSent = true;
                 _handshakeLastSent = now;
-                buffer[0] = 3;
-                for (int i = 0; i < 8; i++) buffer[1 + i] = (byte)(_challengeSequence >> (8 * i));
-                Buffer.BlockCopy(_challengeToken, 0, buffer, 9, ChallengeTokenBytes);
-                return 393;
+                Buffer.BlockCopy(_response, 0, buffer, 0, ResponseBytes);
+                return ResponseBytes;
             }
             if (_phase != PhaseConnected) return 0;
             bool force = now - _lastSent >= _params.KeepaliveMs * 1000L;
