@@ -1,7 +1,8 @@
 //! tickwire's Rust client SDK: what a native game (or a bot) needs to play on a tickwire
 //! server.
 //!
-//! - [`matchmake`]: `POST /api/matchmake`, the seat and the connect token;
+//! - [`matchmake`]: `POST /api/matchmake`, the seat and the connect token, over `http` or
+//!   `https` ([`TlsTrust`]: the web's authorities, a private CA, or a pinned certificate);
 //! - [`Link`]: one connection over the UDP protocol, WebSocket (`ws`/`wss`) or
 //!   WebTransport (`wt`: datagrams for unreliable channels), the same
 //!   calls and events whichever transport: send on a channel, receive, stats (RTT, loss,
@@ -35,6 +36,7 @@
 mod link;
 mod matchmake;
 mod session;
+mod tls;
 mod ws;
 mod wt;
 
@@ -45,10 +47,11 @@ pub use link::{
 };
 pub use matchmake::{
     Endpoints, MatchAnswer, MatchmakeError, MatchmakeRequest, SignedIdentity, WtEndpointInfo,
-    matchmake,
+    matchmake, matchmake_with,
 };
 pub use session::{Backoff, Session, SessionError, SessionEvent};
 pub use tickwire_proto::DisconnectReason;
+pub use tls::TlsTrust;
 
 /// A TLS configuration for `wss` that trusts exactly `certificate` (DER): a development
 /// server's self-signed certificate (`tls.self_signed`), or a private CA.

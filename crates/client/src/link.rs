@@ -58,8 +58,11 @@ impl std::str::FromStr for Transport {
 pub struct ConnectOptions {
     /// The whole handshake's bound.
     pub timeout: Duration,
-    /// Trust for `wss`: required for [`Transport::Wss`] (see [`crate::tls_trusting`] for a
-    /// development server's self-signed certificate).
+    /// Trust for `wss`, required for [`Transport::Wss`], and for a [`Session`]'s `https`
+    /// matchmaking, which without it trusts the web's authorities (see [`crate::TlsTrust`],
+    /// or [`crate::tls_trusting`] for a development server's self-signed certificate).
+    ///
+    /// [`Session`]: crate::Session
     pub tls: Option<Arc<rustls::ClientConfig>>,
     /// How often a WebSocket link measures its round trip with a ping.
     pub ws_ping_interval: Duration,

@@ -7,7 +7,7 @@ use bytes::Bytes;
 use rand::Rng;
 
 use crate::link::{ConnectError, ConnectOptions, Ended, Link, LinkEvent, SendError, Transport};
-use crate::matchmake::{MatchAnswer, MatchmakeError, MatchmakeRequest, matchmake};
+use crate::matchmake::{MatchAnswer, MatchmakeError, MatchmakeRequest, matchmake, matchmake_with};
 
 /// Capped exponential backoff with jitter between reconnection attempts.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -126,14 +126,15 @@ impl std::fmt::Debug for Session {
 }
 
 impl Session {
-    /// Matchmakes at `server` (`http://host:port`) and connects over `transport`.
+    /// Matchmakes at `server` (`http://host:port`, or `https://` verified with
+    /// `options.tls` or else the web's authorities) and connects over `transport`.
     pub async fn start(
         server: &str,
         request: MatchmakeRequest,
         transport: Transport,
         options: ConnectOptions,
     ) -> Result<Self, SessionError> {
-        let answer = matchmake(server, &request, options.timeout).await?;
+        let answer = matchmake_trusting(server, &request, &options).await?;
         let link = Link::connect(&answer, transport, &options).await?;
         Ok(Self {
             server: server.to_string(),
@@ -210,7 +211,7 @@ impl Session {
     }
 
     async fn try_reconnect(&mut self, request: &MatchmakeRequest) -> Result<bool, SessionError> {
-        let answer = matchmake(&self.server, request, self.options.timeout).await?;
+        let answer = matchmake_trusting(&self.server, request, &self.options).await?;
         let link = Link::connect(&answer, self.transport, &self.options).await?;
         let same_room = answer.room == self.answer.room;
         self.answer = answer;
@@ -221,6 +222,18 @@ impl Session {
     /// Leaves for good.
     pub async fn close(&mut self) {
         self.link.close().await;
+    }
+}
+
+/// Matchmakes with `options`' TLS trust when it has one, else the web's authorities.
+async fn matchmake_trusting(
+    server: &str,
+    request: &MatchmakeRequest,
+    options: &ConnectOptions,
+) -> Result<MatchAnswer, MatchmakeError> {
+    match &options.tls {
+        Some(tls) => matchmake_with(server, request, options.timeout, tls).await,
+        None => matchmake(server, request, options.timeout).await,
     }
 }
 
