@@ -51,7 +51,8 @@ pub(crate) fn set_lane(
 }
 
 /// Which code seals a batch. Every one gives the same bytes; the tests run each the
-/// machine can.
+/// machine can (`TICKWIRE_REQUIRE_ALL_BACKENDS=1` makes one it has but they cannot run a
+/// failure).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Backend {
     /// The lanes in AVX-512F intrinsics: a row of sixteen lanes per register, rotations in
@@ -362,25 +363,50 @@ mod x86 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::support::rfc8439::{IETF_SUBMISSION, JABBERWOCKY, SUNSCREEN};
 
-    fn words(hex: &str) -> Vec<u32> {
-        hex::decode(hex)
-            .unwrap()
-            .chunks(4)
-            .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+    fn words<const N: usize>(hex: &str) -> [u32; N] {
+        crate::words(&hex::decode(hex).unwrap())
+    }
+
+    /// The backends whose lanes these tests hold to the vectors (`ring` computes none).
+    fn lane_backends() -> Vec<Backend> {
+        crate::support::backends::under_test()
+            .into_iter()
+            .filter(|&backend| backend != Backend::Ring)
             .collect()
+    }
+
+    /// ChaCha20 alone (RFC 8439, 2.4): `data` XORed with the keystream from `counter` on,
+    /// its blocks computed sixteen lanes at a time by `backend`.
+    fn chacha20(backend: Backend, key: &str, nonce: &str, counter: u32, data: &[u8]) -> String {
+        let (key, nonce) = (words(key), words(nonce));
+        let mut out = data.to_vec();
+        for (round, chunk) in out.chunks_mut(64 * LANES).enumerate() {
+            let mut rows = empty_rows();
+            for lane in 0..LANES {
+                let block = (round * LANES + lane) as u32;
+                set_lane(&mut rows, lane, &key, counter + block, &nonce);
+            }
+            let mut blocks = [[0; 16]; LANES];
+            backend.blocks(&rows, &mut blocks);
+            for (text, block) in chunk.chunks_mut(64).zip(&blocks) {
+                let keystream: [u8; 64] = crate::bytes(block);
+                for (byte, key) in text.iter_mut().zip(keystream) {
+                    *byte ^= key;
+                }
+            }
+        }
+        hex::encode(out)
     }
 
     /// RFC 8439, 2.3.2: the block for key 00..1f, nonce 00:00:00:09:00:00:00:4a:00:00:00:00,
     /// counter 1, in every lane, by every backend this machine has.
     #[test]
     fn every_backend_computes_rfc_8439_block_2_3_2() {
-        let key: [u32; 8] =
-            words("000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f")
-                .try_into()
-                .unwrap();
-        let nonce: [u32; 3] = words("000000090000004a00000000").try_into().unwrap();
-        let expected = words(
+        let key = words("000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f");
+        let nonce = words("000000090000004a00000000");
+        let expected: [u32; 16] = words(
             "10f1e7e4d13b5915500fdd1fa32071c4c7d1f4c733c068030422aa9ac3d46c4e\
              d2826446079faa0914c2d705d98b02a2b5129cd1de164eb9cbd083e8a2503c4e",
         );
@@ -388,14 +414,149 @@ mod tests {
         for lane in 0..LANES {
             set_lane(&mut rows, lane, &key, 1, &nonce);
         }
-        for backend in [Backend::Portable, Backend::Avx512, Backend::Avx2] {
-            if !backend.is_available() {
-                continue;
-            }
+        for backend in lane_backends() {
             let mut out = [[0; 16]; LANES];
             backend.blocks(&rows, &mut out);
             for (lane, block) in out.iter().enumerate() {
-                assert_eq!(block.as_slice(), expected, "{backend:?}, lane {lane}");
+                assert_eq!(*block, expected, "{backend:?}, lane {lane}");
+            }
+        }
+    }
+
+    /// RFC 8439, A.1: the five block-function vectors, each in every lane it can take (lane
+    /// `l` holds vector `l mod 5`, so neighbouring lanes differ), by every backend.
+    #[test]
+    fn every_backend_computes_the_rfc_8439_a_1_blocks() {
+        let zero = "00".repeat(32);
+        let vectors: [(String, &str, u32, &str); 5] = [
+            (
+                zero.clone(),
+                "000000000000000000000000",
+                0,
+                "76b8e0ada0f13d90405d6ae55386bd28bdd219b8a08ded1aa836efcc8b770dc7\
+                 da41597c5157488d7724e03fb8d84a376a43b8f41518a11cc387b669b2ee6586",
+            ),
+            (
+                zero.clone(),
+                "000000000000000000000000",
+                1,
+                "9f07e7be5551387a98ba977c732d080dcb0f29a048e3656912c6533e32ee7aed\
+                 29b721769ce64e43d57133b074d839d531ed1f28510afb45ace10a1f4b794d6f",
+            ),
+            (
+                format!("{}01", "00".repeat(31)),
+                "000000000000000000000000",
+                1,
+                "3aeb5224ecf849929b9d828db1ced4dd832025e8018b8160b82284f3c949aa5a\
+                 8eca00bbb4a73bdad192b5c42f73f2fd4e273644c8b36125a64addeb006c13a0",
+            ),
+            (
+                format!("00ff{}", "00".repeat(30)),
+                "000000000000000000000000",
+                2,
+                "72d54dfbf12ec44b362692df94137f328fea8da73990265ec1bbbea1ae9af0ca\
+                 13b25aa26cb4a648cb9b9d1be65b2c0924a66c54d545ec1b7374f4872e99f096",
+            ),
+            (
+                zero,
+                "000000000000000000000002",
+                0,
+                "c2c64d378cd536374ae204b9ef933fcd1a8b2288b3dfa49672ab765b54ee27c7\
+                 8a970e0e955c14f3a88e741b97c286f75f8fc299e8148362fa198a39531bed6d",
+            ),
+        ];
+        let mut rows = empty_rows();
+        for lane in 0..LANES {
+            let (key, nonce, counter, _) = &vectors[lane % vectors.len()];
+            set_lane(&mut rows, lane, &words(key), *counter, &words(nonce));
+        }
+        for backend in lane_backends() {
+            let mut out = [[0; 16]; LANES];
+            backend.blocks(&rows, &mut out);
+            for (lane, block) in out.iter().enumerate() {
+                let vector = lane % vectors.len();
+                assert_eq!(
+                    hex::encode(crate::bytes::<64>(block)),
+                    vectors[vector].3,
+                    "{backend:?}, lane {lane}: A.1 vector {}",
+                    vector + 1
+                );
+            }
+        }
+    }
+
+    /// RFC 8439, A.2 (the three encryption vectors, counters 0, 1 and 42) and 2.4.2 (the
+    /// sunscreen text), by every backend: the keystream of consecutive counters.
+    #[test]
+    fn every_backend_encrypts_the_rfc_8439_a_2_and_2_4_2_vectors() {
+        struct Vector {
+            name: &'static str,
+            key: String,
+            nonce: &'static str,
+            counter: u32,
+            plaintext: &'static [u8],
+            ciphertext: &'static str,
+        }
+        let vectors = [
+            Vector {
+                name: "A.2 vector 1",
+                key: "00".repeat(32),
+                nonce: "000000000000000000000000",
+                counter: 0,
+                plaintext: &[0; 64],
+                ciphertext: "76b8e0ada0f13d90405d6ae55386bd28bdd219b8a08ded1aa836efcc8b770dc7\
+                 da41597c5157488d7724e03fb8d84a376a43b8f41518a11cc387b669b2ee6586",
+            },
+            Vector {
+                name: "A.2 vector 2",
+                key: format!("{}01", "00".repeat(31)),
+                nonce: "000000000000000000000002",
+                counter: 1,
+                plaintext: IETF_SUBMISSION,
+                ciphertext: "a3fbf07df3fa2fde4f376ca23e82737041605d9f4f4f57bd8cff2c1d4b7955ec\
+                 2a97948bd3722915c8f3d337f7d370050e9e96d647b7c39f56e031ca5eb6250d\
+                 4042e02785ececfa4b4bb5e8ead0440e20b6e8db09d881a7c6132f420e527950\
+                 42bdfa7773d8a9051447b3291ce1411c680465552aa6c405b7764d5e87bea85a\
+                 d00f8449ed8f72d0d662ab052691ca66424bc86d2df80ea41f43abf937d3259d\
+                 c4b2d0dfb48a6c9139ddd7f76966e928e635553ba76c5c879d7b35d49eb2e62b\
+                 0871cdac638939e25e8a1e0ef9d5280fa8ca328b351c3c765989cbcf3daa8b6c\
+                 cc3aaf9f3979c92b3720fc88dc95ed84a1be059c6499b9fda236e7e818b04b0b\
+                 c39c1e876b193bfe5569753f88128cc08aaa9b63d1a16f80ef2554d7189c411f\
+                 5869ca52c5b83fa36ff216b9c1d30062bebcfd2dc5bce0911934fda79a86f6e6\
+                 98ced759c3ff9b6477338f3da4f9cd8514ea9982ccafb341b2384dd902f3d1ab\
+                 7ac61dd29c6f21ba5b862f3730e37cfdc4fd806c22f221",
+            },
+            Vector {
+                name: "A.2 vector 3",
+                key: "1c9240a5eb55d38af333888604f6b5f0473917c1402b80099dca5cbc207075c0".to_string(),
+                nonce: "000000000000000000000002",
+                counter: 42,
+                plaintext: JABBERWOCKY,
+                ciphertext: "62e6347f95ed87a45ffae7426f27a1df5fb69110044c0d73118effa95b01e5cf\
+                 166d3df2d721caf9b21e5fb14c616871fd84c54f9d65b283196c7fe4f60553eb\
+                 f39c6402c42234e32a356b3e764312a61a5532055716ead6962568f87d3f3f77\
+                 04c6a8d1bcd1bf4d50d6154b6da731b187b58dfd728afa36757a797ac188d1",
+            },
+            Vector {
+                name: "2.4.2",
+                key: "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f".to_string(),
+                nonce: "000000000000004a00000000",
+                counter: 1,
+                plaintext: SUNSCREEN,
+                ciphertext: "6e2e359a2568f98041ba0728dd0d6981e97e7aec1d4360c20a27afccfd9fae0b\
+                 f91b65c5524733ab8f593dabcd62b3571639d624e65152ab8f530c359f0861d8\
+                 07ca0dbf500d6a6156a38e088a22b65e52bc514d16ccf806818ce91ab7793736\
+                 5af90bbf74a35be6b40b8eedf2785e42874d",
+            },
+        ];
+        for backend in lane_backends() {
+            for v in &vectors {
+                assert_eq!(
+                    chacha20(backend, &v.key, v.nonce, v.counter, v.plaintext),
+                    v.ciphertext,
+                    "{backend:?}, {}",
+                    v.name
+                );
             }
         }
     }
@@ -419,12 +580,28 @@ mod tests {
                 "lane {lane} differs from lane 0"
             );
         }
-        for backend in [Backend::Avx512, Backend::Avx2] {
-            if backend.is_available() {
-                let mut out = [[0; 16]; LANES];
-                backend.blocks(&rows, &mut out);
-                assert_eq!(out, expected, "the {backend:?} lanes and transpose");
-            }
+        for backend in lane_backends() {
+            let mut out = [[0; 16]; LANES];
+            backend.blocks(&rows, &mut out);
+            assert_eq!(out, expected, "the {backend:?} lanes and transpose");
+        }
+    }
+
+    /// The AVX2 lanes take packets up to 256 bytes; from 257 on, `ring` does.
+    #[test]
+    fn the_avx2_lanes_stop_at_256_bytes() {
+        assert_eq!(crate::AVX2_LANES_MAX_BYTES, 256);
+        assert!(
+            Backend::Avx2.seals_in_lanes(256),
+            "256 bytes in the AVX2 lanes"
+        );
+        assert!(!Backend::Avx2.seals_in_lanes(257), "257 bytes through ring");
+        for len in [0, 257, 1472] {
+            assert!(
+                Backend::Avx512.seals_in_lanes(len),
+                "AVX-512 seals {len} in its lanes"
+            );
+            assert!(!Backend::Ring.seals_in_lanes(len), "ring seals {len} alone");
         }
     }
 }

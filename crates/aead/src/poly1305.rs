@@ -6,7 +6,9 @@
 //! (2^130 ≡ 5 mod p). Every product fits a `u128`: the limbs of `r` are below 2^60. The
 //! code has no branch or index that depends on the key or the data, only on lengths.
 
-/// A Poly1305 computation under one one-time key.
+use zeroize::Zeroize;
+
+/// A Poly1305 computation under one one-time key, wiped when it is dropped.
 pub(crate) struct Poly1305 {
     r0: u64,
     r1: u64,
@@ -18,23 +20,37 @@ pub(crate) struct Poly1305 {
     pad1: u64,
 }
 
-fn le64(bytes: &[u8]) -> u64 {
-    let mut word = [0u8; 8];
-    word.copy_from_slice(&bytes[..8]);
-    u64::from_le_bytes(word)
-}
-
 fn le128(bytes: &[u8]) -> u128 {
     let mut block = [0u8; 16];
     block.copy_from_slice(&bytes[..16]);
     u128::from_le_bytes(block)
 }
 
+impl Drop for Poly1305 {
+    fn drop(&mut self) {
+        let Self {
+            r0,
+            r1,
+            s1,
+            h0,
+            h1,
+            h2,
+            pad0,
+            pad1,
+        } = self;
+        for limb in [r0, r1, s1, h0, h1, h2, pad0, pad1] {
+            limb.zeroize();
+        }
+    }
+}
+
 impl Poly1305 {
-    /// Starts a computation under the 32-byte one-time key `r ‖ s`.
-    pub(crate) fn new(key: &[u8; 32]) -> Self {
-        let r0 = le64(&key[0..]) & 0x0fff_fffc_0fff_ffff;
-        let r1 = le64(&key[8..]) & 0x0fff_fffc_0fff_fffc;
+    /// Starts a computation under the 32-byte one-time key `r ‖ s`, as the eight
+    /// little-endian words of ChaCha20's block 0 that it is.
+    pub(crate) fn new(key: &[u32; 8]) -> Self {
+        let le64 = |i: usize| u64::from(key[i]) | u64::from(key[i + 1]) << 32;
+        let r0 = le64(0) & 0x0fff_fffc_0fff_ffff;
+        let r1 = le64(2) & 0x0fff_fffc_0fff_fffc;
         Self {
             r0,
             r1,
@@ -42,8 +58,8 @@ impl Poly1305 {
             h0: 0,
             h1: 0,
             h2: 0,
-            pad0: le64(&key[16..]),
-            pad1: le64(&key[24..]),
+            pad0: le64(4),
+            pad1: le64(6),
         }
     }
 
@@ -141,12 +157,48 @@ impl Poly1305 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::support::rfc8439::{IETF_SUBMISSION, JABBERWOCKY};
 
     fn mac(key: &str, message: &[u8]) -> String {
-        let key: [u8; 32] = hex::decode(key).unwrap().try_into().unwrap();
-        let mut poly = Poly1305::new(&key);
+        let key = hex::decode(key).unwrap();
+        let mut poly = Poly1305::new(&crate::words(&key));
         poly.update(message);
         hex::encode(poly.finish())
+    }
+
+    /// RFC 8439, A.3, vectors 1 to 4: a zero key, an `r` or an `s` of zero, and a whole
+    /// key over a message that is not a multiple of 16 bytes.
+    #[test]
+    fn rfc_8439_a_3_vectors_1_to_4() {
+        assert_eq!(
+            IETF_SUBMISSION.len(),
+            375,
+            "the IETF text as the RFC has it"
+        );
+        assert_eq!(JABBERWOCKY.len(), 127, "the poem as the RFC has it");
+        let s = "36e5f6b5c5e06070f0efca96227a863e";
+        let zero16 = "00".repeat(16);
+        let cases: [(String, &[u8], &str); 4] = [
+            (
+                "00".repeat(32),
+                &[0; 64],
+                "00000000000000000000000000000000",
+            ),
+            (format!("{zero16}{s}"), IETF_SUBMISSION, s),
+            (
+                format!("{s}{zero16}"),
+                IETF_SUBMISSION,
+                "f3477e7cd95417af89a6b8794c310cf0",
+            ),
+            (
+                "1c9240a5eb55d38af333888604f6b5f0473917c1402b80099dca5cbc207075c0".to_string(),
+                JABBERWOCKY,
+                "4541669a7eaaee61e708dc7cbcc5eb62",
+            ),
+        ];
+        for (i, (key, message, tag)) in cases.iter().enumerate() {
+            assert_eq!(mac(key, message), *tag, "A.3 vector {}", i + 1);
+        }
     }
 
     #[test]
