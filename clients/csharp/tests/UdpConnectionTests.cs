@@ -146,6 +146,24 @@ namespace Tickwire.Tests
         }
 
         [Test]
+        public static void The_client_answers_the_golden_challenge_with_the_golden_response()
+        {
+            // crates/proto/tests/vectors/udp_handshake.json: the same keys and protocol id as Token().
+            var vector = Repo.Json("crates", "proto", "tests", "vectors", "udp_handshake.json");
+            byte[] c2s, s2c;
+            var token = Token(out c2s, out s2c);
+            Assert.Equal(vector["client_to_server_key"].AsString(), Hex.Encode(c2s), "the vector's client-to-server key");
+            Assert.Equal(vector["server_to_client_key"].AsString(), Hex.Encode(s2c), "the vector's server-to-client key");
+            var client = new UdpConnection(token, 0, 1000, new Inbox());
+            var buffer = new byte[2048];
+            Assert.Equal(1066, client.PollTransmit(0, buffer), "request length");
+            var challenge = Hex.Decode(vector["challenge_packet"].AsString());
+            client.HandleDatagram(1000, challenge, challenge.Length);
+            int length = client.PollTransmit(1000, buffer);
+            Assert.Equal(vector["response_packet"].AsString(), Hex.Encode(buffer, 0, length), "the response, byte for byte");
+        }
+
+        [Test]
         public static void Replayed_and_forged_packets_are_dropped_and_a_disconnect_ends_the_connection()
         {
             var inbox = new Inbox();
