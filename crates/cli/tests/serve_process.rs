@@ -10,6 +10,7 @@ use base64::Engine as _;
 use futures_util::{SinkExt, StreamExt};
 use tickwire_net::driver::ClientDriver;
 use tickwire_net::udp::BatchSocket;
+use tickwire_proto::login::{ServerNonce, login_for_token};
 use tickwire_proto::reliable::ReliabilityConfig;
 use tickwire_proto::token::ConnectToken;
 use tickwire_proto::{Client, ClientEvent, DisconnectReason, unix_now};
@@ -74,11 +75,16 @@ async fn sigterm_tells_every_player_and_exits_zero_within_the_grace_period() {
     let (mut ws, _) = tokio_tungstenite::client_async(format!("ws://{http_address}/ws"), stream)
         .await
         .unwrap();
-    ws.send(Message::Binary(
-        ws_token.to_bytes().unwrap().to_vec().into(),
-    ))
-    .await
-    .unwrap();
+    let challenge = match timeout(WAIT, ws.next())
+        .await
+        .expect("the challenge in time")
+    {
+        Some(Ok(Message::Binary(challenge))) => challenge,
+        other => panic!("expected the challenge, got {other:?}"),
+    };
+    let nonce = ServerNonce::read(&challenge).expect("a 32-byte challenge");
+    let login = login_for_token(&ws_token.to_bytes().unwrap()[..], &nonce).unwrap();
+    ws.send(Message::Binary(login.into())).await.unwrap();
 
     // Both seated, as the admin API (token from the environment) reports.
     let deadline = Instant::now() + WAIT;

@@ -1,5 +1,6 @@
-//! The WebSocket side of a [`Link`](crate::Link): the token in the first message, the
-//! accepted parameters in the first answer, then one binary message per channel message
+//! The WebSocket side of a [`Link`](crate::Link): the server's challenge, the login (the
+//! token and its proof of possession) in the first message, the accepted parameters in the
+//! answer, then one binary message per channel message
 //! (docs/PROTOCOL.md, "WebSocket transport").
 
 use std::time::{Duration, Instant};
@@ -8,6 +9,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 use futures_util::{SinkExt, StreamExt};
 use rustls::pki_types::ServerName;
 use tickwire_proto::ConnectionParams;
+use tickwire_proto::login::{SERVER_NONCE_BYTES, ServerNonce, login_message};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 use tokio_tungstenite::WebSocketStream;
@@ -117,30 +119,25 @@ impl WsLink {
             .token
             .to_bytes()
             .map_err(|error| ConnectError::Protocol(format!("token: {error}")))?;
+        let challenge = handshake_message(&mut stream).await?;
+        let nonce = ServerNonce::read(&challenge).ok_or_else(|| {
+            ConnectError::Protocol(format!(
+                "the challenge is {} bytes, not {SERVER_NONCE_BYTES}",
+                challenge.len()
+            ))
+        })?;
+        let login = login_message(&token, &answer.token.client_to_server_key, &nonce);
         stream
-            .send(Message::Binary(Bytes::copy_from_slice(&token[..])))
+            .send(Message::Binary(login.into()))
             .await
-            .map_err(|error| ConnectError::Protocol(format!("sending the token: {error}")))?;
-        let params = loop {
-            match stream.next().await {
-                Some(Ok(Message::Binary(body))) => {
-                    break ConnectionParams::read(&body).ok_or_else(|| {
-                        ConnectError::Protocol(format!(
-                            "the accepted message ({} bytes) does not parse",
-                            body.len()
-                        ))
-                    })?;
-                }
-                Some(Ok(Message::Close(frame))) => {
-                    return Err(ConnectError::Refused(ended_by(frame)));
-                }
-                Some(Ok(_)) => continue,
-                Some(Err(error)) => {
-                    return Err(ConnectError::Refused(Ended::Lost(error.to_string())));
-                }
-                None => return Err(ConnectError::Refused(Ended::Lost("closed".into()))),
-            }
-        };
+            .map_err(|error| ConnectError::Protocol(format!("sending the login: {error}")))?;
+        let accepted = handshake_message(&mut stream).await?;
+        let params = ConnectionParams::read(&accepted).ok_or_else(|| {
+            ConnectError::Protocol(format!(
+                "the accepted message ({} bytes) does not parse",
+                accepted.len()
+            ))
+        })?;
         let now = Instant::now();
         Ok((
             Self {
@@ -248,6 +245,26 @@ impl WsLink {
                 reason: "".into(),
             }))
             .await;
+    }
+}
+
+/// The server's next binary message in the handshake (its challenge, then the accepted
+/// message), or the refusal it closed with instead.
+async fn handshake_message(
+    stream: &mut WebSocketStream<Box<dyn Io>>,
+) -> Result<Bytes, ConnectError> {
+    loop {
+        match stream.next().await {
+            Some(Ok(Message::Binary(body))) => return Ok(body),
+            Some(Ok(Message::Close(frame))) => {
+                return Err(ConnectError::Refused(ended_by(frame)));
+            }
+            Some(Ok(_)) => continue,
+            Some(Err(error)) => {
+                return Err(ConnectError::Refused(Ended::Lost(error.to_string())));
+            }
+            None => return Err(ConnectError::Refused(Ended::Lost("closed".into()))),
+        }
     }
 }
 

@@ -1,5 +1,6 @@
-//! The WebTransport side of a [`Link`](crate::Link): `tickwire_net::wt::WtClient` (the token
-//! in the first frame of the control stream, Reliable channels as frames, unreliable ones
+//! The WebTransport side of a [`Link`](crate::Link): `tickwire_net::wt::WtClient` (the login,
+//! the token and its proof answering the server's challenge, in the first frame of the
+//! control stream; Reliable channels as frames, unreliable ones
 //! as datagrams; docs/PROTOCOL.md, "WebTransport transport").
 
 use std::time::Duration;

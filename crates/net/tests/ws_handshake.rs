@@ -1,5 +1,5 @@
-//! The WebSocket handshake over real sockets: a valid token over ws and wss, every refusal
-//! with its close code, and bad first messages that leave other clients unaffected.
+//! The WebSocket handshake over real sockets: a valid login over ws and wss, every refusal
+//! with its close code (a token without its proof of possession included), and bad first messages that leave other clients unaffected.
 
 mod ws_support;
 
@@ -8,10 +8,16 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
 use tickwire_net::ws::{CloseCode, WsClosed, WsConfig, WsSendError};
+use tickwire_proto::ConnectionParams;
+use tickwire_proto::login::{
+    LOGIN_BYTES, PROOF_BYTES, SERVER_NONCE_BYTES, ServerNonce, login_for_token, login_message,
+};
+use tickwire_proto::token::ConnectToken;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use ws_support::{
-    EVENT_TIMEOUT, Options, TestServer, expect_close, framed, next_binary, send_detached, unix_now,
+    EVENT_TIMEOUT, Options, TestServer, challenge, expect_close, framed, login, next_binary,
+    send_detached, unix_now,
 };
 
 /// Messages go both ways on every channel once the token is accepted.
@@ -92,10 +98,24 @@ async fn a_client_with_a_valid_token_exchanges_messages_over_wss() {
     exchange(&mut server).await;
 }
 
-/// Sends `first` as the first message and returns the close the server answers with.
+/// Reads the challenge, sends `first` as the first message and returns the close the server
+/// answers with.
 async fn refused(server: &TestServer, first: Message) -> (u16, String) {
-    let client = server.upgrade().await;
+    let mut client = server.upgrade().await;
+    challenge(&mut client).await;
     let mut read = send_detached(client, first);
+    let (code, reason, data) = expect_close(&mut read).await;
+    assert_eq!(data, 0, "no accepted message before a refusal");
+    (code, reason)
+}
+
+/// Answers the challenge with a login for `token` with its proof, and returns the close the
+/// server answers with.
+async fn refused_login(server: &TestServer, token: &[u8]) -> (u16, String) {
+    let mut client = server.upgrade().await;
+    let nonce = challenge(&mut client).await;
+    let login = login_for_token(token, &nonce).unwrap();
+    let mut read = send_detached(client, Message::Binary(login.into()));
     let (code, reason, data) = expect_close(&mut read).await;
     assert_eq!(data, 0, "no accepted message before a refusal");
     (code, reason)
@@ -106,27 +126,27 @@ async fn bad_tokens_are_closed_with_their_codes() {
     let mut server = TestServer::start(Options::default()).await;
 
     let expired = server.token_at(1, unix_now() - 120);
-    let (code, reason) = refused(&server, Message::Binary(expired.into())).await;
+    let (code, reason) = refused_login(&server, &expired).await;
     assert_eq!(code, CloseCode::TokenExpired.code(), "{reason}");
     assert!(reason.contains("expired"), "{reason}");
 
     let mut tampered = server.token(2);
     tampered[49 + 100] ^= 0x40; // inside the sealed private token
-    let (code, reason) = refused(&server, Message::Binary(tampered.into())).await;
+    let (code, reason) = refused_login(&server, &tampered).await;
     assert_eq!(code, CloseCode::BadToken.code(), "{reason}");
 
     let mut elsewhere = server.issuer.clone();
     elsewhere.server_addresses = vec!["127.0.0.1:1".parse().unwrap()];
     server.issuer = elsewhere;
     let wrong_server = server.token(3);
-    let (code, reason) = refused(&server, Message::Binary(wrong_server.into())).await;
+    let (code, reason) = refused_login(&server, &wrong_server).await;
     assert_eq!(code, CloseCode::BadToken.code(), "{reason}");
     assert!(reason.contains("names none"), "{reason}");
     server.issuer.server_addresses = vec![server.address];
 
     server.issuer.protocol_id ^= 1;
     let other_protocol = server.token(5);
-    let (code, reason) = refused(&server, Message::Binary(other_protocol.into())).await;
+    let (code, reason) = refused_login(&server, &other_protocol).await;
     assert_eq!(code, CloseCode::BadToken.code(), "{reason}");
     assert!(reason.contains("protocol"), "{reason}");
     server.issuer.protocol_id ^= 1;
@@ -134,19 +154,16 @@ async fn bad_tokens_are_closed_with_their_codes() {
     let right_key = server.issuer.key.clone();
     server.issuer.key = tickwire_proto::crypto::Key([1; 32]);
     let other_key = server.token(6);
-    let (code, reason) = refused(&server, Message::Binary(other_key.into())).await;
+    let (code, reason) = refused_login(&server, &other_key).await;
     assert_eq!(code, CloseCode::BadToken.code(), "{reason}");
     assert!(reason.contains("does not authenticate"), "{reason}");
     server.issuer.key = right_key;
 
     let token = server.token(4);
     let mut first = server.upgrade().await;
-    first
-        .send(Message::Binary(token.clone().into()))
-        .await
-        .unwrap();
+    login(&mut first, &token).await;
     next_binary(&mut first).await;
-    let (code, reason) = refused(&server, Message::Binary(token.into())).await;
+    let (code, reason) = refused_login(&server, &token).await;
     assert_eq!(code, CloseCode::TokenReplayed.code(), "{reason}");
 
     let stats = server.endpoint.stats();
@@ -154,6 +171,51 @@ async fn bad_tokens_are_closed_with_their_codes() {
     assert_eq!(stats.refused_bad_token, 4);
     assert_eq!(stats.refused_replayed, 1);
     assert_eq!(stats.connections_accepted, 1);
+}
+
+#[tokio::test]
+async fn the_sealed_token_without_its_proof_or_with_a_wrong_one_is_refused() {
+    let mut server = TestServer::start(Options::default()).await;
+    let token = server.token(1);
+
+    // What an observer of the UDP request (the same sealed token) could send.
+    let (code, reason) = refused(&server, Message::Binary(token.clone().into())).await;
+    assert_eq!(code, CloseCode::BadProof.code(), "{reason}");
+    assert!(reason.contains("without a proof"), "{reason}");
+
+    let zeros = [&token[..], &[0; PROOF_BYTES]].concat();
+    let (code, reason) = refused(&server, Message::Binary(zeros.into())).await;
+    assert_eq!(code, CloseCode::BadProof.code(), "{reason}");
+    assert!(reason.contains("does not verify"), "{reason}");
+
+    // A proof for another connection's challenge.
+    let stale = login_for_token(&token, &ServerNonce([7; SERVER_NONCE_BYTES])).unwrap();
+    let (code, reason) = refused(&server, Message::Binary(stale.into())).await;
+    assert_eq!(code, CloseCode::BadProof.code(), "{reason}");
+
+    // A proof under a key the token does not hold.
+    let parsed = ConnectToken::from_bytes(&token).unwrap();
+    let mut client = server.upgrade().await;
+    let nonce = challenge(&mut client).await;
+    let forged = login_message(
+        token.as_slice().try_into().unwrap(),
+        &parsed.server_to_client_key,
+        &nonce,
+    );
+    let mut read = send_detached(client, Message::Binary(forged.into()));
+    let (code, reason, _) = expect_close(&mut read).await;
+    assert_eq!(code, CloseCode::BadProof.code(), "{reason}");
+
+    assert_eq!(server.endpoint.stats().refused_bad_token, 4);
+    assert_eq!(server.endpoint.stats().connections_accepted, 0);
+    // None of that used the token up: its holder logs in with it.
+    let mut client = server.upgrade().await;
+    login(&mut client, &token).await;
+    let accepted = next_binary(&mut client).await;
+    assert_eq!(
+        ConnectionParams::read(&accepted),
+        Some(server.params.clone())
+    );
 }
 
 #[tokio::test]
@@ -165,7 +227,7 @@ async fn bad_first_messages_and_oversize_frames_are_closed_while_others_carry_on
     assert_eq!(code, CloseCode::ProtocolViolation.code());
     assert!(reason.contains("100 bytes"), "{reason}");
 
-    let (code, reason) = refused(&server, Message::Binary(vec![0; 2048].into())).await;
+    let (code, reason) = refused(&server, Message::Binary(vec![0; LOGIN_BYTES].into())).await;
     assert_eq!(code, CloseCode::ProtocolViolation.code(), "{reason}");
 
     let (code, reason) = refused(&server, Message::Text("hello".into())).await;
@@ -263,7 +325,7 @@ async fn the_connection_limit_holds_and_a_closed_connection_frees_its_place() {
     let (_first, first_side) = server.connect(1).await;
     let (_second, _second_side) = server.connect(2).await;
     let token = server.token(3);
-    let (code, reason) = refused(&server, Message::Binary(token.into())).await;
+    let (code, reason) = refused_login(&server, &token).await;
     assert_eq!(code, CloseCode::ServerFull.code(), "{reason}");
     assert_eq!(server.endpoint.connection_count(), 2);
     assert_eq!(server.endpoint.stats().refused_full, 1);
@@ -295,7 +357,7 @@ async fn shutdown_closes_every_connection_with_its_code() {
         Err(WsSendError::Closed)
     );
     let token = server.token(2);
-    let (code, _) = refused(&server, Message::Binary(token.into())).await;
+    let (code, _) = refused_login(&server, &token).await;
     assert_eq!(code, CloseCode::ServerShutdown.code());
 }
 

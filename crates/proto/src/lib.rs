@@ -16,6 +16,7 @@
 //! | [`TokenIssuer`](token::TokenIssuer), [`ConnectToken`](token::ConnectToken) | what the HTTP side gives a client |
 //! | [`Admission`](admission::Admission), [`Refusal`](admission::Refusal) | the one connect-token check, shared by UDP, WebSocket and WebTransport |
 //! | [`UsedTokens`](admission::UsedTokens) | the used-token set every transport of a server shares |
+//! | [`login`] | a WebSocket or WebTransport login: the server's nonce, the client's token and proof of possession |
 //! | [`Server`] | the server endpoint: handshakes and every connection |
 //! | [`Client`] | the client endpoint |
 //! | [`Endpoint`] | the sans-IO calls both share, for drivers |
@@ -34,6 +35,7 @@ mod client;
 mod connection;
 pub mod crypto;
 mod deadlines;
+pub mod login;
 pub mod matchmake;
 mod packet;
 mod params;

@@ -3,8 +3,8 @@
 //! no clock. Shared by the server endpoint and the Rust client (`tickwire-net`'s `wt`), and
 //! fuzzed by `fuzz/webtransport_frames`.
 
+use crate::login::LOGIN_BYTES;
 use crate::reliable::{ChannelKind, sequence_newer};
-use crate::token::CONNECT_TOKEN_BYTES;
 use bytes::{BufMut, Bytes, BytesMut};
 
 use crate::websocket::clamp_close_reason;
@@ -19,11 +19,11 @@ pub const CLOSE_FRAME_TAG: u8 = 0xff;
 pub const FRAME_HEADER_BYTES: usize = 4;
 
 /// The largest frame body for connections with `max_message_size`: a channel byte and the
-/// largest message, and never less than a connect token.
+/// largest message, and never less than a login (a connect token and its proof).
 pub fn max_frame_bytes(max_message_size: u32) -> usize {
     (max_message_size as usize)
         .saturating_add(1)
-        .max(CONNECT_TOKEN_BYTES)
+        .max(LOGIN_BYTES)
 }
 
 /// What a frame's length prefix says, checked before anything is buffered.
@@ -247,11 +247,7 @@ mod tests {
                 max: 10
             })
         );
-        assert_eq!(
-            max_frame_bytes(100),
-            CONNECT_TOKEN_BYTES,
-            "a token always fits"
-        );
+        assert_eq!(max_frame_bytes(100), LOGIN_BYTES, "a login always fits");
         assert_eq!(max_frame_bytes(262_144), 262_145);
     }
 

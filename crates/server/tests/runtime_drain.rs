@@ -47,9 +47,15 @@ async fn wt_open(answer: &Value) -> WtRawSession {
 /// The code a WebTransport session was closed with: its CLOSE frame's, or the QUIC
 /// connection's application close (a session with no control stream has no frame).
 async fn wt_close_code(session: &mut WtRawSession) -> u16 {
-    let ended = timeout(WAIT, session.recv_frame(4096))
+    let mut ended = timeout(WAIT, session.recv_frame(4096))
         .await
         .expect("closed in time");
+    if matches!(&ended, Ok(challenge) if challenge.len() == 32) {
+        // The challenge comes first on a control stream the server has seen.
+        ended = timeout(WAIT, session.recv_frame(4096))
+            .await
+            .expect("closed in time");
+    }
     match ended {
         Err(WtClientError::Closed { code, .. }) => code,
         other => {

@@ -17,6 +17,7 @@ use tickwire_net::driver::ClientDriver;
 use tickwire_net::ws::CloseCode;
 use tickwire_net::wt::{WtClient, WtClientError, WtRawSession, parse_cert_sha256};
 use tickwire_proto::ClientEvent;
+use tickwire_proto::login::{PROOF_BYTES, ServerNonce, login_for_token};
 use tickwire_proto::token::ConnectToken;
 use tickwire_server::rooms::relay::RelayRoom;
 use tickwire_server::runtime::{RoomKinds, Runtime};
@@ -53,13 +54,13 @@ async fn wt_connected(answer: &Value) -> WtClient {
         .expect("accepted")
 }
 
-/// The server's close for a session whose first frame is `first`.
-async fn refusal(answer: &Value, first: &[u8]) -> WtClientError {
+/// The server's close for a session whose first frame `login` makes from the challenge.
+async fn refusal(answer: &Value, login: impl FnOnce(&ServerNonce) -> Vec<u8>) -> WtClientError {
     let (url, hash) = wt_endpoint(answer);
     let session = WtRawSession::open(&url, Some(hash))
         .await
         .expect("a session");
-    timeout(WAIT, session.handshake(first))
+    timeout(WAIT, session.handshake_with(|nonce| Ok(login(nonce))))
         .await
         .expect("an answer in time")
         .expect_err("refused")
@@ -238,27 +239,46 @@ async fn bad_expired_replayed_and_malformed_tokens_are_refused_with_their_codes(
 
     let mut tampered = token.clone();
     tampered.private_token[10] ^= 1;
-    let error = refusal(&answer, &token_bytes(&tampered)).await;
+    let error = refusal(&answer, |nonce| {
+        login_for_token(&token_bytes(&tampered), nonce).unwrap()
+    })
+    .await;
     assert!(closed_with(&error, CloseCode::BadToken), "{error:?}");
 
     let mut expired = token.clone();
     expired.expire_timestamp = 1;
-    let error = refusal(&answer, &token_bytes(&expired)).await;
+    let error = refusal(&answer, |nonce| {
+        login_for_token(&token_bytes(&expired), nonce).unwrap()
+    })
+    .await;
     assert!(closed_with(&error, CloseCode::TokenExpired), "{error:?}");
 
-    let error = refusal(&answer, b"not a token").await;
+    let error = refusal(&answer, |_| b"not a token".to_vec()).await;
     assert!(
         closed_with(&error, CloseCode::ProtocolViolation),
         "{error:?}"
     );
 
+    // The sealed token alone, as an observer of the UDP request has it, and with a proof
+    // that does not verify: refused, and the token stays usable.
+    let error = refusal(&answer, |_| token_bytes(&token)).await;
+    assert!(closed_with(&error, CloseCode::BadProof), "{error:?}");
+    let error = refusal(&answer, |_| {
+        [token_bytes(&token), vec![0; PROOF_BYTES]].concat()
+    })
+    .await;
+    assert!(closed_with(&error, CloseCode::BadProof), "{error:?}");
+
     let player = wt_connected(&answer).await;
-    let error = refusal(&answer, &token_bytes(&token)).await;
+    let error = refusal(&answer, |nonce| {
+        login_for_token(&token_bytes(&token), nonce).unwrap()
+    })
+    .await;
     assert!(closed_with(&error, CloseCode::TokenReplayed), "{error:?}");
     drop(player);
 
     for (reason, at_least) in [
-        ("bad_token", 1),
+        ("bad_token", 3),
         ("expired", 1),
         ("malformed", 1),
         ("replayed", 1),
@@ -281,6 +301,7 @@ async fn an_oversize_frame_is_refused_by_its_length_before_it_is_read() {
     session
         .send
         .write_all(&(16u32 << 20).to_le_bytes())
+    session.challenge().await.expect("the challenge");
         .await
         .unwrap();
     let error = timeout(WAIT, session.recv_frame(4096))
@@ -314,6 +335,7 @@ async fn a_session_without_a_token_is_closed_at_the_handshake_timeout() {
     // A partial length prefix: the stream exists, no frame ever completes.
     session.send.write_all(&[1]).await.unwrap();
     // The handshake timeout is 5 s; WAIT bounds each step at 5 s too, so allow both.
+    session.challenge().await.expect("the challenge");
     let error = timeout(WAIT * 2, session.recv_frame(4096))
         .await
         .expect("closed in time")
@@ -366,10 +388,9 @@ async fn a_second_stream_in_a_session_is_stopped() {
     let answer = matchmake(http_address, json!({"kind": "relay", "name": "two"})).await;
     let (url, hash) = wt_endpoint(&answer);
     let mut session = WtRawSession::open(&url, Some(hash)).await.unwrap();
-    session
-        .send_frame(&token_bytes(&answer_token(&answer)))
-        .await
-        .unwrap();
+    let nonce = session.challenge().await.unwrap();
+    let login = login_for_token(&token_bytes(&answer_token(&answer)), &nonce).unwrap();
+    session.send_frame(&login).await.unwrap();
     let params = timeout(WAIT, session.recv_frame(4096))
         .await
         .unwrap()

@@ -14,6 +14,7 @@ use futures_util::{SinkExt, StreamExt};
 use tickwire_net::ws::{HttpListener, ListenConfig, WsConfig, WsEndpoint};
 use tickwire_proto::admission::{Admission, UsedTokens};
 use tickwire_proto::crypto::Key;
+use tickwire_proto::login::{ServerNonce, login_for_token};
 use tickwire_server::worker::Control;
 use tokio::net::TcpStream;
 use tokio::time::timeout;
@@ -29,10 +30,9 @@ async fn ws_player(key: &Key, udp_address: SocketAddr, http: SocketAddr, player:
     .expect("upgrade in time")
     .expect("upgrade");
     let bytes = token(key, udp_address, player, RELAY).to_bytes().unwrap();
-    client
-        .send(Message::Binary(bytes.to_vec().into()))
-        .await
-        .unwrap();
+    let nonce = ServerNonce::read(&ws_next(&mut client).await).expect("the challenge");
+    let login = login_for_token(&bytes[..], &nonce).unwrap();
+    client.send(Message::Binary(login.into())).await.unwrap();
     // The accepted message, then the player is seated.
     assert!(!ws_next(&mut client).await.is_empty());
     client

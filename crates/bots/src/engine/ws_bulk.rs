@@ -22,6 +22,7 @@ use bytes::Bytes;
 use tickwire_client::{Ended, MatchAnswer};
 use tickwire_net::due::{DueTimes, earliest};
 use tickwire_proto::ConnectionParams;
+use tickwire_proto::login::{ServerNonce, login_for_token};
 use tickwire_proto::websocket::{
     Inbound, MessageReader, opcode, write_masked_close, write_masked_frame,
 };
@@ -48,7 +49,9 @@ const CLOSE_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
 enum Stage {
     /// The upgrade request is out; the `101` response is awaited.
     Upgrading,
-    /// The token is out; the accepted parameters (the first binary message) are awaited.
+    /// Upgraded; the server's challenge (the first binary message) is awaited.
+    Challenged,
+    /// The login is out; the accepted parameters (the next binary message) are awaited.
     Admitting,
     /// Connected: messages both ways.
     Open,
@@ -97,7 +100,7 @@ struct Bot {
     socket: Option<TcpStream>,
     /// Bytes read but not yet a whole frame (or, while upgrading, a whole response).
     partial: Vec<u8>,
-    /// The connect token, sent once the upgrade is answered.
+    /// The connect token, sent with its proof once the challenge is in.
     token: Option<Vec<u8>>,
     reader: MessageReader,
     out: Outgoing,
@@ -192,7 +195,10 @@ impl OneTask for Group {
         for batch in close_batches(self.bots.len()) {
             for key in batch {
                 let bot = &mut self.bots[key];
-                if !matches!(bot.stage, Stage::Admitting | Stage::Open) {
+                if !matches!(
+                    bot.stage,
+                    Stage::Challenged | Stage::Admitting | Stage::Open
+                ) {
                     continue;
                 }
                 let mask = bot.out.next_mask();
@@ -401,8 +407,8 @@ impl Group {
         result
     }
 
-    /// Reads the upgrade's response from `partial`; true once upgraded, with the token
-    /// queued and `partial` holding what followed the response.
+    /// Reads the upgrade's response from `partial`; true once upgraded, with `partial`
+    /// holding what followed the response.
     fn upgraded(&mut self, key: usize) -> Result<bool, String> {
         let bot = &mut self.bots[key];
         let response = &bot.partial[..];
@@ -420,10 +426,7 @@ impl Group {
             ));
         }
         bot.partial.drain(..end + 4);
-        let token = bot.token.take().unwrap_or_default();
-        bot.out.frame(opcode::BINARY, &[], &token);
-        bot.stage = Stage::Admitting;
-        self.mark_dirty(key);
+        bot.stage = Stage::Challenged;
         Ok(true)
     }
 
@@ -437,6 +440,16 @@ impl Group {
     ) -> Result<(), String> {
         let bot = &mut self.bots[key];
         match item {
+            Inbound::Binary(body) if bot.stage == Stage::Challenged => {
+                let nonce = ServerNonce::read(&body)
+                    .ok_or_else(|| format!("the challenge is {} bytes", body.len()))?;
+                let token = bot.token.take().unwrap_or_default();
+                let login =
+                    login_for_token(&token, &nonce).map_err(|error| format!("token: {error}"))?;
+                bot.out.frame(opcode::BINARY, &[], &login);
+                bot.stage = Stage::Admitting;
+                self.mark_dirty(key);
+            }
             Inbound::Binary(body) if bot.stage == Stage::Admitting => {
                 if ConnectionParams::read(&body).is_none() {
                     return Err(format!(

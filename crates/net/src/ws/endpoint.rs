@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use axum::Router;
 use bytes::Bytes;
-use tickwire_proto::admission::{Admission, Admitted, Binding, Refusal};
+use tickwire_proto::admission::{Admission, Admitted, Refusal};
+use tickwire_proto::login::{LOGIN_BYTES, LoginRefusal, ServerNonce};
 use tickwire_proto::reliable::ChannelKind;
-use tickwire_proto::token::CONNECT_TOKEN_BYTES;
 use tickwire_proto::{ConnectionParams, ParamsError};
 use tokio::sync::{Notify, mpsc, watch};
 
@@ -60,12 +60,12 @@ impl Default for WsConfig {
 
 impl WsConfig {
     /// The largest WebSocket frame and message accepted: a channel byte and the largest
-    /// message, and never less than a connect token. Longer ones close the connection with
+    /// message, and never less than a login (token and proof). Longer ones close the connection with
     /// [`CloseCode::MessageTooLarge`] before they are buffered.
     pub fn max_message_bytes(&self) -> usize {
         (self.params.max_message_size as usize)
             .saturating_add(1)
-            .max(CONNECT_TOKEN_BYTES)
+            .max(LOGIN_BYTES)
     }
 }
 
@@ -311,34 +311,40 @@ impl WsEndpoint {
         .await;
     }
 
-    /// The checks every transport makes once a client's connect token is in: the token
-    /// (the one check, with the used-token set every transport shares), the server's phase
-    /// and capacity. On success the client holds a place among the open connections until
-    /// the returned slot is dropped; refusals are counted on `counters` and come back as
-    /// the close code and reason to send.
-    pub(crate) fn admit_token(
+    /// The checks every transport makes once a client's login is in: the token (the one
+    /// check, with the used-token set every transport shares) and its proof of possession
+    /// for `nonce`, the server's phase and capacity, and only then the token is used up. On
+    /// success the client holds a place among the open connections until the returned
+    /// slot is dropped; refusals are counted on `counters` and come back as the close code
+    /// and reason to send.
+    pub(crate) fn admit_login(
         &self,
-        token: &[u8],
+        login: &[u8],
+        nonce: &ServerNonce,
         counters: &WsCounters,
     ) -> Result<(Admitted, ConnectionSlot), (CloseCode, String)> {
         let inner = &*self.inner;
-        let admitted = inner
+        let refused = |refusal: LoginRefusal| {
+            let counter = match &refusal {
+                LoginRefusal::Token(Refusal::Malformed { .. } | Refusal::PrivateMalformed) => {
+                    &counters.refused_malformed
+                }
+                LoginRefusal::Token(Refusal::Expired { .. }) => &counters.refused_expired,
+                LoginRefusal::Token(Refusal::Replayed { .. }) => &counters.refused_replayed,
+                LoginRefusal::Token(
+                    Refusal::WrongProtocol { .. } | Refusal::Tampered | Refusal::WrongServer { .. },
+                )
+                | LoginRefusal::NoProof
+                | LoginRefusal::WrongProof => &counters.refused_bad_token,
+            };
+            WsCounters::bump(counter);
+            (CloseCode::from(&refusal), refusal.to_string())
+        };
+        let unix_now = tickwire_proto::unix_now();
+        let checked = inner
             .admission
-            .admit_connect_token(token, Binding::Stream, tickwire_proto::unix_now())
-            .map_err(|refusal| {
-                let counter = match refusal {
-                    Refusal::Malformed { .. } | Refusal::PrivateMalformed => {
-                        &counters.refused_malformed
-                    }
-                    Refusal::Expired { .. } => &counters.refused_expired,
-                    Refusal::Replayed { .. } => &counters.refused_replayed,
-                    Refusal::WrongProtocol { .. }
-                    | Refusal::Tampered
-                    | Refusal::WrongServer { .. } => &counters.refused_bad_token,
-                };
-                WsCounters::bump(counter);
-                (CloseCode::from(&refusal), refusal.to_string())
-            })?;
+            .check_login(login, nonce, unix_now)
+            .map_err(refused)?;
         if self.is_shutting_down() {
             WsCounters::bump(&counters.refused_shutdown);
             return Err((CloseCode::ServerShutdown, "server shutting down".to_owned()));
@@ -350,7 +356,11 @@ impl WsEndpoint {
                 format!("server full: {} connections", inner.config.max_connections),
             ));
         };
-        Ok((admitted, slot))
+        inner
+            .admission
+            .claim_login(&checked, unix_now)
+            .map_err(|refusal| refused(refusal.into()))?;
+        Ok((checked.admitted, slot))
     }
 
     /// Hands an admitted client to the application by `deadline`; the refusal to send if

@@ -3,6 +3,7 @@
 
 use bytes::Bytes;
 use tickwire_proto::admission::Refusal;
+use tickwire_proto::login::LoginRefusal;
 use tickwire_proto::websocket::FrameError;
 use tickwire_proto::{ConnectionParams, DisconnectReason, MAX_PARAMS_BYTES};
 
@@ -45,6 +46,9 @@ pub enum CloseCode {
     TokenReplayed,
     /// 4013: a WebTransport frame or message exceeded the size limit (WebSocket says 1009).
     MessageTooLarge,
+    /// 4014: the login carries no proof of possession, or one that does not verify under
+    /// the token's client-to-server key for this connection's challenge.
+    BadProof,
     /// 1002 (RFC 6455): the client's frames broke the WebSocket protocol: unmasked, reserved
     /// bits or opcodes, a bad control or close frame, a stray continuation.
     WsProtocolError,
@@ -56,7 +60,7 @@ pub enum CloseCode {
 
 impl CloseCode {
     /// Every code, for tables and tests.
-    pub const ALL: [CloseCode; 16] = [
+    pub const ALL: [CloseCode; 17] = [
         Self::Requested,
         Self::TimedOut,
         Self::ServerShutdown,
@@ -70,6 +74,7 @@ impl CloseCode {
         Self::TokenExpired,
         Self::TokenReplayed,
         Self::MessageTooLarge,
+        Self::BadProof,
         Self::WsProtocolError,
         Self::WsInvalidPayload,
         Self::WsMessageTooBig,
@@ -91,6 +96,7 @@ impl CloseCode {
             Self::TokenExpired => 4011,
             Self::TokenReplayed => 4012,
             Self::MessageTooLarge => 4013,
+            Self::BadProof => 4014,
             Self::WsProtocolError => 1002,
             Self::WsInvalidPayload => 1007,
             Self::WsMessageTooBig => 1009,
@@ -118,6 +124,7 @@ impl CloseCode {
             Self::TokenExpired => "connect token expired",
             Self::TokenReplayed => "connect token already used",
             Self::MessageTooLarge => "message too large",
+            Self::BadProof => "no valid proof of possession of the connect token",
             Self::WsProtocolError => "websocket protocol error",
             Self::WsInvalidPayload => "invalid utf-8",
             Self::WsMessageTooBig => "message too big",
@@ -161,6 +168,16 @@ impl From<&Refusal> for CloseCode {
             Refusal::WrongProtocol { .. } | Refusal::Tampered | Refusal::WrongServer { .. } => {
                 Self::BadToken
             }
+        }
+    }
+}
+
+impl From<&LoginRefusal> for CloseCode {
+    /// The close code a refused stream login is reported with.
+    fn from(refusal: &LoginRefusal) -> Self {
+        match refusal {
+            LoginRefusal::Token(refusal) => Self::from(refusal),
+            LoginRefusal::NoProof | LoginRefusal::WrongProof => Self::BadProof,
         }
     }
 }
@@ -273,6 +290,14 @@ mod tests {
         for (refusal, close) in cases {
             assert_eq!(CloseCode::from(&refusal), close, "{refusal:?}");
         }
+        for (refusal, close) in [
+            (LoginRefusal::NoProof, CloseCode::BadProof),
+            (LoginRefusal::WrongProof, CloseCode::BadProof),
+            (LoginRefusal::Token(Refusal::Tampered), CloseCode::BadToken),
+        ] {
+            assert_eq!(CloseCode::from(&refusal), close, "{refusal:?}");
+        }
+        assert_eq!(CloseCode::BadProof.code(), 4014);
     }
 
     #[test]

@@ -21,6 +21,7 @@ use super::framing::CloseCode;
 use super::socket::{AdmittedClient, ByteStream, ConnectionSlot, WsSocket};
 use super::stats::WsCounters;
 use tickwire_proto::admission::Admitted;
+use tickwire_proto::login::ServerNonce;
 use tickwire_proto::websocket::{self as frame, Inbound, MessageReader};
 
 /// Answers a WebSocket upgrade request, then takes the client's token on a task of its own.
@@ -191,8 +192,9 @@ async fn take_token(
     }
 }
 
-/// The token phase: the admitted client (and where the bytes after its token start), or
-/// `None` once the client was refused (and told why) or left.
+/// The token phase: the challenge out, the login (token and proof) in; the admitted client
+/// (and where the bytes after its login start), or `None` once the client was refused (and
+/// told why) or left.
 async fn admit_or_refuse<S: AsyncRead + AsyncWrite + Unpin>(
     endpoint: &WsEndpoint,
     stream: &mut S,
@@ -201,7 +203,7 @@ async fn admit_or_refuse<S: AsyncRead + AsyncWrite + Unpin>(
 ) -> Option<(Admitted, ConnectionSlot, usize)> {
     let counters = &endpoint.shared().counters;
     let refusal = match read_token(endpoint, stream, buf, deadline).await {
-        Ok(TokenAt { token, end }) => match endpoint.admit_token(&token, counters) {
+        Ok(TokenAt { token, end }) => match endpoint.admit_login(&token, &nonce, counters) {
             Ok((authenticated, slot)) => return Some((authenticated, slot, end)),
             Err((code, reason)) => Refusal::Close {
                 code,
@@ -223,6 +225,17 @@ async fn admit_or_refuse<S: AsyncRead + AsyncWrite + Unpin>(
             stream,
             buf,
             parseable,
+    let nonce = ServerNonce::random(&mut rand::rng());
+    let mut challenge = Vec::new();
+    frame::write_frame(&mut challenge, frame::opcode::BINARY, &[], &nonce.0);
+    let written = tokio::time::timeout_at(deadline, async {
+        stream.write_all(&challenge).await?;
+        stream.flush().await
+    })
+    .await;
+    if !matches!(written, Ok(Ok(()))) {
+        return None;
+    }
             close_timeout,
             code,
             &reason,

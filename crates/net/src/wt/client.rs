@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use tickwire_proto::ConnectionParams;
+use tickwire_proto::login::{SERVER_NONCE_BYTES, ServerNonce, login_for_token};
 use tickwire_proto::reliable::ChannelKind;
 use tokio::sync::mpsc;
 use wtransport::error::{ConnectionError, SendDatagramError, StreamReadExactError};
@@ -149,10 +150,37 @@ impl WtRawSession {
         }
     }
 
-    /// Sends the connect token and reads the server's answer: the connection parameters, or
-    /// the close the server answered with.
-    pub async fn handshake(mut self, token: &[u8]) -> Result<WtClient, WtClientError> {
-        self.send_frame(token).await?;
+    /// Reads the server's challenge: the first frame, its [`ServerNonce`].
+    pub async fn challenge(&mut self) -> Result<ServerNonce, WtClientError> {
+        // As long as any frame before the connection parameters: a close may come instead.
+        let body = self.recv_frame(max_frame_bytes(0)).await?;
+        ServerNonce::read(&body).ok_or_else(|| {
+            WtClientError::Protocol(format!(
+                "the challenge is {} bytes, not {SERVER_NONCE_BYTES}",
+                body.len()
+            ))
+        })
+    }
+
+    /// Answers the server's challenge with the login for the public connect `token` (its
+    /// own client-to-server key makes the proof), then reads the server's answer: the
+    /// connection parameters, or the close the server answered with.
+    pub async fn handshake(self, token: &[u8]) -> Result<WtClient, WtClientError> {
+        self.handshake_with(|nonce| {
+            login_for_token(token, nonce)
+                .map_err(|error| WtClientError::Protocol(format!("connect token: {error}")))
+        })
+        .await
+    }
+
+    /// [`handshake`](Self::handshake) with the login frame `login` makes from the server's
+    /// challenge: for tests that send what a well-behaved client would not.
+    pub async fn handshake_with(
+        mut self,
+        login: impl FnOnce(&ServerNonce) -> Result<Vec<u8>, WtClientError>,
+    ) -> Result<WtClient, WtClientError> {
+        let nonce = self.challenge().await?;
+        self.send_frame(&login(&nonce)?).await?;
         let body = self.recv_frame(super::framing::max_frame_bytes(0)).await?;
         let params = ConnectionParams::read(&body)
             .ok_or_else(|| WtClientError::Protocol("malformed connection parameters".into()))?;
@@ -221,7 +249,9 @@ impl Drop for WtClient {
 }
 
 impl WtClient {
-    /// Opens a session at `url`, presents `token` and waits for the connection parameters.
+    /// Opens a session at `url`, logs in with the public connect `token` (answering the
+    /// server's challenge with its proof of possession) and waits for the connection
+    /// parameters.
     /// `cert_sha256` is the matchmaking answer's hex hash for a self-signed certificate.
     pub async fn connect(
         url: &str,

@@ -36,6 +36,7 @@ use tickwire_net::ws::{
 use tickwire_proto::ConnectionParams;
 use tickwire_proto::admission::{Admission, UsedTokens};
 use tickwire_proto::crypto::{KEY_BYTES, Key};
+use tickwire_proto::login::{SERVER_NONCE_BYTES, ServerNonce, login_for_token};
 use tickwire_proto::token::TokenIssuer;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpSocket, TcpStream};
@@ -149,7 +150,7 @@ impl TestServer {
         }
     }
 
-    /// A WebSocket client that has upgraded but not yet sent its token.
+    /// A WebSocket client that has upgraded but not yet read the challenge nor sent its login.
     pub async fn upgrade(&self) -> Client {
         self.upgrade_with(None).await
     }
@@ -182,7 +183,7 @@ impl TestServer {
     ) -> (Client, ServerSide) {
         let mut client = self.upgrade_with(recv_buffer).await;
         let token = self.token(client_id);
-        client.send(Message::Binary(token.into())).await.unwrap();
+        login(&mut client, &token).await;
         let accepted = next_binary(&mut client).await;
         assert_eq!(
             ConnectionParams::read(&accepted),
@@ -362,6 +363,25 @@ pub async fn next_binary(client: &mut Client) -> Bytes {
             .expect("no message in time")
             .expect("stream ended")
             .expect("read failed");
+/// Reads the server's challenge, the first message after the upgrade.
+pub async fn challenge(client: &mut Client) -> ServerNonce {
+    let body = next_binary(client).await;
+    ServerNonce::read(&body).unwrap_or_else(|| {
+        panic!(
+            "the first message is the {SERVER_NONCE_BYTES}-byte challenge, not {} bytes",
+            body.len()
+        )
+    })
+}
+
+/// Reads the challenge and answers it with the login for `token` (its proof under the
+/// token's own client-to-server key).
+pub async fn login(client: &mut Client, token: &[u8]) {
+    let nonce = challenge(client).await;
+    let login = login_for_token(token, &nonce).expect("a connect token");
+    client.send(Message::Binary(login.into())).await.unwrap();
+}
+
         match message {
             Message::Binary(bytes) => return bytes,
             Message::Ping(_) | Message::Pong(_) => {}

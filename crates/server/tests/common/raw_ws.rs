@@ -4,6 +4,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use tickwire_proto::login::{ServerNonce, login_for_token};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::timeout;
@@ -81,7 +82,10 @@ impl RawWs {
     /// Upgrades and presents `token`; the accepted message must follow.
     pub async fn connect(address: SocketAddr, token: &[u8]) -> Self {
         let mut ws = Self::upgrade(address).await;
-        ws.send(&client_frame(0x82, token, true)).await;
+        let challenge = ws.next_frame().await.expect("the challenge");
+        let nonce = ServerNonce::read(&challenge.payload).expect("a 32-byte challenge");
+        let login = login_for_token(token, &nonce).expect("a connect token");
+        ws.send(&client_frame(0x82, &login, true)).await;
         let accepted = ws.next_frame().await.expect("the accepted message");
         assert_eq!(accepted.opcode, 2, "{accepted:?}");
         ws

@@ -7,6 +7,7 @@ use base64::Engine as _;
 use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
 use serde_json::Value;
+use tickwire_proto::login::{ServerNonce, login_message};
 use tickwire_proto::token::ConnectToken;
 use tickwire_server::config::ServeConfig;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -169,7 +170,7 @@ pub async fn ws_connect(http_address: SocketAddr, token: &ConnectToken) -> WsCli
     client
 }
 
-/// A WebSocket client that presented `token`; what the server answers is the caller's to
+/// A WebSocket client that answered the challenge with its login for `token`; what the server answers is the caller's to
 /// read (the accepted message, or a close when the player cannot be seated).
 pub async fn ws_present(http_address: SocketAddr, token: &ConnectToken) -> WsClient {
     let stream = TcpStream::connect(http_address).await.unwrap();
@@ -180,11 +181,14 @@ pub async fn ws_present(http_address: SocketAddr, token: &ConnectToken) -> WsCli
     .await
     .expect("upgrade in time")
     .expect("upgrade");
-    let bytes = token.to_bytes().unwrap();
-    client
-        .send(Message::Binary(bytes.to_vec().into()))
-        .await
-        .unwrap();
+    let challenge = ws_next(&mut client).await;
+    let nonce = ServerNonce::read(&challenge).expect("the challenge comes first");
+    let login = login_message(
+        &token.to_bytes().unwrap(),
+        &token.client_to_server_key,
+        &nonce,
+    );
+    client.send(Message::Binary(login.into())).await.unwrap();
     client
 }
 

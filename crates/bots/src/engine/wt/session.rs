@@ -26,6 +26,7 @@ use tickwire_net::wt::framing::{
 };
 use tickwire_net::wt::h3::{self, FrameReader, frame_type};
 use tickwire_proto::ConnectionParams;
+use tickwire_proto::login::{ServerNonce, login_for_token};
 use tickwire_proto::reliable::ChannelKind;
 
 /// What every session of a group says the same way: HTTP/3's opening bytes for one server.
@@ -54,8 +55,11 @@ enum Phase {
     Quic,
     /// The CONNECT request went; its answer is awaited.
     Requested,
-    /// The token went on tickwire's control stream; the connection parameters (or a close
-    /// frame) are awaited.
+    /// tickwire's control stream is open; the server's challenge (or a close frame) is
+    /// awaited.
+    AwaitChallenge,
+    /// The login (the token and its proof) went on the control stream; the connection
+    /// parameters (or a close frame) are awaited.
     AwaitParams,
     /// Messages both ways.
     Open,
@@ -68,7 +72,7 @@ enum Phase {
 pub(super) struct Session {
     pub(super) quic: Connection,
     phase: Phase,
-    /// The connect token, until it is written.
+    /// The connect token, until its login is written.
     token: Option<Box<[u8]>>,
     /// The CONNECT request's stream; its answer arrives through `answer`.
     connect: Option<StreamId>,
@@ -187,7 +191,7 @@ impl Session {
     }
 
     /// The CONNECT request's answer: on a 200, tickwire's control stream opens with the
-    /// WebTransport signal and the token's frame.
+    /// WebTransport signal; the server's challenge comes on it.
     fn answered(&mut self, now: Instant) {
         let status = match self.answer.next(|kind| kind == frame_type::HEADERS) {
             Ok(Some((_, payload))) => h3::response_status(&payload),
@@ -208,10 +212,7 @@ impl Session {
         self.prefix = h3::datagram_prefix(session);
         self.out
             .extend_from_slice(&h3::webtransport_stream_opening(session));
-        if let Some(token) = self.token.take() {
-            put_frame(&mut self.out, &token);
-        }
-        self.phase = Phase::AwaitParams;
+        self.phase = Phase::AwaitChallenge;
         self.write_out();
     }
 
@@ -247,17 +248,25 @@ impl Session {
             self.answered(now);
         } else if Some(id) == self.control {
             self.parse_control(now);
-            if ended && matches!(self.phase, Phase::AwaitParams | Phase::Open) {
+            if ended
+                && matches!(
+                    self.phase,
+                    Phase::AwaitChallenge | Phase::AwaitParams | Phase::Open
+                )
+            {
                 self.fail("the server ended the control stream", now);
             }
         }
     }
 
-    /// Whole frames off the control stream: the connection parameters first, then
-    /// messages, or a close frame at any point.
+    /// Whole frames off the control stream: the challenge first, then the connection
+    /// parameters, then messages, or a close frame at any point.
     fn parse_control(&mut self, now: Instant) {
         while self.inbuf.len() >= FRAME_HEADER_BYTES
-            && matches!(self.phase, Phase::AwaitParams | Phase::Open)
+            && matches!(
+                self.phase,
+                Phase::AwaitChallenge | Phase::AwaitParams | Phase::Open
+            )
         {
             let mut prefix = [0u8; FRAME_HEADER_BYTES];
             prefix.copy_from_slice(&self.inbuf[..FRAME_HEADER_BYTES]);
@@ -270,6 +279,10 @@ impl Session {
             }
             self.inbuf.advance(FRAME_HEADER_BYTES);
             let body = self.inbuf.split_to(len).freeze();
+            if self.phase == Phase::AwaitChallenge && body.first() != Some(&CLOSE_FRAME_TAG) {
+                self.challenged(&body, now);
+                continue;
+            }
             if self.phase == Phase::AwaitParams && body.first() != Some(&CLOSE_FRAME_TAG) {
                 self.connected(&body, now);
                 continue;
@@ -283,6 +296,20 @@ impl Session {
                 Err(error) => return self.fail(&error.to_string(), now),
             }
         }
+    }
+
+    /// The server's challenge: answered with the login.
+    fn challenged(&mut self, body: &[u8], now: Instant) {
+        let Some(nonce) = ServerNonce::read(body) else {
+            return self.fail(&format!("the challenge is {} bytes", body.len()), now);
+        };
+        let token = self.token.take().unwrap_or_default();
+        match login_for_token(&token, &nonce) {
+            Ok(login) => put_frame(&mut self.out, &login),
+            Err(error) => return self.fail(&format!("token: {error}"), now),
+        }
+        self.phase = Phase::AwaitParams;
+        self.write_out();
     }
 
     fn connected(&mut self, body: &[u8], now: Instant) {
@@ -370,7 +397,7 @@ impl Session {
                 self.phase = Phase::Closing;
             }
             Phase::Closing | Phase::Ended => {}
-            Phase::Quic | Phase::Requested | Phase::AwaitParams => {
+            Phase::Quic | Phase::Requested | Phase::AwaitChallenge | Phase::AwaitParams => {
                 self.close_quic(CloseCode::Requested, now);
             }
         }

@@ -38,14 +38,14 @@ slot_id! {
 /// What happened on a session.
 #[derive(Debug)]
 pub enum WtLinkEvent {
-    /// The client's connect token arrived on its control stream. The caller checks it (its
-    /// own admission) and answers with [`WtLinks::accept`] or [`WtLinks::refuse`] within
+    /// The client's login (its connect token and proof) arrived on its control stream. The
+    /// caller checks it ([`WtLinks::admit`]) and answers with [`WtLinks::accept`] or [`WtLinks::refuse`] within
     /// the handshake timeout (counted from the session's first packet); past it the session
     /// is closed with [`CloseCode::ServerFull`] and reported [`Closed`](Self::Closed).
     Token {
         /// Which session.
         link: WtLinkId,
-        /// The token frame's body (unchecked).
+        /// The login frame's body (unchecked): the token, then the proof.
         token: Bytes,
         /// The client's address.
         peer: SocketAddr,
@@ -417,9 +417,10 @@ impl WtLinks {
         self.events.pop_front()
     }
 
-    /// Checks `link`'s connect token with `doorman`'s admission: the one check every
-    /// transport makes (the token with the used-token set they share, the server's phase,
-    /// its connection cap). On success the session holds a place among the server's open
+    /// Checks `link`'s login (its connect token and the proof answering the session's
+    /// challenge) with `doorman`'s admission: the one check every transport makes (the
+    /// token with the used-token set they share, the proof, the server's phase, its
+    /// connection cap). On success the session holds a place among the server's open
     /// connections until it ends, and the answer says who the client is: the caller seats
     /// them and calls [`accept`](Self::accept). On refusal (counted here), the code and
     /// reason to [`refuse`](Self::refuse) it with.
@@ -429,7 +430,6 @@ impl WtLinks {
         token: &[u8],
         doorman: &WsEndpoint,
     ) -> Result<AdmittedClient, (CloseCode, String)> {
-        let (admitted, slot) = doorman.admit_token(token, &self.messages)?;
         let Some(conn) = self
             .conns
             .get_mut(link.index())
@@ -438,6 +438,7 @@ impl WtLinks {
         else {
             return Err((CloseCode::Requested, "session gone".to_owned()));
         };
+        let (admitted, slot) = doorman.admit_login(token, &conn.nonce, &self.messages)?;
         conn.slot = Some(slot);
         Ok(AdmittedClient::new(
             admitted.client_id,

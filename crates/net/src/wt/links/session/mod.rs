@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use bytes::{Buf, Bytes, BytesMut};
 use quinn_proto::{Connection, ConnectionError, Event, ReadError, StreamEvent, StreamId, VarInt};
+use tickwire_proto::login::ServerNonce;
 use tickwire_proto::reliable::ChannelKind;
 use tickwire_proto::websocket::clamp_close_reason;
 use wtransport_proto::error::ErrorCode;
@@ -82,7 +83,8 @@ pub(super) enum Phase {
     /// The request was answered 404: the QUIC close follows once the answer is acknowledged
     /// (or at the handshake deadline).
     Rejected,
-    /// The session is open: the control stream and its token frame are awaited.
+    /// The session is open: the control stream (answered with the challenge) and the
+    /// client's login frame are awaited.
     AwaitToken,
     /// The token went to the caller ([`WtLinkEvent::Token`]), who accepts or refuses; the
     /// control stream is not read meanwhile (QUIC's flow control holds the client).
@@ -131,6 +133,8 @@ pub(super) struct Conn {
     /// Its place among the server's open connections, from [`WtLinks::admit`](super::WtLinks::admit)
     /// until the session is dropped.
     pub(super) slot: Option<crate::ws::socket::ConnectionSlot>,
+    /// The challenge sent on the control stream, which the client's login answers.
+    pub(super) nonce: ServerNonce,
     streams: Vec<H3Stream>,
     local_control: Option<StreamId>,
     peer_control: bool,
@@ -186,6 +190,7 @@ impl Conn {
             opened: false,
             accepted: false,
             slot: None,
+            nonce: ServerNonce::random(&mut rand::rng()),
             streams: Vec::new(),
             local_control: None,
             peer_control: false,

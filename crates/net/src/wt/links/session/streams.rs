@@ -9,7 +9,7 @@ use wtransport_proto::session::SessionResponse;
 use super::{Conn, Ctx, Phase, ReadEnd, pull, refusal, varint};
 use crate::ws::WsClosed;
 use crate::wt::config::client_close;
-use crate::wt::framing::WT_PATH;
+use crate::wt::framing::{WT_PATH, put_frame};
 use crate::wt::h3::{self, FrameReader, RequestError, frame_type, stream_type};
 use crate::wt::stats::WtCounters;
 
@@ -180,6 +180,9 @@ impl Conn {
                     && self.connect.map(u64::from) == Some(session);
                 if ours {
                     self.control = Some(id);
+                    // The challenge the client's login answers, first on the stream.
+                    put_frame(&mut self.out, &self.nonce.0);
+                    ctx.counts.frames_sent += 1;
                     self.inbuf.extend_from_slice(&stream.reader.take_rest());
                     self.parse_control(ctx);
                     if end != ReadEnd::Open {
