@@ -27,7 +27,7 @@ pub const ENV_PREFIX: &str = "TICKWIRE_";
 
 /// The configuration's top-level keys: other `TICKWIRE_*` variables (a test's
 /// `TICKWIRE_BLESS`) are not configuration.
-const TOP_LEVEL_KEYS: [&str; 18] = [
+const TOP_LEVEL_KEYS: [&str; 19] = [
     "store",
     "agones",
     "arena",
@@ -42,6 +42,7 @@ const TOP_LEVEL_KEYS: [&str; 18] = [
     "console",
     "admin",
     "auth",
+    "security",
     "rooms",
     "limits",
     "drain",
@@ -332,6 +333,9 @@ pub fn run(config: Config) -> anyhow::Result<()> {
             sdk.configure(&mut serve_config)
                 .await
                 .context("agones: the SDK sidecar")?;
+        }
+        if let Some(warning) = serve_config.plain_http_warning() {
+            tracing::warn!("{warning}");
         }
         let server = Runtime::start_with(serve_config, kinds, extras)
             .await
