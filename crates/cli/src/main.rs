@@ -46,8 +46,8 @@ enum Command {
     /// until it has exited or `--wait-secs` passed: a Kubernetes preStop hook. The admin
     /// token comes from TICKWIRE_ADMIN__TOKEN.
     Drain {
-        /// The server's HTTP address.
-        #[arg(long, default_value = "http://127.0.0.1:8080")]
+        /// The server's operator listener (admin.listen), where the admin API answers.
+        #[arg(long, default_value = "http://127.0.0.1:9090")]
         url: String,
         /// Longest wait for the rooms to finish.
         #[arg(long, default_value_t = 20)]

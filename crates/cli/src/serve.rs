@@ -85,6 +85,9 @@ pub struct ServeArgs {
     /// Admin console address (console.listen).
     #[arg(long, value_name = "ADDR")]
     pub console: Option<SocketAddr>,
+    /// Operator listener address: `/metrics`, the admin API and page (admin.listen).
+    #[arg(long, value_name = "ADDR")]
+    pub admin: Option<SocketAddr>,
     /// Shard worker threads, 0 for one per core (shards).
     #[arg(long)]
     pub shards: Option<usize>,
@@ -134,6 +137,9 @@ impl ServeArgs {
         }
         if let Some(console) = self.console {
             set(Some("console"), "listen", json!(console));
+        }
+        if let Some(admin) = self.admin {
+            set(Some("admin"), "listen", json!(admin));
         }
         if let Some(shards) = self.shards {
             set(None, "shards", json!(shards));
@@ -313,13 +319,11 @@ pub fn run(config: Config) -> anyhow::Result<()> {
         let map = config.arena.load_map()?;
         let client = config.web.locate();
         extras = extras.routes(crate::web::routes(&client, &map));
-        if config.serve.admin.separate_listener {
-            // The admin page calls /api/admin/*, which then answers on the operator
-            // listener alone: the page goes with it.
-            extras = extras
-                .routes(crate::web::admin_page_moved())
-                .operator_routes(crate::web::admin_page(&client));
-        }
+        // The admin page calls /api/admin/*, which answers on the operator listener alone:
+        // the page goes with it, and the public port says where it went.
+        extras = extras
+            .routes(crate::web::admin_page_moved())
+            .operator_routes(crate::web::admin_page(&client));
         let grace = std::time::Duration::from_secs(config.serve.drain.grace_secs);
         let kinds = room_kinds(
             &config.arena,
@@ -355,6 +359,11 @@ pub fn run(config: Config) -> anyhow::Result<()> {
         if let Some(console) = addresses.console {
             tracing::info!(%console, "admin console");
         }
+        tracing::info!(
+            admin = %addresses.admin,
+            "operator listener: the admin page at http://{}/admin/, the admin API, /metrics",
+            addresses.admin
+        );
         if let Some(sdk) = sdk {
             match sdk.ready().await {
                 Ok(()) => tracing::info!("agones: ready"),

@@ -108,8 +108,8 @@ pub fn routes(client: &WebClient, map: &ArenaMap) -> Router {
     }
 }
 
-/// The admin page alone (`/admin/` and the `/assets/` it loads), for the operator listener:
-/// with `admin.separate_listener` the API it calls answers only there.
+/// The admin page alone (`/admin/` and the `/assets/` it loads), for the operator listener,
+/// where the API it calls answers.
 pub fn admin_page(client: &WebClient) -> Router {
     match client {
         WebClient::Files(dir) => {
@@ -140,8 +140,8 @@ pub fn admin_page_moved() -> Router {
     let moved = || async {
         (
             StatusCode::NOT_FOUND,
-            "The admin page is served on the operator listener (admin.listen), with the admin \
-             API and /metrics, since admin.separate_listener is set.\n",
+            "The admin page is served on the operator listener (admin.listen, \
+             127.0.0.1:9090 by default), with the admin API and /metrics.\n",
         )
     };
     Router::new()

@@ -133,6 +133,8 @@ async fn a_game_server_says_ready_pings_health_allocates_with_players_and_shuts_
             "--no-wt",
             "--console",
             "127.0.0.1:0",
+            "--admin",
+            "127.0.0.1:0",
             "--shards",
             "2",
         ])
@@ -147,7 +149,7 @@ async fn a_game_server_says_ready_pings_health_allocates_with_players_and_shuts_
     let (listening, _stdout) = common::listening(&mut child).await;
     let http_address = SocketAddr::from(([127, 0, 0, 1], http_port));
     assert_eq!(
-        listening,
+        listening.http,
         SocketAddr::from(([0, 0, 0, 0], http_port)),
         "the GameServer's http port"
     );
@@ -187,7 +189,7 @@ async fn a_game_server_says_ready_pings_health_allocates_with_players_and_shuts_
 
     // Drain: labels say so; the player leaves; the server exits, then says Shutdown.
     let (status, _) = http(
-        http_address,
+        listening.admin,
         "POST",
         "/api/admin/drain",
         "Authorization: Bearer operator\r\n",

@@ -57,6 +57,8 @@ struct Node {
     id: &'static str,
     child: Child,
     http: SocketAddr,
+    /// The operator listener: `/metrics`, the admin API.
+    admin: SocketAddr,
     udp: Vec<SocketAddr>,
     _stdout: BufReader<ChildStdout>,
 }
@@ -108,6 +110,7 @@ async fn start_node_with(
             .to_string()
     };
     let http = field("http=").parse().unwrap();
+    let admin = field("admin=").parse().unwrap();
     let udp = field("udp=")
         .split(',')
         .map(|address| address.parse().unwrap())
@@ -116,6 +119,7 @@ async fn start_node_with(
         id,
         child,
         http,
+        admin,
         udp,
         _stdout: stdout,
     }
@@ -151,7 +155,7 @@ async fn rooms(address: SocketAddr) -> Option<HashMap<u64, (String, u64, u64)>> 
     )
 }
 
-/// The live nodes' ids, as node `address` sees them.
+/// The live nodes' ids, as the node whose operator listener is `address` sees them.
 async fn node_ids(address: SocketAddr) -> Option<Vec<String>> {
     let (status, nodes) = get_json(address, "/api/admin/nodes", ADMIN).await;
     (status == 200).then(|| {
@@ -291,7 +295,7 @@ async fn three_nodes_share_players_heal_a_killed_node_and_drain_one() {
     let mut b = start_node(&dir, &redis, &cluster, "b").await;
     let mut c = start_node(&dir, &redis, &cluster, "c").await;
     eventually("all three nodes in the directory", WAIT, async || {
-        let ids = node_ids(a.http).await?;
+        let ids = node_ids(a.admin).await?;
         (ids == ["a", "b", "c"]).then_some(())
     })
     .await;
@@ -336,7 +340,7 @@ async fn three_nodes_share_players_heal_a_killed_node_and_drain_one() {
             }
             Report::Ended { bot, why } => {
                 for node in [&a, &b, &c] {
-                    let (_, metrics) = http(node.http, "GET", "/metrics", ADMIN, "").await;
+                    let (_, metrics) = http(node.admin, "GET", "/metrics", ADMIN, "").await;
                     for line in metrics.lines().filter(|line| {
                         line.contains("drop") || line.contains("refus") || line.contains("denied")
                     }) {
@@ -460,7 +464,7 @@ async fn three_nodes_share_players_heal_a_killed_node_and_drain_one() {
 
     // Drain of C: no new player goes there; its rooms finish when their players leave;
     // its listings are gone when it exits.
-    let (status, _) = http(c.http, "POST", "/api/admin/drain", ADMIN, "").await;
+    let (status, _) = http(c.admin, "POST", "/api/admin/drain", ADMIN, "").await;
     assert_eq!(status, 200);
     for index in 0..40 {
         let body = format!(r#"{{"kind": "relay", "name": "late-{index}"}}"#);
@@ -499,7 +503,7 @@ async fn three_nodes_share_players_heal_a_killed_node_and_drain_one() {
         listing.values().all(|room| room.0 != "c"),
         "c's listings are gone at its exit, not a lease later"
     );
-    assert_eq!(node_ids(a.http).await.unwrap(), ["a"]);
+    assert_eq!(node_ids(a.admin).await.unwrap(), ["a"]);
 
     for sender in &leave {
         let _ = sender.send(true);
@@ -570,7 +574,7 @@ async fn redis_going_away_stops_matchmaking_not_play_and_the_directory_comes_bac
     let a = start_node(&dir, &redis, &cluster, "a").await;
     let b = start_node(&dir, &redis, &cluster, "b").await;
     eventually("both nodes in the directory", WAIT, async || {
-        (node_ids(a.http).await? == ["a", "b"]).then_some(())
+        (node_ids(a.admin).await? == ["a", "b"]).then_some(())
     })
     .await;
 
@@ -636,7 +640,7 @@ async fn redis_going_away_stops_matchmaking_not_play_and_the_directory_comes_bac
     let (_, rebuilt) = eventually("the directory rebuilt", WAIT, async || {
         let listing = rooms(b.http).await?;
         let (_, players, _) = listing.get(&room)?;
-        (node_ids(a.http).await? == ["a", "b"] && *players == 2).then_some(())
+        (node_ids(a.admin).await? == ["a", "b"] && *players == 2).then_some(())
     })
     .await;
     eprintln!("directory rebuilt {rebuilt:?} after redis came back");
@@ -686,7 +690,7 @@ async fn a_killed_node_loses_no_stat_it_committed() {
     // B alone first: the arena room is created there.
     let mut b = start_node_with(&dir, &redis, &cluster, "b", &store_env).await;
     eventually("b in the directory", WAIT, async || {
-        (node_ids(b.http).await? == ["b"]).then_some(())
+        (node_ids(b.admin).await? == ["b"]).then_some(())
     })
     .await;
     let server_b = format!("http://{}", b.http);
@@ -702,7 +706,7 @@ async fn a_killed_node_loses_no_stat_it_committed() {
     let room = host.answer().room;
     let a = start_node_with(&dir, &redis, &cluster, "a", &store_env).await;
     eventually("both nodes in the directory", WAIT, async || {
-        (node_ids(a.http).await? == ["a", "b"]).then_some(())
+        (node_ids(a.admin).await? == ["a", "b"]).then_some(())
     })
     .await;
 
@@ -750,12 +754,12 @@ async fn a_killed_node_loses_no_stat_it_committed() {
         common::metric::<f64>(text, "tickwire_store_events_committed_total").unwrap_or(0.0)
     };
     eventually("b to commit a few dozen events", WAIT * 2, async || {
-        let (_, text) = http(b.http, "GET", "/metrics", "", "").await;
+        let (_, text) = http(b.admin, "GET", "/metrics", "", "").await;
         (committed(&text) >= 30.0).then_some(())
     })
     .await;
     // Still under way: what B reports committed at the last moment, then kill -9.
-    let (_, text) = http(b.http, "GET", "/metrics", "", "").await;
+    let (_, text) = http(b.admin, "GET", "/metrics", "", "").await;
     b.child.start_kill().unwrap();
     b.child.wait().await.unwrap();
     let acknowledged = committed(&text);
@@ -798,7 +802,7 @@ async fn an_announcement_on_one_node_reaches_every_nodes_players() {
     let a = start_node(&dir, &redis, &cluster, "a").await;
     let b = start_node(&dir, &redis, &cluster, "b").await;
     eventually("both nodes in the directory", WAIT, async || {
-        (node_ids(a.http).await? == ["a", "b"]).then_some(())
+        (node_ids(a.admin).await? == ["a", "b"]).then_some(())
     })
     .await;
     // New rooms go to the node with fewer players: one room each, after a few at most.
@@ -830,7 +834,7 @@ async fn an_announcement_on_one_node_reaches_every_nodes_players() {
     };
 
     let (status, answer) = http(
-        a.http,
+        a.admin,
         "POST",
         "/api/admin/say",
         ADMIN,

@@ -117,7 +117,8 @@ async fn every_metric_the_dashboard_and_the_alerts_name_is_exported() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let (http_address, _stdout) = listening(&mut server).await;
+    let (at, _stdout) = listening(&mut server).await;
+    let http_address = at.http;
     let bots = tickwire(&dir)
         .args(["bots", "--server", &format!("http://{http_address}")])
         .args([
@@ -141,7 +142,7 @@ async fn every_metric_the_dashboard_and_the_alerts_name_is_exported() {
     // Tick durations reach the histogram at the metrics upkeep, so wait for them.
     let deadline = Instant::now() + WAIT;
     let metrics = loop {
-        let (status, metrics) = http(http_address, "GET", "/metrics", "", "").await;
+        let (status, metrics) = http(at.admin, "GET", "/metrics", "", "").await;
         assert_eq!(status, 200, "{metrics}");
         if metrics.contains("tickwire_tick_duration_seconds_bucket{kind=\"arena\"") {
             break metrics;

@@ -49,7 +49,8 @@ async fn sigterm_tells_every_player_and_exits_zero_within_the_grace_period() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let (http_address, _stdout) = listening(&mut child).await;
+    let (at, _stdout) = listening(&mut child).await;
+    let http_address = at.http;
 
     let udp_token = matchmake(http_address, "udp-player").await;
     let ws_token = matchmake(http_address, "ws-player").await;
@@ -90,7 +91,7 @@ async fn sigterm_tells_every_player_and_exits_zero_within_the_grace_period() {
     let deadline = Instant::now() + WAIT;
     loop {
         let (status, players) = http(
-            http_address,
+            at.admin,
             "GET",
             "/api/admin/players",
             "Authorization: Bearer operator\r\n",
@@ -109,7 +110,7 @@ async fn sigterm_tells_every_player_and_exits_zero_within_the_grace_period() {
     // Persistence is on by default, on embedded SQLite in the working directory.
     let (status, leaderboard) = http(http_address, "GET", "/api/leaderboard", "", "").await;
     assert_eq!(status, 200, "{leaderboard}");
-    let (_, metrics) = http(http_address, "GET", "/metrics", "", "").await;
+    let (_, metrics) = http(at.admin, "GET", "/metrics", "", "").await;
     assert!(
         metrics.contains("tickwire_store_queue_depth") && metrics.contains("tickwire_rooms"),
         "{metrics}"
@@ -254,10 +255,9 @@ async fn configuration_layers_file_then_environment_then_flags() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
-/// With `admin.separate_listener` the admin API leaves the public port, so the admin page
-/// that calls it goes too: the operator listener serves the page, its assets and the API;
-/// the public port answers `/admin/` with a 404 that says where it went, and still serves
-/// the game's own page.
+/// The admin API is on the operator listener, so the admin page that calls it is too, with
+/// its assets and `/metrics`; the public port answers `/admin/`, the API and `/metrics` with
+/// 404 (the page's saying where it went), and still serves the game's own page.
 #[tokio::test]
 async fn the_admin_page_follows_the_admin_api_to_the_operator_listener() {
     let dir = scratch_dir("admin-page");
@@ -270,30 +270,13 @@ async fn the_admin_page_follows_the_admin_api_to_the_operator_listener() {
     let mut child = tickwire(&dir)
         .args(SERVE_ON_FREE_PORTS)
         .env("TICKWIRE_ADMIN__TOKEN", "operator")
-        .env("TICKWIRE_ADMIN__SEPARATE_LISTENER", "true")
-        .env("TICKWIRE_ADMIN__LISTEN", "127.0.0.1:0")
         .env("TICKWIRE_WEB__DIR", &web)
         .env("TICKWIRE_STORE__URL", "")
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut stdout = tokio::io::BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    timeout(
-        WAIT,
-        tokio::io::AsyncBufReadExt::read_line(&mut stdout, &mut line),
-    )
-    .await
-    .expect("the server starts in time")
-    .unwrap();
-    let address = |name: &str| -> SocketAddr {
-        line.split_whitespace()
-            .find_map(|part| part.strip_prefix(name))
-            .unwrap_or_else(|| panic!("no {name} in {line:?}"))
-            .parse()
-            .unwrap()
-    };
-    let (public, operator) = (address("http="), address("admin="));
+    let (at, _stdout) = listening(&mut child).await;
+    let (public, operator) = (at.http, at.admin);
     let bearer = "Authorization: Bearer operator\r\n";
 
     let (status, body) = http(operator, "GET", "/admin/", "", "").await;
@@ -308,6 +291,10 @@ async fn the_admin_page_follows_the_admin_api_to_the_operator_listener() {
     assert!(body.contains("operator listener"), "{body}");
     let (status, _) = http(public, "GET", "/api/admin/stats", bearer, "").await;
     assert_eq!(status, 404, "the admin API is off the public port");
+    let (status, _) = http(public, "GET", "/metrics", "", "").await;
+    assert_eq!(status, 404, "/metrics is off the public port");
+    let (status, body) = http(operator, "GET", "/metrics", "", "").await;
+    assert_eq!(status, 200, "{body}");
     let (status, body) = http(public, "GET", "/", "", "").await;
     assert_eq!((status, body.as_str()), (200, "<title>arena page</title>"));
     child.kill().await.unwrap();

@@ -54,7 +54,7 @@ async fn drain_with_a_full_queue_commits_everything_accepted_and_exits_zero() {
         .spawn()
         .unwrap();
     // Its stdout stays open (and unread) for as long as the server runs.
-    let (http, _stdout) = listening(&mut child).await;
+    let (at, _stdout) = listening(&mut child).await;
     // The log, read as it comes so the pipe never fills and blocks the server.
     let mut log = {
         let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
@@ -77,7 +77,7 @@ async fn drain_with_a_full_queue_commits_everything_accepted_and_exits_zero() {
         .await
         .unwrap();
 
-    let server = format!("http://{http}");
+    let server = format!("http://{}", at.http);
     let mut players = Vec::new();
     for i in 0..PLAYERS {
         let answer = matchmake(
@@ -108,7 +108,7 @@ async fn drain_with_a_full_queue_commits_everything_accepted_and_exits_zero() {
     // of them: accepted or refused.
     let deadline = Instant::now() + WAIT;
     let before = loop {
-        let (_, text) = common::http(http, "GET", "/metrics", "", "").await;
+        let (_, text) = common::http(at.admin, "GET", "/metrics", "", "").await;
         let accepted = metric(&text, "tickwire_store_events_accepted_total").unwrap_or(0);
         let refused = metric(&text, "tickwire_store_rejected_full_total").unwrap_or(0);
         if accepted + refused >= PLAYERS as u64 {

@@ -32,8 +32,9 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 const WAIT: Duration = Duration::from_secs(20);
 const QUEUE_CAPACITY: u64 = 64;
 
-async fn metrics(http: SocketAddr) -> String {
-    common::http(http, "GET", "/metrics", "", "").await.1
+/// `/metrics` on the operator listener `admin`.
+async fn metrics(admin: SocketAddr) -> String {
+    common::http(admin, "GET", "/metrics", "", "").await.1
 }
 
 /// The arena's tick count and how many of those ticks took at most 16.7 ms (its step).
@@ -48,10 +49,10 @@ fn arena_ticks(text: &str) -> (f64, f64) {
 }
 
 /// Polls `/metrics` until `check` holds.
-async fn metrics_until(http: SocketAddr, what: &str, check: impl Fn(&str) -> bool) -> String {
+async fn metrics_until(admin: SocketAddr, what: &str, check: impl Fn(&str) -> bool) -> String {
     let deadline = Instant::now() + WAIT;
     loop {
-        let text = metrics(http).await;
+        let text = metrics(admin).await;
         if check(&text) {
             return text;
         }
@@ -156,7 +157,8 @@ async fn outage_mid_run(config: StoreConfig, served_url: String, mut fault: Faul
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let (http, _stdout) = listening(&mut child).await;
+    let (at, _stdout) = listening(&mut child).await;
+    let (http, admin) = (at.http, at.admin);
     let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
     {
         let log = log.clone();
@@ -176,7 +178,7 @@ async fn outage_mid_run(config: StoreConfig, served_url: String, mut fault: Faul
     };
 
     let mut players = vec![join(http, "before".into()).await];
-    metrics_until(http, "the first join committed", |text| {
+    metrics_until(admin, "the first join committed", |text| {
         metric(text, "tickwire_store_events_committed_total") == Some(1.0)
     })
     .await;
@@ -187,7 +189,7 @@ async fn outage_mid_run(config: StoreConfig, served_url: String, mut fault: Faul
     for i in 0..3 {
         players.push(join(http, format!("during{i}")).await);
     }
-    let during = metrics_until(http, "the writer to fail a few times", |text| {
+    let during = metrics_until(admin, "the writer to fail a few times", |text| {
         metric(text, "tickwire_store_failed_commits_total").unwrap_or(0.0) >= 3.0
     })
     .await;
@@ -208,7 +210,7 @@ async fn outage_mid_run(config: StoreConfig, served_url: String, mut fault: Faul
     );
     // The rooms keep ticking, within their step, for a while longer into the outage: 240
     // ticks (4 s at 60 Hz), so the p99 allows two slow ones on a busy machine.
-    let later = metrics_until(http, "more arena ticks during the outage", |text| {
+    let later = metrics_until(admin, "more arena ticks during the outage", |text| {
         arena_ticks(text).0 >= ticks_then + 240.0
     })
     .await;
@@ -227,7 +229,7 @@ async fn outage_mid_run(config: StoreConfig, served_url: String, mut fault: Faul
     );
 
     fault.end();
-    let after = metrics_until(http, "everything accepted committed", |text| {
+    let after = metrics_until(admin, "everything accepted committed", |text| {
         let accepted = metric::<f64>(text, "tickwire_store_events_accepted_total");
         metric(text, "tickwire_store_failing") == Some(0.0)
             && accepted.is_some()

@@ -25,7 +25,7 @@ pub struct ServeConfig {
     /// The address clients reach this server at, written into connect tokens and the
     /// endpoints matchmaking returns. Clients on other machines need the real one.
     pub public_ip: IpAddr,
-    /// HTTP: matchmaking, `/ws`, `/metrics`, the admin API.
+    /// HTTP: matchmaking, `/ws`, health (the operator's routes are on `admin.listen`).
     pub http: HttpConfig,
     /// HTTPS: the same routes behind TLS (wss), when enabled.
     pub tls: TlsConfig,
@@ -37,7 +37,7 @@ pub struct ServeConfig {
     pub connection: ConnectionConfig,
     /// The admin console.
     pub console: ConsoleConfig,
-    /// The console password and the admin API's bearer token.
+    /// The operator's listener (`/metrics`, the admin API) and the admin secret.
     pub admin: AdminConfig,
     /// Who players are.
     pub auth: AuthConfig,
@@ -274,22 +274,32 @@ impl Default for ConsoleConfig {
 #[serde(default, deny_unknown_fields)]
 pub struct AdminConfig {
     /// The console password and the admin API's bearer token. When empty, a random one is
-    /// generated at start and logged.
+    /// generated at start and written to `token_file` (never to the log).
     pub token: String,
-    /// Serve `/metrics` and the admin API on `admin.listen` (with `/healthz` and `/readyz`
-    /// beside them) instead of the public HTTP port. Default false.
-    pub separate_listener: bool,
-    /// The operator's listener, with `separate_listener`. Default `127.0.0.1:9090`: loopback,
-    /// so only this machine (or a tunnel) reaches it.
+    /// Where a generated token is written, readable by its owner only (mode 0600); a
+    /// relative path is under the working directory. Default `tickwire-admin-token`.
+    pub token_file: PathBuf,
+    /// The operator's listener: `/metrics`, the admin API and the admin page (with
+    /// `/healthz` and `/readyz` beside them); the public ports answer 404 for those.
+    /// Default `127.0.0.1:9090`: loopback, so only this machine (or a tunnel) reaches it.
     pub listen: SocketAddr,
+    /// The bearer token `/metrics` asks for; empty (the default): none, the operator
+    /// listener's reach is the limit.
+    pub metrics_token: String,
+    /// Proxies whose `X-Forwarded-For` names the client the lockout on wrong admin
+    /// tokens counts against (otherwise every operator behind the proxy shares its
+    /// address, and one guesser locks them all out). Default none.
+    pub trusted_proxies: Vec<IpAddr>,
 }
 
 impl Default for AdminConfig {
     fn default() -> Self {
         Self {
             token: String::new(),
-            separate_listener: false,
+            token_file: PathBuf::from("tickwire-admin-token"),
             listen: SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 9090),
+            metrics_token: String::new(),
+            trusted_proxies: Vec::new(),
         }
     }
 }
@@ -668,6 +678,20 @@ impl ServeConfig {
                 "admin.token",
                 "(hidden)",
                 "must not start or end with whitespace",
+            ));
+        }
+        if self.admin.metrics_token.trim() != self.admin.metrics_token {
+            return Err(invalid(
+                "admin.metrics_token",
+                "(hidden)",
+                "must not start or end with whitespace",
+            ));
+        }
+        if self.admin.token.is_empty() && self.admin.token_file.as_os_str().is_empty() {
+            return Err(invalid(
+                "admin.token_file",
+                "\"\"",
+                "must name a file when admin.token is empty (the generated token goes there)",
             ));
         }
         if self.tls.listen.is_none() {

@@ -1,6 +1,7 @@
 //! A game's own server in a few lines: [`Server::builder`] registers the game's room kinds,
-//! listens on loopback for development unless told otherwise, logs to stderr (so the admin
-//! token's warning and the addresses are seen), and runs until SIGINT or SIGTERM, then
+//! listens on loopback for development unless told otherwise, logs to stderr (so the
+//! addresses and where a generated admin token was written are seen), and runs until
+//! SIGINT or SIGTERM, then
 //! shuts down gracefully as `tickwire serve` does.
 //!
 //! ```no_run
@@ -145,7 +146,7 @@ impl ServerBuilder {
 }
 
 /// [`ServeConfig::default`] on loopback: every listener on 127.0.0.1 (HTTP 8080, UDP
-/// 7777, WebTransport 4433, the console 7000), so a development server is not reachable
+/// 7777, WebTransport 4433, the console 7000, the operator listener 9090), so a development server is not reachable
 /// from the network until its configuration says so.
 pub fn development_config() -> ServeConfig {
     let loopback = IpAddr::V4(Ipv4Addr::LOCALHOST);
@@ -158,6 +159,7 @@ pub fn development_config() -> ServeConfig {
         &mut config.udp.listen,
         &mut config.webtransport.listen,
         &mut config.console.listen,
+        &mut config.admin.listen,
     ] {
         *listen = SocketAddr::new(loopback, listen.port());
     }
@@ -166,9 +168,17 @@ pub fn development_config() -> ServeConfig {
 
 /// [`development_config`] with every listener on port 0, the system choosing free ones
 /// (read them back from [`Runtime::addresses`](crate::runtime::Runtime::addresses)): for
-/// tests, and for several servers on one machine.
+/// tests, and for several servers on one machine. A generated admin token goes to a file
+/// of this configuration's own in the temporary directory, so servers started side by side
+/// do not overwrite each other's, nor write into the working directory.
 pub fn free_ports_config() -> ServeConfig {
+    static MADE: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let mut config = development_config();
+    config.admin.token_file = std::env::temp_dir().join(format!(
+        "tickwire-admin-token-{}-{}",
+        std::process::id(),
+        MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    ));
     for listen in [
         &mut config.http.listen,
         &mut config.udp.listen,
@@ -195,7 +205,8 @@ pub fn init_logging() -> bool {
         .is_ok()
 }
 
-/// `listening http=… https=… udp=…,… wt=…,… console=… admin=…` (absent parts left out).
+/// `listening http=… https=… udp=…,… wt=…,… console=… admin=…` (absent parts left out;
+/// `admin` is the operator listener: `/metrics`, the admin API and page).
 pub fn listening_line(addresses: &Addresses) -> String {
     let mut line = format!("listening http={}", addresses.http);
     if let Some(https) = addresses.https {
@@ -210,9 +221,7 @@ pub fn listening_line(addresses: &Addresses) -> String {
     if let Some(console) = addresses.console {
         line.push_str(&format!(" console={console}"));
     }
-    if let Some(admin) = addresses.admin {
-        line.push_str(&format!(" admin={admin}"));
-    }
+    line.push_str(&format!(" admin={}", addresses.admin));
     line
 }
 

@@ -43,7 +43,7 @@ async fn a_token_used_over_udp_is_refused_over_websocket() {
         "the token already opened a UDP connection: TokenReplayed"
     );
     metrics_until(
-        http_address,
+        runtime.addresses().admin,
         "tickwire_ws_connections_refused_total{reason=\"replayed\"} 1",
     )
     .await;
@@ -80,7 +80,9 @@ async fn a_token_used_over_websocket_is_refused_over_udp() {
     // replay; the shards publish their counters on their own beat, so poll for it.
     let deadline = std::time::Instant::now() + WAIT;
     loop {
-        let body = http(http_address, "GET", "/metrics", None, None).await.body;
+        let body = http(runtime.addresses().admin, "GET", "/metrics", None, None)
+            .await
+            .body;
         let replayed = body
             .lines()
             .find_map(|line| {

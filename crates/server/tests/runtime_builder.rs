@@ -20,6 +20,10 @@ async fn a_built_server_serves_its_rooms_on_loopback_and_stops_when_told() {
             config.udp.listen.set_port(0);
             config.webtransport.listen.set_port(0);
             config.console.listen.set_port(0);
+            config.admin.listen.set_port(0);
+            // A token of the test's own: a generated one would be written into the
+            // working directory (the crate's).
+            config.admin.token = "builder-test-token".into();
         })
         .start()
         .await
@@ -32,6 +36,7 @@ async fn a_built_server_serves_its_rooms_on_loopback_and_stops_when_told() {
     assert!(addresses.http.ip().is_loopback());
     assert!(addresses.udp.iter().all(|udp| udp.ip().is_loopback()));
     assert!(!addresses.wt.is_empty() && addresses.wt.iter().all(|wt| wt.ip().is_loopback()));
+    assert!(addresses.admin.ip().is_loopback());
     let answer = matchmake(addresses.http, json!({"kind": "chat", "name": "ada"})).await;
     assert_eq!(answer["kind"], "chat");
     let rooms = http(addresses.http, "GET", "/api/rooms", None, None)
@@ -49,6 +54,8 @@ async fn a_built_server_serves_its_rooms_on_loopback_and_stops_when_told() {
                 config.http.listen.set_port(0);
                 config.udp.listen.set_port(0);
                 config.webtransport.listen.set_port(0);
+                config.admin.listen.set_port(0);
+                config.admin.token = "builder-test-token".into();
                 config.console.enabled = false;
                 config.shards = 2;
             })

@@ -30,7 +30,7 @@ async fn a_datagram_over_the_receive_slot_is_counted_as_too_large() {
         .await
         .unwrap();
     metrics_until(
-        runtime.addresses().http,
+        runtime.addresses().admin,
         "tickwire_udp_datagrams_dropped_total{reason=\"too_large\"} 1",
     )
     .await;
@@ -66,7 +66,7 @@ async fn an_unreliable_message_too_large_for_a_udp_player_is_counted() {
     big.extend_from_slice(&[7u8; 2000]);
     ws.send(Message::Binary(big.into())).await;
     metrics_until(
-        http,
+        runtime.addresses().admin,
         "tickwire_messages_too_large_total{transport=\"udp\"} 1",
     )
     .await;

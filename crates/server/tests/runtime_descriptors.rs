@@ -53,12 +53,9 @@ fn highest_descriptor() -> u64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn health_is_answered_on_the_operator_listener_when_descriptors_run_out() {
-    let mut config = test_config();
-    config.admin.separate_listener = true;
-    config.admin.listen = "127.0.0.1:0".parse().unwrap();
-    let runtime = Runtime::start(config, relay_kinds()).await.unwrap();
+    let runtime = Runtime::start(test_config(), relay_kinds()).await.unwrap();
     let public = runtime.addresses().http;
-    let operator = runtime.addresses().admin.unwrap();
+    let operator = runtime.addresses().admin;
     // The probe's own socket exists before the descriptors run out, as an orchestrator's
     // would (it lives in another process).
     let probe = TcpSocket::new_v4().unwrap();

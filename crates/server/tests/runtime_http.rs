@@ -42,7 +42,7 @@ async fn a_matchmaking_body_that_never_completes_is_cut_at_the_body_timeout() {
     let answer = String::from_utf8_lossy(&answer);
     assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
     metrics_until(
-        address,
+        runtime.addresses().admin,
         "tickwire_http_refused_total{reason=\"body_timeout\"} 1",
     )
     .await;

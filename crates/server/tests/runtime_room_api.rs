@@ -270,28 +270,32 @@ async fn options_labels_locks_refusals_and_the_operators_room_controls() {
     assert_ne!(carol["room"], room, "a locked room is never offered");
 
     // The operator unlocks, locks, and disposes of it.
+    let admin = runtime.addresses().admin;
     let path = |op: &str| format!("/api/admin/rooms/{room}/{op}");
-    let unlocked = http(address, "POST", &path("unlock"), Some(ADMIN_TOKEN), None).await;
+    let unlocked = http(admin, "POST", &path("unlock"), Some(ADMIN_TOKEN), None).await;
     assert_eq!(
         (unlocked.status, unlocked.json()),
         (200, json!({"id": room, "locked": false}))
     );
-    let admin_rooms = until(address, "/api/admin/rooms", Some(ADMIN_TOKEN), |rooms| {
-        room_in(rooms, &room).is_some_and(|listing| listing["locked"] == false)
-    })
+    let admin_rooms = until(
+        runtime.addresses().admin,
+        "/api/admin/rooms",
+        Some(ADMIN_TOKEN),
+        |rooms| room_in(rooms, &room).is_some_and(|listing| listing["locked"] == false),
+    )
     .await;
     assert_eq!(
         room_in(&admin_rooms, &room).unwrap()["label"],
         json!({"mode": "ranked"})
     );
-    let locked = http(address, "POST", &path("lock"), Some(ADMIN_TOKEN), None).await;
+    let locked = http(admin, "POST", &path("lock"), Some(ADMIN_TOKEN), None).await;
     assert_eq!(
         (locked.status, locked.json()),
         (200, json!({"id": room, "locked": true}))
     );
-    let unauthorized = http(address, "POST", &path("dispose"), None, None).await;
+    let unauthorized = http(admin, "POST", &path("dispose"), None, None).await;
     assert_eq!(unauthorized.status, 401);
-    let disposed = http(address, "POST", &path("dispose"), Some(ADMIN_TOKEN), None).await;
+    let disposed = http(admin, "POST", &path("dispose"), Some(ADMIN_TOKEN), None).await;
     assert_eq!(
         (disposed.status, disposed.json()),
         (200, json!({"id": room, "disposed": true}))
@@ -305,11 +309,11 @@ async fn options_labels_locks_refusals_and_the_operators_room_controls() {
     })
     .await;
     for op in ["lock", "unlock", "dispose"] {
-        let missing = http(address, "POST", &path(op), Some(ADMIN_TOKEN), None).await;
+        let missing = http(admin, "POST", &path(op), Some(ADMIN_TOKEN), None).await;
         assert_eq!(missing.status, 404, "{op} of a room that is gone");
     }
     let bad = http(
-        address,
+        runtime.addresses().admin,
         "POST",
         "/api/admin/rooms/x/lock",
         Some(ADMIN_TOKEN),
@@ -397,7 +401,7 @@ async fn a_room_that_panics_in_tick_message_or_join_goes_alone() {
             "{hook}: so is the player who set it off"
         );
         metrics_until(
-            address,
+            runtime.addresses().admin,
             &format!("tickwire_rooms_crashed_total {}", crashes + 1),
         )
         .await;
@@ -453,9 +457,12 @@ async fn a_rooms_label_is_matched_on_every_node_of_a_cluster() {
     let b = Runtime::start(node("b"), kinds()).await.unwrap();
     let (a_http, b_http) = (a.addresses().http, b.addresses().http);
     // Both nodes in the directory before anything is placed.
-    until(a_http, "/api/admin/nodes", Some(ADMIN_TOKEN), |nodes| {
-        nodes.as_array().is_some_and(|nodes| nodes.len() == 2)
-    })
+    until(
+        a.addresses().admin,
+        "/api/admin/nodes",
+        Some(ADMIN_TOKEN),
+        |nodes| nodes.as_array().is_some_and(|nodes| nodes.len() == 2),
+    )
     .await;
 
     let ada = matchmake(

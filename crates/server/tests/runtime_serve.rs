@@ -70,7 +70,7 @@ async fn admin_until(runtime: &Runtime, path: &str, done: impl Fn(&Value) -> boo
     let deadline = Instant::now() + WAIT;
     loop {
         let reply = http(
-            runtime.addresses().http,
+            runtime.addresses().admin,
             "GET",
             path,
             Some(ADMIN_TOKEN),
@@ -149,10 +149,17 @@ async fn matchmade_udp_and_websocket_players_meet_and_the_operator_sees_them() {
     assert_eq!(rooms[0]["players"], 2, "{rooms}");
     assert_eq!(rooms[0]["kind"], "relay");
 
-    let refused = http(http_address, "GET", "/api/admin/players", None, None).await;
+    let refused = http(
+        runtime.addresses().admin,
+        "GET",
+        "/api/admin/players",
+        None,
+        None,
+    )
+    .await;
     assert_eq!(refused.status, 401, "the admin API needs the token");
     let wrong = http(
-        http_address,
+        runtime.addresses().admin,
         "GET",
         "/api/admin/players",
         Some("guess"),
@@ -217,7 +224,7 @@ async fn matchmade_udp_and_websocket_players_meet_and_the_operator_sees_them() {
         "a wrong password sees nothing: {refused}"
     );
 
-    let metrics = http(http_address, "GET", "/metrics", None, None).await;
+    let metrics = http(runtime.addresses().admin, "GET", "/metrics", None, None).await;
     assert_eq!(metrics.status, 200);
     for expected in [
         "tickwire_players{transport=\"udp\"} 1",
@@ -234,7 +241,7 @@ async fn matchmade_udp_and_websocket_players_meet_and_the_operator_sees_them() {
 
     // The operator speaks to every room: a relay passes the text on channel 0.
     let say = http(
-        http_address,
+        runtime.addresses().admin,
         "POST",
         "/api/admin/say",
         Some(ADMIN_TOKEN),
@@ -247,7 +254,7 @@ async fn matchmade_udp_and_websocket_players_meet_and_the_operator_sees_them() {
 
     // The operator kicks the UDP player.
     let kick = http(
-        http_address,
+        runtime.addresses().admin,
         "POST",
         &format!("/api/admin/kick/{}", ann["player_id"]),
         Some(ADMIN_TOKEN),
@@ -260,7 +267,7 @@ async fn matchmade_udp_and_websocket_players_meet_and_the_operator_sees_them() {
         DisconnectReason::Kicked
     );
     let missing = http(
-        http_address,
+        runtime.addresses().admin,
         "POST",
         "/api/admin/kick/12345",
         Some(ADMIN_TOKEN),
@@ -338,6 +345,7 @@ async fn a_dropped_player_gets_their_seat_back_with_a_fresh_token() {
 async fn a_drain_refuses_new_players_and_ends_when_the_last_one_leaves() {
     let runtime = Runtime::start(test_config(), relay_kinds()).await.unwrap();
     let http_address = runtime.addresses().http;
+    let admin_address = runtime.addresses().admin;
     let handle = runtime.handle();
     let ann = matchmake(http_address, json!({"kind": "relay", "name": "ann"})).await;
     let mut ws = WsPlayer::new(ws_connect(http_address, &answer_token(&ann)).await);
@@ -348,7 +356,7 @@ async fn a_drain_refuses_new_players_and_ends_when_the_last_one_leaves() {
     let serving = tokio::spawn(runtime.run());
 
     let drain = http(
-        http_address,
+        admin_address,
         "POST",
         "/api/admin/drain",
         Some(ADMIN_TOKEN),
@@ -485,7 +493,7 @@ async fn an_address_past_its_connection_cap_is_refused_with_a_reason() {
         4004,
         "kicked: too many connections"
     );
-    let metrics = http(http_address, "GET", "/metrics", None, None).await;
+    let metrics = http(runtime.addresses().admin, "GET", "/metrics", None, None).await;
     let deadline = Instant::now() + WAIT;
     let mut body = metrics.body;
     while !body.contains("tickwire_rate_limited_total{limit=\"connections_per_address\"} 1") {
@@ -494,7 +502,9 @@ async fn an_address_past_its_connection_cap_is_refused_with_a_reason() {
             "the refusal is never counted:\n{body}"
         );
         let _ = timeout(Duration::from_millis(50), udp.next_event()).await;
-        body = http(http_address, "GET", "/metrics", None, None).await.body;
+        body = http(runtime.addresses().admin, "GET", "/metrics", None, None)
+            .await
+            .body;
     }
     runtime.shut_down().await.unwrap();
 }
@@ -559,7 +569,7 @@ async fn an_embedding_program_serves_its_own_routes_and_metrics_beside_the_runti
         (motd.status, motd.body.as_str()),
         (200, "welcome to the arena")
     );
-    let metrics = http(http_address, "GET", "/metrics", None, None).await;
+    let metrics = http(runtime.addresses().admin, "GET", "/metrics", None, None).await;
     assert!(
         metrics.body.contains("embedder_reads_total 7\n")
             && metrics.body.contains("tickwire_rooms{kind=\"relay\"}"),
@@ -609,17 +619,17 @@ async fn a_page_that_goes_away_keeps_its_seat_and_a_goodbye_gives_it_up() {
     let bob = matchmake(http_address, json!({"kind": "relay", "name": "bob"})).await;
     let mut ws = WsPlayer::new(ws_connect(http_address, &answer_token(&bob)).await);
     metrics_until(
-        runtime.addresses().http,
+        runtime.addresses().admin,
         "tickwire_players{transport=\"ws\"} 1",
     )
     .await;
     ws.send(close(1000)).await;
     metrics_until(
-        runtime.addresses().http,
+        runtime.addresses().admin,
         "tickwire_players{transport=\"ws\"} 0",
     )
     .await;
-    metrics_until(runtime.addresses().http, "tickwire_players_reconnecting 0").await;
+    metrics_until(runtime.addresses().admin, "tickwire_players_reconnecting 0").await;
     let gone = http(
         http_address,
         "POST",
@@ -634,12 +644,12 @@ async fn a_page_that_goes_away_keeps_its_seat_and_a_goodbye_gives_it_up() {
     let ann = matchmake(http_address, json!({"kind": "relay", "name": "ann"})).await;
     let mut ws = WsPlayer::new(ws_connect(http_address, &answer_token(&ann)).await);
     metrics_until(
-        runtime.addresses().http,
+        runtime.addresses().admin,
         "tickwire_players{transport=\"ws\"} 1",
     )
     .await;
     ws.send(close(1001)).await;
-    metrics_until(runtime.addresses().http, "tickwire_players_reconnecting 1").await;
+    metrics_until(runtime.addresses().admin, "tickwire_players_reconnecting 1").await;
     let back = matchmake(http_address, json!({"session": ann["session"]})).await;
     assert_eq!(back["reconnect"], true);
     assert_eq!(back["room"], ann["room"]);
@@ -706,7 +716,7 @@ async fn a_second_websocket_of_the_same_player_replaces_the_first_exactly_once()
     assert_eq!(players[0]["transport"], "ws");
     assert_eq!(players[0]["room"], ann["room"], "the same seat");
     metrics_until(
-        http_address,
+        runtime.addresses().admin,
         "tickwire_connections_replaced_total{transport=\"ws\"} 1",
     )
     .await;

@@ -93,8 +93,8 @@ async fn udp_connected(answer: &Value) -> ClientDriver {
     driver
 }
 
-async fn metric(http_address: std::net::SocketAddr, name: &str) -> u64 {
-    let metrics = http(http_address, "GET", "/metrics", None, None).await;
+async fn metric(admin_address: std::net::SocketAddr, name: &str) -> u64 {
+    let metrics = http(admin_address, "GET", "/metrics", None, None).await;
     metrics
         .body
         .lines()
@@ -104,9 +104,9 @@ async fn metric(http_address: std::net::SocketAddr, name: &str) -> u64 {
 
 /// Polls `/metrics` until `name` is positive: the players gauge comes from the workers'
 /// views, published a few times a second.
-async fn metric_positive(http_address: std::net::SocketAddr, name: &str) {
+async fn metric_positive(admin_address: std::net::SocketAddr, name: &str) {
     let deadline = Instant::now() + WAIT;
-    while metric(http_address, name).await == 0 {
+    while metric(admin_address, name).await == 0 {
         assert!(Instant::now() < deadline, "{name} stayed 0");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -216,7 +216,7 @@ async fn a_webtransport_player_meets_websocket_and_udp_players_in_one_room() {
         "tickwire_wt_sessions_open",
         "tickwire_players{transport=\"wt\"}",
     ] {
-        metric_positive(http_address, name).await;
+        metric_positive(runtime.addresses().admin, name).await;
     }
 
     // Shutting down tells the WebTransport player why.
@@ -284,7 +284,10 @@ async fn bad_expired_replayed_and_malformed_tokens_are_refused_with_their_codes(
         ("replayed", 1),
     ] {
         let name = format!("tickwire_wt_refused_total{{reason=\"{reason}\"}}");
-        assert!(metric(http_address, &name).await >= at_least, "{name}");
+        assert!(
+            metric(runtime.addresses().admin, &name).await >= at_least,
+            "{name}"
+        );
     }
     runtime.shut_down().await.unwrap();
 }
@@ -298,10 +301,10 @@ async fn an_oversize_frame_is_refused_by_its_length_before_it_is_read() {
     let answer = matchmake(http_address, json!({"kind": "relay", "name": "big"})).await;
     let (url, hash) = wt_endpoint(&answer);
     let mut session = WtRawSession::open(&url, Some(hash)).await.unwrap();
+    session.challenge().await.expect("the challenge");
     session
         .send
         .write_all(&(16u32 << 20).to_le_bytes())
-    session.challenge().await.expect("the challenge");
         .await
         .unwrap();
     let error = timeout(WAIT, session.recv_frame(4096))
@@ -332,10 +335,10 @@ async fn a_session_without_a_token_is_closed_at_the_handshake_timeout() {
     let answer = matchmake(http_address, json!({"kind": "relay", "name": "mute"})).await;
     let (url, hash) = wt_endpoint(&answer);
     let mut session = WtRawSession::open(&url, Some(hash)).await.unwrap();
+    session.challenge().await.expect("the challenge");
     // A partial length prefix: the stream exists, no frame ever completes.
     session.send.write_all(&[1]).await.unwrap();
     // The handshake timeout is 5 s; WAIT bounds each step at 5 s too, so allow both.
-    session.challenge().await.expect("the challenge");
     let error = timeout(WAIT * 2, session.recv_frame(4096))
         .await
         .expect("closed in time")
@@ -346,7 +349,7 @@ async fn a_session_without_a_token_is_closed_at_the_handshake_timeout() {
     );
     assert!(
         metric(
-            http_address,
+            runtime.addresses().admin,
             "tickwire_wt_refused_total{reason=\"handshake_timeout\"}"
         )
         .await
@@ -374,7 +377,11 @@ async fn sessions_past_the_per_address_cap_are_refused() {
         "a second session from 127.0.0.1 is refused"
     );
     assert_eq!(
-        metric(http_address, "tickwire_wt_refused_total{reason=\"per_ip\"}").await,
+        metric(
+            runtime.addresses().admin,
+            "tickwire_wt_refused_total{reason=\"per_ip\"}"
+        )
+        .await,
         1
     );
     drop(player);
@@ -413,7 +420,7 @@ async fn a_second_stream_in_a_session_is_stopped() {
         "the server resets a second stream: {read:?}"
     );
     assert_eq!(
-        metric(http_address, "tickwire_wt_extra_streams_total").await,
+        metric(runtime.addresses().admin, "tickwire_wt_extra_streams_total").await,
         1
     );
     runtime.shut_down().await.unwrap();
@@ -427,10 +434,18 @@ async fn a_session_that_goes_away_keeps_its_seat_and_a_goodbye_gives_it_up() {
     // A goodbye (4001, what an SDK's leave sends): the seat is free at once.
     let bob = matchmake(http_address, json!({"kind": "relay", "name": "bob"})).await;
     let mut wt = wt_connected(&bob).await;
-    metrics_until(http_address, "tickwire_players{transport=\"wt\"} 1").await;
+    metrics_until(
+        runtime.addresses().admin,
+        "tickwire_players{transport=\"wt\"} 1",
+    )
+    .await;
     wt.close(CloseCode::Requested, "bye").await;
-    metrics_until(http_address, "tickwire_players{transport=\"wt\"} 0").await;
-    metrics_until(http_address, "tickwire_players_reconnecting 0").await;
+    metrics_until(
+        runtime.addresses().admin,
+        "tickwire_players{transport=\"wt\"} 0",
+    )
+    .await;
+    metrics_until(runtime.addresses().admin, "tickwire_players_reconnecting 0").await;
     let gone = http(
         http_address,
         "POST",
@@ -444,9 +459,13 @@ async fn a_session_that_goes_away_keeps_its_seat_and_a_goodbye_gives_it_up() {
     // A session dropped without a close frame (a page that went away): the seat waits.
     let ann = matchmake(http_address, json!({"kind": "relay", "name": "ann"})).await;
     let wt = wt_connected(&ann).await;
-    metrics_until(http_address, "tickwire_players{transport=\"wt\"} 1").await;
+    metrics_until(
+        runtime.addresses().admin,
+        "tickwire_players{transport=\"wt\"} 1",
+    )
+    .await;
     drop(wt);
-    metrics_until(http_address, "tickwire_players_reconnecting 1").await;
+    metrics_until(runtime.addresses().admin, "tickwire_players_reconnecting 1").await;
     let back = matchmake(http_address, json!({"session": ann["session"]})).await;
     assert_eq!(back["reconnect"], true);
     assert_eq!(back["room"], ann["room"]);

@@ -75,12 +75,12 @@ describe("the admin page in chromium", () => {
   }
 
   it("refuses without the token", async () => {
-    const bare = await fetch(`${server!.baseUrl}/api/admin/players`);
+    const bare = await fetch(`${server!.adminUrl}/api/admin/players`);
     expect(bare.status).toBe(401);
-    const wrong = await fetch(`${server!.baseUrl}/api/admin/players`, { headers: { authorization: "Bearer not-the-token" } });
+    const wrong = await fetch(`${server!.adminUrl}/api/admin/players`, { headers: { authorization: "Bearer not-the-token" } });
     expect(wrong.status).toBe(401);
 
-    await page.goto(`${server!.baseUrl}/admin`);
+    await page.goto(`${server!.adminUrl}/admin`);
     await page.waitForSelector("#login", { state: "visible" });
     expect(await page.isHidden("#console"), "nothing of the server is shown before logging in").toBe(true);
     await page.fill("#token", "not-the-token");
@@ -138,7 +138,7 @@ describe("the admin page in chromium", () => {
       await page.click(`#members tr[data-player="${row.id}"] button[data-action=kick]`);
       await waitFor(`${victim.name} gone from the members`, async () => !(await members()).some((member) => member.id === row.id));
       await waitFor(`${victim.name} told it was kicked`, () => victim.arena.status.state === "ended");
-      const answer = await fetch(`${server!.baseUrl}/api/admin/players`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+      const answer = await fetch(`${server!.adminUrl}/api/admin/players`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
       const left = (await answer.json()) as { id: number; name: string }[];
       expect(left.some((player) => player.name === victim.name), "the server no longer has the kicked bot").toBe(false);
       expect(left.some((player) => player.name === bots[1]!.name), "the other bot stays").toBe(true);

@@ -29,6 +29,7 @@ describe("the arena in chromium", () => {
   let scratch: string;
   let server: ChildProcess | undefined;
   let baseUrl: string;
+  let adminUrl: string;
   let map: ArenaMapInfo;
   const bots: Bot[] = [];
   let context: BrowserContext | undefined;
@@ -43,7 +44,7 @@ describe("the arena in chromium", () => {
     scratch = mkdtempSync(join(tmpdir(), "tickwire-e2e-"));
     // WebTransport on a free port (not the default 4433, which another server may hold); this
     // test plays over WebSocket (`?transport=ws`), webtransport.e2e.test.ts over WebTransport.
-    ({ process: server, baseUrl } = await startServer(scratch, ["--wt", "127.0.0.1:0"]));
+    ({ process: server, baseUrl, adminUrl } = await startServer(scratch, ["--wt", "127.0.0.1:0"]));
     map = await fetchArenaMap({ baseUrl });
     for (let i = 1; i <= 2; i++) {
       bots.push(startBot({ baseUrl, map, name: `bot-${i}`, seed: i }));
@@ -150,7 +151,7 @@ describe("the arena in chromium", () => {
     expect(consoleErrors, "no errors in the page's console").toEqual([]);
 
     // A drain: the page says the server takes no one new, and the game goes on.
-    const drained = await fetch(`${baseUrl}/api/admin/drain`, { method: "POST", headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+    const drained = await fetch(`${adminUrl}/api/admin/drain`, { method: "POST", headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
     expect(drained.status).toBe(200);
     await page.waitForSelector("#notice:not([hidden])", { timeout: 20_000 });
     expect(await page.textContent("#notice")).toContain("draining");

@@ -65,10 +65,14 @@ export async function waitFor<T>(
   }
 }
 
-/** A running `tickwire serve`: its HTTP base URL and every `key=value` of its `listening` line. */
+/**
+ * A running `tickwire serve`: its public HTTP base URL, its operator listener's (the admin
+ * page and API, `/metrics`), and every `key=value` of its `listening` line.
+ */
 export interface Server {
   process: ChildProcess;
   baseUrl: string;
+  adminUrl: string;
   listening: Record<string, string>;
 }
 
@@ -80,7 +84,7 @@ export async function startServer(dir: string, extraArgs: string[] = [], logName
   const log = createWriteStream(join(artifacts, logName));
   const server = spawn(
     binary,
-    ["serve", "--http", "127.0.0.1:0", "--udp", "127.0.0.1:0", "--console", "127.0.0.1:0", "--shards", "1", ...extraArgs],
+    ["serve", "--http", "127.0.0.1:0", "--udp", "127.0.0.1:0", "--console", "127.0.0.1:0", "--admin", "127.0.0.1:0", "--shards", "1", ...extraArgs],
     {
       cwd: dir,
       env: { ...process.env, TICKWIRE_WEB__DIR: dist, TICKWIRE_ADMIN__TOKEN: ADMIN_TOKEN, RUST_LOG: "info" },
@@ -98,7 +102,7 @@ export async function startServer(dir: string, extraArgs: string[] = [], logName
       }
     });
   });
-  return { process: server, baseUrl: `http://${listening.http!}`, listening };
+  return { process: server, baseUrl: `http://${listening.http!}`, adminUrl: `http://${listening.admin!}`, listening };
 }
 
 /** Stops a child this test started (SIGTERM) and waits for it to exit. */

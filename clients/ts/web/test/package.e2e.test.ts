@@ -134,7 +134,7 @@ describe("the SDK packed and installed outside the repository", () => {
       expect(report.transport).toBe("websocket");
       expect(report.tickRate).toBeGreaterThan(0);
       const players = await waitFor("the packaged client in the admin API's players", async () => {
-        const answer = await fetch(`${server!.baseUrl}/api/admin/players`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+        const answer = await fetch(`${server!.adminUrl}/api/admin/players`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
         const list = (await answer.json()) as { id: number; name: string; transport: string }[];
         return list.some((player) => player.name === "packaged") && list;
       });

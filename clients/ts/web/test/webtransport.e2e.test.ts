@@ -37,8 +37,9 @@ async function debugView(page: Page): Promise<DebugView> {
 }
 
 /** The server's Prometheus counters, summed over labels: `name` → value. */
-async function metrics(baseUrl: string): Promise<Map<string, number>> {
-  const text = await (await fetch(`${baseUrl}/metrics`)).text();
+/** `/metrics` on the operator listener `adminUrl`. */
+async function metrics(adminUrl: string): Promise<Map<string, number>> {
+  const text = await (await fetch(`${adminUrl}/metrics`)).text();
   const values = new Map<string, number>();
   for (const line of text.split("\n")) {
     const match = /^([a-z_]+)(?:\{[^}]*\})? ([0-9.e+-]+)$/.exec(line);
@@ -138,7 +139,7 @@ describe.skipIf(!serverHasWebTransport)("WebTransport in chromium", () => {
   it("plays over WebTransport, its datagrams flowing both ways", async () => {
     wtPage = await newPage("wt");
     await recorded("wt", () => [wtPage], async () => {
-      const before = await metrics(server!.baseUrl);
+      const before = await metrics(server!.adminUrl);
       await enter(wtPage, "/", "wt-player");
       const view = await debugView(wtPage);
       expect(view.transport, `the page connected over ${view.transport} (fallback: ${view.fallback})`).toBe("webtransport");
@@ -159,7 +160,7 @@ describe.skipIf(!serverHasWebTransport)("WebTransport in chromium", () => {
 
       // 60 inputs and 60 snapshots a second: a second of play is far past these.
       const after = await waitFor("datagrams both ways on the server's counters", async () => {
-        const now = await metrics(server!.baseUrl);
+        const now = await metrics(server!.adminUrl);
         const received = (now.get("tickwire_wt_datagrams_received_total") ?? 0) - (before.get("tickwire_wt_datagrams_received_total") ?? 0);
         const sent = (now.get("tickwire_wt_datagrams_sent_total") ?? 0) - (before.get("tickwire_wt_datagrams_sent_total") ?? 0);
         return received >= 30 && sent >= 30 ? now : undefined;
@@ -185,7 +186,7 @@ describe.skipIf(!serverHasWebTransport)("WebTransport in chromium", () => {
       const back = await debugView(wtPage);
       expect(back.transport).toBe("webtransport");
       expect(back.you, "the same entity: the seat was kept").toBe(you);
-      await waitFor("one WebTransport session open again", async () => (await metrics(server!.baseUrl)).get("tickwire_wt_sessions_open") === 1);
+      await waitFor("one WebTransport session open again", async () => (await metrics(server!.adminUrl)).get("tickwire_wt_sessions_open") === 1);
     });
   });
 
@@ -226,7 +227,7 @@ describe.skipIf(!serverHasWebTransport)("WebTransport in chromium", () => {
         );
         mark(`"${text}" crossed`);
       }
-      const metricsNow = await metrics(server!.baseUrl);
+      const metricsNow = await metrics(server!.adminUrl);
       expect(metricsNow.get("tickwire_wt_sessions_open"), "still one WebTransport session: the WebSocket page did not use it").toBe(1);
       expect(consoleErrors, "no errors in the pages' consoles").toEqual([]);
       await wsPage.screenshot({ path: join(artifacts, "mixed-ws.png") });

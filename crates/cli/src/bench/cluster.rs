@@ -192,13 +192,14 @@ enum Report {
 async fn bench(args: &ClusterArgs, mut nodes: Vec<Node>) -> anyhow::Result<ClusterReport> {
     let want: Vec<String> = nodes.iter().map(|node| node.id.clone()).collect();
     let entry = nodes[0].process.http.clone();
+    let entry_admin = nodes[0].process.admin.clone();
     wait_for(
         Duration::from_secs(20),
         "every node in the directory",
         || {
-            let entry = entry.clone();
+            let entry_admin = entry_admin.clone();
             let want = want.clone();
-            async move { Ok((node_ids(&entry).await? == want).then_some(())) }
+            async move { Ok((node_ids(&entry_admin).await? == want).then_some(())) }
         },
     )
     .await?;
@@ -497,10 +498,11 @@ async fn get_json(http: &str, path: &str, headers: &str) -> anyhow::Result<serde
     Ok(serde_json::from_str(&body)?)
 }
 
-/// The live nodes' ids as node `http` sees them (`GET /api/admin/nodes`).
-async fn node_ids(http: &str) -> anyhow::Result<Vec<String>> {
+/// The live nodes' ids as the node whose operator listener is `admin` sees them
+/// (`GET /api/admin/nodes`).
+async fn node_ids(admin: &str) -> anyhow::Result<Vec<String>> {
     let headers = format!("Authorization: Bearer {}\r\n", ServerProcess::admin_token());
-    let nodes = get_json(http, "/api/admin/nodes", &headers).await?;
+    let nodes = get_json(admin, "/api/admin/nodes", &headers).await?;
     Ok(nodes
         .as_array()
         .context("/api/admin/nodes is not a list")?

@@ -319,6 +319,8 @@ pub(super) struct ServerProcess {
     _store_dir: RemovedDir,
     /// Its HTTP address (`127.0.0.1:port`).
     pub(super) http: String,
+    /// Its operator listener (`127.0.0.1:port`): `/metrics` and the admin API.
+    pub(super) admin: String,
     /// Its process id.
     pub(super) pid: u32,
     /// The line it printed once listening (`listening http=… udp=…,… wt=…`).
@@ -358,6 +360,8 @@ impl ServerProcess {
                 "127.0.0.1:0",
                 "--wt",
                 "127.0.0.1:0",
+                "--admin",
+                "127.0.0.1:0",
                 "--shards",
                 "1",
             ])
@@ -374,24 +378,30 @@ impl ServerProcess {
                 "TICKWIRE_UDP__TOKEN_VALIDITY_SECS",
                 EMPTY_ROOM_TTL_SECS.to_string(),
             )
-            // A token of our own keeps the server from printing a generated one.
+            // A token of our own: a generated one would be in a file in the working directory.
             .env("TICKWIRE_ADMIN__TOKEN", Self::admin_token())
             .env("RUST_LOG", "warn")
             .envs(env.iter().map(|(key, value)| (key, value)))
             .stdout(Stdio::piped())
             .stdin(Stdio::null());
         let (child, pid, listening, http) = start_listening(&mut server)?;
+        let admin = listening
+            .split_whitespace()
+            .find_map(|part| part.strip_prefix("admin="))
+            .with_context(|| format!("no admin address in {listening:?}"))?
+            .to_string();
         Ok(Self {
             child,
             _store_dir: store_dir,
             http,
+            admin,
             pid,
             listening,
         })
     }
 
     /// The admin token the harness gives its servers (one of its own keeps a server from
-    /// printing a generated one).
+    /// writing a generated one to a file).
     pub(super) fn admin_token() -> String {
         format!("bench-{}", std::process::id())
     }
@@ -545,7 +555,11 @@ pub fn run(name: &str, args: &LoadBenchArgs) -> anyhow::Result<LoadBenchReport> 
         Server::Tickwire(server) => (server.http.clone(), server.pid),
         Server::Colyseus(server) => (server.http.clone(), server.pid),
     };
-    let metrics = matches!(server, Server::Tickwire(_)).then_some(http.as_str());
+    let admin = match &server {
+        Server::Tickwire(server) => Some(server.admin.clone()),
+        Server::Colyseus(_) => None,
+    };
+    let metrics = admin.as_deref();
     let idle = proc_stat::sample(server_pid).context("reading the server's /proc")?;
     let idle_heap = match metrics {
         Some(http) => metric(&scrape(http)?, "tickwire_heap_bytes").unwrap_or(0.0) as u64,
@@ -583,7 +597,7 @@ pub fn run(name: &str, args: &LoadBenchArgs) -> anyhow::Result<LoadBenchReport> 
             if name == "teleport" {
                 burst = Some(sample_around_burst(
                     (server_pid, bots_pid),
-                    http.clone(),
+                    metrics.unwrap_or_default().to_string(),
                     transport,
                     kind,
                     args.run.duration / 2,
@@ -699,7 +713,7 @@ fn server_occupancy(http: &str) -> anyhow::Result<u64> {
 /// so the bots' output keeps being read.
 fn sample_around_burst(
     (pid, bots_pid): (u32, u32),
-    http: String,
+    metrics: String,
     transport: &'static str,
     kind: &'static str,
     middle: Duration,
@@ -708,9 +722,9 @@ fn sample_around_burst(
     let margin = Duration::from_secs(1).min(middle);
     std::thread::spawn(move || {
         std::thread::sleep((opened + middle - margin).saturating_duration_since(Instant::now()));
-        let before = sample_server(pid, bots_pid, Some(&http), transport, kind)?;
+        let before = sample_server(pid, bots_pid, Some(&metrics), transport, kind)?;
         std::thread::sleep((opened + middle + margin).saturating_duration_since(Instant::now()));
-        let after = sample_server(pid, bots_pid, Some(&http), transport, kind)?;
+        let after = sample_server(pid, bots_pid, Some(&metrics), transport, kind)?;
         Ok((before, after))
     })
 }
@@ -931,8 +945,8 @@ fn figures(
     }
 }
 
-/// The server's `/proc` now, and its `/metrics` when it has them (`metrics`: its HTTP
-/// address).
+/// The server's `/proc` now, and its `/metrics` when it has them (`metrics`: its operator
+/// listener's address).
 fn sample_server(
     pid: u32,
     bots_pid: u32,
@@ -963,9 +977,9 @@ fn sample_server(
     })
 }
 
-/// `GET /metrics` over plain HTTP/1.0.
-pub(super) fn scrape(http: &str) -> anyhow::Result<String> {
-    Ok(get(http, "/metrics", "")?.1)
+/// `GET /metrics` over plain HTTP/1.0 at `admin`, the operator listener.
+pub(super) fn scrape(admin: &str) -> anyhow::Result<String> {
+    Ok(get(admin, "/metrics", "")?.1)
 }
 
 /// `GET path` at `http` with `headers` (each ending in `\r\n`): the status and the body.

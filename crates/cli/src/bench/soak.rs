@@ -205,7 +205,7 @@ pub fn run(args: &SoakArgs) -> anyhow::Result<SoakReport> {
 
 async fn soak(args: &SoakArgs, server: &ServerProcess) -> anyhow::Result<SoakReport> {
     let url: Arc<str> = format!("http://{}", server.http).into();
-    let mut sampler = Sampler::new(server.pid, &server.http)?;
+    let mut sampler = Sampler::new(server.pid, &server.admin)?;
     let idle = sampler.sample(0.0)?;
     let churn = Arc::new(Mutex::new(Churn::default()));
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(args.seed);
@@ -452,17 +452,18 @@ fn next_message(arena: bool, sequence: u16) -> Option<(u8, Bytes)> {
 /// Reads the server's `/proc` and `/metrics`.
 struct Sampler {
     pid: u32,
-    http: String,
+    /// The operator listener, where `/metrics` is.
+    admin: String,
     /// The arena tick histogram at the previous sample.
     ticks: Vec<(f64, f64)>,
 }
 
 impl Sampler {
-    fn new(pid: u32, http: &str) -> anyhow::Result<Self> {
-        let text = scrape(http).context("scraping /metrics")?;
+    fn new(pid: u32, admin: &str) -> anyhow::Result<Self> {
+        let text = scrape(admin).context("scraping /metrics")?;
         Ok(Self {
             pid,
-            http: http.to_string(),
+            admin: admin.to_string(),
             ticks: buckets(&text, "tickwire_tick_duration_seconds_bucket", "arena"),
         })
     }
@@ -478,7 +479,7 @@ impl Sampler {
             .find_map(|line| line.strip_prefix("Threads:"))
             .and_then(|count| count.trim().parse().ok())
             .unwrap_or(0);
-        let text = scrape(&self.http).context("scraping /metrics")?;
+        let text = scrape(&self.admin).context("scraping /metrics")?;
         let sum = |prefix: &str| -> f64 {
             text.lines()
                 .filter(|line| line.starts_with(prefix))

@@ -17,7 +17,7 @@ pub const WAIT: Duration = Duration::from_secs(10);
 
 /// `serve` with every listener on a free loopback port (none on a default one another
 /// process may hold) and one shard.
-pub const SERVE_ON_FREE_PORTS: [&str; 11] = [
+pub const SERVE_ON_FREE_PORTS: [&str; 13] = [
     "serve",
     "--http",
     "127.0.0.1:0",
@@ -26,6 +26,8 @@ pub const SERVE_ON_FREE_PORTS: [&str; 11] = [
     "--wt",
     "127.0.0.1:0",
     "--console",
+    "127.0.0.1:0",
+    "--admin",
     "127.0.0.1:0",
     "--shards",
     "1",
@@ -53,21 +55,35 @@ pub fn tickwire(dir: &Path) -> Command {
     command
 }
 
-/// Reads the `listening http=… udp=…` line the server prints once it serves.
-pub async fn listening(child: &mut Child) -> (SocketAddr, BufReader<ChildStdout>) {
+/// Where a server listens, from the line it prints once it serves.
+#[derive(Debug, Clone, Copy)]
+pub struct Listening {
+    /// The public HTTP port: matchmaking, `/ws`, the web client.
+    pub http: SocketAddr,
+    /// The operator listener: `/metrics`, the admin API and page.
+    pub admin: SocketAddr,
+}
+
+/// Reads the `listening http=… udp=… admin=…` line the server prints once it serves.
+pub async fn listening(child: &mut Child) -> (Listening, BufReader<ChildStdout>) {
     let mut stdout = BufReader::new(child.stdout.take().unwrap());
     let mut line = String::new();
     timeout(WAIT, stdout.read_line(&mut line))
         .await
         .expect("the server starts in time")
         .unwrap();
-    let http = line
-        .split_whitespace()
-        .find_map(|part| part.strip_prefix("http="))
-        .unwrap_or_else(|| panic!("no http address in {line:?}"))
-        .parse()
-        .unwrap();
-    (http, stdout)
+    let address = |name: &str| -> SocketAddr {
+        line.split_whitespace()
+            .find_map(|part| part.strip_prefix(name))
+            .unwrap_or_else(|| panic!("no {name} address in {line:?}"))
+            .parse()
+            .unwrap()
+    };
+    let at = Listening {
+        http: address("http="),
+        admin: address("admin="),
+    };
+    (at, stdout)
 }
 
 /// One HTTP/1.1 exchange; status and body.

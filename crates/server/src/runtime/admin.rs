@@ -227,49 +227,69 @@ pub(super) fn router(app: Arc<App>) -> Router<Arc<App>> {
         .route_layer(middleware::from_fn_with_state(app, require_token))
 }
 
-/// Passes only requests bearing the admin token; an address that presented too many wrong
-/// ones is answered 429 for a while, whatever it presents. A request with no token is no
-/// guess: 401, not counted.
+/// Passes only requests bearing the admin token ([`authorize`]).
 async fn require_token(State(app): State<Arc<App>>, request: Request, next: Next) -> Response {
+    match authorize(&app, &request, Via::Api) {
+        Ok(()) => next.run(request).await,
+        Err(refused) => *refused,
+    }
+}
+
+/// Whether `request` bears the bearer token `via` asks for; else the answer to give. A
+/// source (its address, or behind a trusted proxy the client the proxy names) that
+/// presented too many wrong ones is answered 429 for a while, whatever it presents. A
+/// request with no token is no guess: 401, not counted.
+pub(super) fn authorize(app: &App, request: &Request, via: Via) -> Result<(), Box<Response>> {
     let unauthorized = || {
+        let what = match via {
+            Via::Metrics => "a valid metrics bearer token is required",
+            Via::Console | Via::Api => "a valid admin bearer token is required",
+        };
         (
             StatusCode::UNAUTHORIZED,
             [(header::WWW_AUTHENTICATE, "Bearer")],
-            axum::Json(json!({ "error": "a valid admin bearer token is required" })),
+            axum::Json(json!({ "error": what })),
         )
             .into_response()
     };
-    let Some(presented) = request
-        .headers()
+    let headers = request.headers();
+    let Some(presented) = headers
         .get(header::AUTHORIZATION)
         .and_then(|value| value.to_str().ok())
         .and_then(|value| value.strip_prefix("Bearer "))
     else {
-        return unauthorized();
+        return Err(Box::new(unauthorized()));
     };
-    let ip = request
+    let peer = request
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()
         .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |ConnectInfo(peer)| {
             peer.ip()
         });
+    let forwarded_for = headers
+        .get_all("x-forwarded-for")
+        .iter()
+        .filter_map(|value| value.to_str().ok());
+    let client = app.credentials.client(peer, forwarded_for);
     match app
         .credentials
-        .check(Instant::now(), ip, Via::Api, presented.as_bytes())
+        .check(Instant::now(), client, via, presented.as_bytes())
     {
-        Ok(()) => next.run(request).await,
-        Err(Refused::Wrong) => unauthorized(),
-        Err(refused @ Refused::LockedOut { .. }) => (
-            StatusCode::TOO_MANY_REQUESTS,
-            [(
-                header::RETRY_AFTER,
-                refused.retry_after_secs().unwrap_or(1).to_string(),
-            )],
-            axum::Json(json!({
-                "error": "too many wrong admin tokens from this address; try again later"
-            })),
-        )
-            .into_response(),
+        Ok(()) => Ok(()),
+        Err(Refused::Wrong) => Err(Box::new(unauthorized())),
+        Err(refused @ Refused::LockedOut { .. }) => Err(Box::new(
+            (
+                StatusCode::TOO_MANY_REQUESTS,
+                [(
+                    header::RETRY_AFTER,
+                    refused.retry_after_secs().unwrap_or(1).to_string(),
+                )],
+                axum::Json(json!({
+                    "error": "too many wrong admin tokens from this address; try again later"
+                })),
+            )
+                .into_response(),
+        )),
     }
 }
 

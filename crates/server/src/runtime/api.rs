@@ -1,4 +1,5 @@
-//! The public HTTP API: matchmaking, room listing, health and metrics.
+//! The HTTP API: matchmaking, room listing and health on the public port; `/metrics` on
+//! the operator's.
 //!
 //! Errors are JSON `{"error": "..."}` with a status that says whose fault it is: 400 for a
 //! malformed request, 401 for an identity that does not verify, 404 for a room that does
@@ -36,36 +37,29 @@ use tickwire_room::listing::{LabelFilter, Listing, ListingError, RoomOptions};
 /// Largest request body accepted: a matchmaking request is well under a kilobyte.
 const MAX_BODY_BYTES: usize = 16 * 1024;
 
-/// The public routes, and the operator's too unless they have a listener of their own
-/// (`admin.separate_listener`).
+/// The public routes. The operator's are not among them: they have a listener of their
+/// own ([`operator_router`]), and the public port answers 404 for them.
 pub(super) fn router(app: Arc<App>) -> Router {
-    let mut router = Router::new()
+    Router::new()
         .route("/api/matchmake", post(matchmake))
         .route("/api/rooms", get(rooms))
-        .route("/healthz", get(healthz))
-        .route("/readyz", get(readyz));
-    if !app.config.admin.separate_listener {
-        router = router.merge(operator_routes(app.clone()));
-    }
-    router
-        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
-        .with_state(app)
-}
-
-/// What the operator's own listener serves: `/metrics`, `/api/admin/*`, and the health
-/// probes, answered there even when the public port is out of file descriptors.
-pub(super) fn operator_router(app: Arc<App>) -> Router {
-    operator_routes(app.clone())
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(app)
 }
 
-fn operator_routes(app: Arc<App>) -> Router<Arc<App>> {
+/// What the operator's own listener (`admin.listen`) serves: `/metrics`, `/api/admin/*`,
+/// and the health probes, answered there even when the public port is out of file
+/// descriptors.
+pub(super) fn operator_router(app: Arc<App>) -> Router {
     Router::new()
         .route("/metrics", get(metrics))
-        .merge(super::admin::router(app))
+        .merge(super::admin::router(app.clone()))
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .with_state(app)
 }
 
 /// An error response.
@@ -615,14 +609,19 @@ fn readiness(phase: Phase, stopped: &[usize]) -> (StatusCode, String) {
     (status, body)
 }
 
-async fn metrics(State(app): State<Arc<App>>) -> impl IntoResponse {
-    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], {
-        let mut text = app.metrics.render(&app);
-        for write in &app.extras_metrics {
-            write(&mut text);
-        }
-        text
-    })
+/// `/metrics`, behind `admin.metrics_token` when one is set.
+async fn metrics(State(app): State<Arc<App>>, request: axum::extract::Request) -> Response {
+    if !app.credentials.metrics_open()
+        && let Err(refused) =
+            super::admin::authorize(&app, &request, crate::credentials::Via::Metrics)
+    {
+        return *refused;
+    }
+    let mut text = app.metrics.render(&app);
+    for write in &app.extras_metrics {
+        write(&mut text);
+    }
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()
 }
 
 /// A player id from a path segment.

@@ -14,8 +14,8 @@ pub(super) type ReadinessNote = Arc<dyn Fn() -> Option<String> + Send + Sync>;
 /// Bytes a part holds from the allocator outside the Rust heap's count.
 pub(super) type MemoryOutsideHeap = Arc<dyn Fn() -> u64 + Send + Sync>;
 
-/// Routes served beside the runtime's own on the HTTP and HTTPS ports, metrics appended
-/// to `/metrics`, and notes appended to `/readyz`.
+/// Routes served beside the runtime's own on the HTTP and HTTPS ports or on the operator
+/// listener, metrics appended to `/metrics`, and notes appended to `/readyz`.
 ///
 /// ```
 /// use axum::{Router, routing::get};
@@ -45,9 +45,9 @@ impl Extras {
     }
 
     /// Adds routes for the operator, served where `/metrics` and the admin API are: on the
-    /// operator listener with `admin.separate_listener`, else beside the public routes. An
-    /// admin page that calls `/api/admin/*` belongs here, so it is served where that API
-    /// answers.
+    /// operator listener (`admin.listen`), never on the public ports. An admin page that
+    /// calls `/api/admin/*` belongs here, so it is served where that API answers. Their
+    /// paths must not collide with `/metrics`, `/api/admin/…`, `/healthz` or `/readyz`.
     pub fn operator_routes(mut self, routes: Router) -> Self {
         self.operator_routes = self.operator_routes.merge(routes);
         self

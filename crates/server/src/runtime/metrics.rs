@@ -332,8 +332,8 @@ impl Metrics {
         }
         self.render_http(app);
         let credentials = app.credentials.stats();
-        for (index, via) in ["console", "api"].into_iter().enumerate() {
-            let labels = [("via", via)];
+        for (index, via) in crate::credentials::Via::ALL.into_iter().enumerate() {
+            let labels = [("via", via.name())];
             let failures = credentials.failures[index];
             self.counter("tickwire_admin_auth_failures_total", &labels, failures);
             let locked = credentials.locked_out[index];

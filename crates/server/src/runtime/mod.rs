@@ -80,8 +80,9 @@ pub struct Addresses {
     pub wt: Vec<SocketAddr>,
     /// The admin console, when enabled.
     pub console: Option<SocketAddr>,
-    /// The operator's HTTP listener (`/metrics`, the admin API, health), when separate.
-    pub admin: Option<SocketAddr>,
+    /// The operator's HTTP listener (`admin.listen`): `/metrics`, the admin API, the
+    /// operator's extra routes, health.
+    pub admin: SocketAddr,
 }
 
 /// Where the server is in its life.
@@ -304,6 +305,9 @@ pub struct Runtime {
     workers: Vec<ShardWorker>,
     tasks: JoinSet<()>,
     stop_listeners: watch::Sender<bool>,
+    /// Where this run's generated admin token was written; removed at shutdown, since the
+    /// token dies with the run.
+    token_file: Option<std::path::PathBuf>,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -451,16 +455,11 @@ impl Runtime {
             (None, Vec::new())
         };
 
-        let admin_token = if config.admin.token.is_empty() {
-            let mut bytes = [0u8; 16];
-            rand::Rng::fill(&mut rand::rng(), &mut bytes);
-            let token = hex::encode(bytes);
-            tracing::warn!(
-                "admin.token is not set; the console password and admin API token for this run is {token}"
-            );
-            token
+        let (admin_token, token_file) = if config.admin.token.is_empty() {
+            let path = &config.admin.token_file;
+            (generate_admin_token(path)?, Some(path.clone()))
         } else {
-            config.admin.token.clone()
+            (config.admin.token.clone(), None)
         };
 
         let wt_addresses: Vec<SocketAddr> = wt_shards.iter().map(|(bound, _)| *bound).collect();
@@ -507,7 +506,9 @@ impl Runtime {
             }
             None => None,
         };
-        let operator_listener = if config.admin.separate_listener {
+        // The operator's doors on a listener of their own, loopback by default: the public
+        // port is plain HTTP to the whole network, and a bearer token must not cross it.
+        let operator_listener = {
             let address = config.admin.listen;
             let listener = tokio::net::TcpListener::bind(address)
                 .await
@@ -516,9 +517,7 @@ impl Runtime {
                 reserve_descriptor: true,
                 ..listen.clone()
             };
-            Some(HttpListener::from_listener(listener, None, operator))
-        } else {
-            None
+            HttpListener::from_listener(listener, None, operator)
         };
         let mut http_metrics = vec![http_listener.metrics()];
         http_metrics.extend(
@@ -526,8 +525,11 @@ impl Runtime {
                 .as_ref()
                 .map(|(listener, _)| listener.metrics()),
         );
-        http_metrics.extend(operator_listener.as_ref().map(HttpListener::metrics));
+        http_metrics.push(operator_listener.metrics());
 
+        let credentials = crate::credentials::Credentials::new(admin_token)
+            .with_metrics_secret(config.admin.metrics_token.clone())
+            .with_trusted_proxies(config.admin.trusted_proxies.clone());
         let matchmake_rate = config.limits.matchmake_rate;
         let (phase, _) = watch::channel(Phase::Running);
         let app = Arc::new(App {
@@ -555,7 +557,7 @@ impl Runtime {
             ws: ws.clone(),
             wt: wt_meters,
             phase,
-            credentials: Arc::new(crate::credentials::Credentials::new(admin_token)),
+            credentials: Arc::new(credentials),
             metrics,
             extras_metrics: extras.metrics,
             extras_readiness: extras.readiness,
@@ -574,23 +576,14 @@ impl Runtime {
         tasks.spawn(cluster::run(app.clone()));
 
         let (stop_listeners, stopped) = watch::channel(false);
-        let mut router = api::router(app.clone())
+        let router = api::router(app.clone())
             .merge(ws.router())
             .merge(extras.routes);
-        if operator_listener.is_none() {
-            router = router.merge(extras.operator_routes.clone());
-        }
-        let admin_address = match operator_listener {
-            Some(listener) => {
-                let address = listener
-                    .local_addr()
-                    .map_err(bind_error("admin", app.config.admin.listen))?;
-                let router = api::operator_router(app.clone()).merge(extras.operator_routes);
-                tasks.spawn(serve(listener, router, stopped.clone()));
-                Some(address)
-            }
-            None => None,
-        };
+        let admin_address = operator_listener
+            .local_addr()
+            .map_err(bind_error("admin", app.config.admin.listen))?;
+        let operator_router = api::operator_router(app.clone()).merge(extras.operator_routes);
+        tasks.spawn(serve(operator_listener, operator_router, stopped.clone()));
         tasks.spawn(serve(http_listener, router.clone(), stopped.clone()));
         let mut https_address = None;
         if let Some((listener, bound)) = https_listener {
@@ -634,6 +627,7 @@ impl Runtime {
             workers,
             tasks,
             stop_listeners,
+            token_file,
         })
     }
 
@@ -698,6 +692,9 @@ impl Runtime {
         let _ = self.stop_listeners.send(true);
         self.tasks.abort_all();
         while self.tasks.join_next().await.is_some() {}
+        if let Some(path) = &self.token_file {
+            let _ = std::fs::remove_file(path);
+        }
         Ok(report)
     }
 }
@@ -767,6 +764,26 @@ async fn serve_webtransport(
         shards.push((bound, ShardWt { public, cert }));
     }
     Ok((meters, shards))
+}
+
+/// A random admin token for this run, written to `path` (mode 0600) and never logged: a
+/// log store is read by more people than the operators, and keeps what it is given.
+fn generate_admin_token(path: &std::path::Path) -> Result<String, StartError> {
+    let mut bytes = [0u8; 16];
+    rand::Rng::fill(&mut rand::rng(), &mut bytes);
+    let token = hex::encode(bytes);
+    let shown = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    crate::credentials::write_token_file(path, &token).map_err(|error| {
+        StartError::Other(format!(
+            "admin.token is not set and the generated one cannot be written to admin.token_file {}: {error}",
+            shown.display()
+        ))
+    })?;
+    tracing::warn!(
+        "admin.token is not set; this run's console password and admin API token is in {} (readable by this user only)",
+        shown.display()
+    );
+    Ok(token)
 }
 
 /// Shard `index`'s UDP address: the configured one, its port moved up by `index` (port 0

@@ -32,6 +32,7 @@ pub fn test_config() -> ServeConfig {
     config.udp.listen = "127.0.0.1:0".parse().unwrap();
     config.webtransport.listen = "127.0.0.1:0".parse().unwrap();
     config.console.listen = "127.0.0.1:0".parse().unwrap();
+    config.admin.listen = "127.0.0.1:0".parse().unwrap();
     config.admin.token = ADMIN_TOKEN.into();
     config.connection.timeout_ms = 500;
     config
@@ -119,12 +120,14 @@ fn dechunk(mut body: &str) -> String {
     out
 }
 
-/// Polls `GET /metrics` until it has `line` as a whole line (gauges come from the workers'
-/// views, published a few times a second).
-pub async fn metrics_until(http_address: SocketAddr, line: &str) {
+/// Polls `GET /metrics` on the operator listener `admin_address` until it has `line` as a
+/// whole line (gauges come from the workers' views, published a few times a second).
+pub async fn metrics_until(admin_address: SocketAddr, line: &str) {
     let deadline = std::time::Instant::now() + WAIT;
     loop {
-        let body = http(http_address, "GET", "/metrics", None, None).await.body;
+        let body = http(admin_address, "GET", "/metrics", None, None)
+            .await
+            .body;
         if body.lines().any(|have| have == line) {
             return;
         }
