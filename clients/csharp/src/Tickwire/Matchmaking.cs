@@ -206,7 +206,7 @@ namespace Tickwire
     public static class Matchmaker
     {
         /// <summary>
-        /// Asks <paramref name="baseUrl"/> (http://host:port) for a seat. Fails only with a
+        /// Asks <paramref name="baseUrl"/> (http://host:port, or https:// beyond this machine) for a seat. Fails only with a
         /// <see cref="MatchmakeException"/>. The task completes on a thread-pool thread: the
         /// <see cref="TickwireClient"/> picks the result up in its Poll, on the caller's thread.
         /// </summary>
