@@ -37,7 +37,10 @@ ENV TICKWIRE_WEB__DIR=/usr/share/tickwire/web \
 USER 10001:10001
 WORKDIR /var/lib/tickwire
 # HTTP (API, ws, the web client), the UDP protocol and WebTransport (shard 0's; shard i
-# serves on 7777 + i and 4433 + i).
+# serves on 7777 + i and 4433 + i). The operator listener (the admin page and API,
+# /metrics) stays on the container's loopback, 127.0.0.1:9090: `docker exec` reaches it
+# (`tickwire drain`), or run `serve --admin 0.0.0.0:9090` with `-p 127.0.0.1:9090:9090`. Without
+# TICKWIRE_ADMIN__TOKEN a generated token is in /var/lib/tickwire/tickwire-admin-token.
 EXPOSE 8080/tcp 7777/udp 4433/udp
 HEALTHCHECK --interval=10s --timeout=3s --start-period=15s --retries=3 \
     CMD ["/usr/local/bin/tickwire", "healthcheck", "--url", "http://127.0.0.1:8080/healthz"]

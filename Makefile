@@ -7,7 +7,9 @@ CARGO ?= cargo
 
 ## Build the browser client and start the server: open http://localhost:8080 and play.
 ## HTTP, matchmaking and ws on :8080, UDP on :7777, WebTransport on UDP :4433, the admin
-## console on 127.0.0.1:7000.
+## console on 127.0.0.1:7000; the admin page (http://127.0.0.1:9090/admin/), the admin API
+## and /metrics on the operator listener 127.0.0.1:9090, the admin token in
+## ./tickwire-admin-token unless admin.token is set.
 ## Ctrl-C shuts it down gracefully.
 run: web
 	$(CARGO) run --release --locked -p tickwire -- serve
