@@ -299,3 +299,57 @@ async fn the_admin_page_follows_the_admin_api_to_the_operator_listener() {
     assert_eq!((status, body.as_str()), (200, "<title>arena page</title>"));
     child.kill().await.unwrap();
 }
+
+/// A default `tickwire serve` with no `admin.token`: the generated token is in an
+/// owner-only file in the working directory and nowhere in the log, and neither the admin
+/// API nor `/metrics` answers on the public port, only on the operator listener.
+#[tokio::test]
+async fn a_default_serve_keeps_the_operator_doors_and_the_generated_token_off_the_public_side() {
+    use std::os::unix::fs::PermissionsExt as _;
+    use tokio::io::AsyncReadExt as _;
+
+    let dir = scratch_dir("operator-doors");
+    let mut child = tickwire(&dir)
+        .args(SERVE_ON_FREE_PORTS)
+        .env_remove("TICKWIRE_ADMIN__TOKEN")
+        .env("TICKWIRE_STORE__URL", "")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (at, _stdout) = listening(&mut child).await;
+    let path = dir.join("tickwire-admin-token");
+    let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "the token file's mode is {mode:o}");
+    let token = std::fs::read_to_string(&path).unwrap().trim().to_string();
+    assert_eq!(token.len(), 32, "{token:?}");
+    let bearer = format!("Authorization: Bearer {token}\r\n");
+
+    for path in ["/api/admin/stats", "/api/admin/players", "/metrics"] {
+        let (status, body) = http(at.http, "GET", path, &bearer, "").await;
+        assert_eq!(status, 404, "public {path}: {body}");
+    }
+    let (status, body) = http(at.admin, "GET", "/api/admin/stats", &bearer, "").await;
+    assert_eq!(status, 200, "the file's token opens the admin API: {body}");
+    let (status, _) = http(at.admin, "GET", "/metrics", "", "").await;
+    assert_eq!(status, 200);
+
+    child.kill().await.unwrap();
+    let mut log = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut log)
+        .await
+        .unwrap();
+    assert!(
+        !log.contains(&token),
+        "the log holds the admin token:\n{log}"
+    );
+    assert!(
+        log.contains("tickwire-admin-token"),
+        "the log names the token file:\n{log}"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}

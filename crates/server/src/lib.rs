@@ -22,7 +22,7 @@
 //! | [`runtime::Runtime`] | the whole server: workers, matchmaking and the HTTP API, console, metrics, drain |
 //! | [`runtime::RoomKinds`] | the room kinds matchmaking may create, by name |
 //! | [`console`] | the telnet-compatible admin console, over [`console::AdminOps`] |
-//! | [`credentials::Credentials`] | the admin secret, checked in constant time and throttled per address |
+//! | [`credentials::Credentials`] | the admin secrets, checked in constant time and throttled per source (an IPv4 address, an IPv6 /64, a trusted proxy's client) |
 //! | [`config::ServeConfig`] | the deployment configuration `tickwire serve` loads |
 //! | [`room`], [`shard`], [`host`], [`matchmaker`], [`limits`], [`rooms`], [`timestep`] | re-exported from `tickwire-room` |
 

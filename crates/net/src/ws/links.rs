@@ -53,6 +53,9 @@ pub struct WsLinkDepth {
     /// Framed bytes committed to the socket in order and not yet written: reliable data,
     /// and whatever was framed before the socket stopped taking bytes.
     pub unwritten_bytes: usize,
+    /// Bytes allocated for the write buffer, written, unwritten or spare: what the
+    /// connection's outbound bytes cost in memory, beyond the messages waiting aside.
+    pub buffer_capacity: usize,
     /// Unreliable messages waiting aside.
     pub unreliable_messages: usize,
     /// Sequenced channels holding a newest unsent message aside.
@@ -95,8 +98,12 @@ struct Conn {
     /// The start of a frame whose rest has not arrived (empty between messages).
     inbuf: Vec<u8>,
     /// Framed bytes committed to the socket, in order; `out[written..]` is still to write.
+    /// `out[0]` is always the start of a frame.
     out: Vec<u8>,
     written: usize,
+    /// A frame start at or before `written`, where a walk over the frames already written
+    /// resumes (see [`Conn::settle`]).
+    frame_start: usize,
     /// The socket did not take everything: wait for it to be writable, and keep
     /// unreliable messages aside (latest wins, drop-oldest) meanwhile.
     blocked: bool,
@@ -144,43 +151,44 @@ impl Conn {
             return Err(WsSendError::TooLarge { len, max });
         }
         let limits = shared.outbox;
-        if self.blocked {
-            match kind {
-                ChannelKind::Reliable => {
-                    let queued = self.pending();
-                    if queued + len > limits.max_reliable_bytes {
-                        WsCounters::bump(&shared.counters.closed_slow_client);
-                        return Err(WsSendError::SlowClient {
-                            queued,
-                            len,
-                            max: limits.max_reliable_bytes,
-                        });
-                    }
-                }
-                ChannelKind::UnreliableSequenced => {
-                    if self.sequenced[usize::from(channel)]
-                        .replace(message)
-                        .is_some()
-                    {
-                        WsCounters::bump(&shared.counters.sequenced_replaced);
-                    }
-                    return Ok(Queued::Aside);
-                }
-                ChannelKind::Unreliable => {
-                    self.unreliable_bytes += len;
-                    self.unreliable.push_back((channel, message));
-                    while self.unreliable.len() > limits.max_unreliable_messages
-                        || self.unreliable_bytes > limits.max_unreliable_bytes
-                    {
-                        let Some((_, dropped)) = self.unreliable.pop_front() else {
-                            break;
-                        };
-                        self.unreliable_bytes -= dropped.len();
-                        WsCounters::bump(&shared.counters.unreliable_dropped);
-                    }
-                    return Ok(Queued::Aside);
+        match kind {
+            // Checked on every message, not only once the socket pushed back: a room can
+            // frame megabytes within one turn, before any write finds the client slow.
+            ChannelKind::Reliable => {
+                let queued = self.pending();
+                if queued + len > limits.max_reliable_bytes {
+                    WsCounters::bump(&shared.counters.closed_slow_client);
+                    return Err(WsSendError::SlowClient {
+                        queued,
+                        len,
+                        max: limits.max_reliable_bytes,
+                    });
                 }
             }
+            ChannelKind::UnreliableSequenced if self.blocked => {
+                if self.sequenced[usize::from(channel)]
+                    .replace(message)
+                    .is_some()
+                {
+                    WsCounters::bump(&shared.counters.sequenced_replaced);
+                }
+                return Ok(Queued::Aside);
+            }
+            ChannelKind::Unreliable if self.blocked => {
+                self.unreliable_bytes += len;
+                self.unreliable.push_back((channel, message));
+                while self.unreliable.len() > limits.max_unreliable_messages
+                    || self.unreliable_bytes > limits.max_unreliable_bytes
+                {
+                    let Some((_, dropped)) = self.unreliable.pop_front() else {
+                        break;
+                    };
+                    self.unreliable_bytes -= dropped.len();
+                    WsCounters::bump(&shared.counters.unreliable_dropped);
+                }
+                return Ok(Queued::Aside);
+            }
+            ChannelKind::UnreliableSequenced | ChannelKind::Unreliable => {}
         }
         frame::write_frame(&mut self.out, opcode::BINARY, &[channel], &message);
         Ok(Queued::Framed(len))
@@ -196,6 +204,83 @@ impl Conn {
     fn pending(&self) -> usize {
         self.out.len() - self.written
     }
+
+    /// Moves `frame_start` to the start of the frame `written` falls in (`written` itself
+    /// between frames). Each frame is walked over once, however often this is called.
+    fn settle(&mut self) {
+        while self.frame_start < self.written {
+            let end = self.frame_start + framed_len(&self.out[self.frame_start..]);
+            if end > self.written {
+                break;
+            }
+            self.frame_start = end;
+        }
+    }
+
+    /// Drops the frames already written from the buffer's front once they are most of it, so
+    /// a client that reads slowly but never catches up does not grow the buffer without
+    /// end. Moves no more bytes than it frees.
+    fn compact(&mut self) {
+        if self.written < KEEP_BUFFER_BYTES {
+            return;
+        }
+        self.settle();
+        let done = self.frame_start;
+        if done >= KEEP_BUFFER_BYTES && done >= self.out.len() - done {
+            self.drain_written_frames();
+        }
+    }
+
+    fn drain_written_frames(&mut self) {
+        let done = self.frame_start;
+        self.out.drain(..done);
+        self.written -= done;
+        self.frame_start = 0;
+    }
+
+    /// Forgets every byte not yet handed to the socket, except the rest of the frame being
+    /// written (cutting it would leave the client's byte stream unparseable); how many
+    /// bytes it dropped.
+    fn discard_unwritten(&mut self) -> usize {
+        self.settle();
+        let keep = if self.frame_start == self.written {
+            self.written
+        } else {
+            self.frame_start + framed_len(&self.out[self.frame_start..])
+        };
+        let dropped = self.out.len() - keep;
+        self.out.truncate(keep);
+        self.drain_written_frames();
+        dropped
+    }
+}
+
+/// The length, header included, of the frame `frame` starts with. `out` holds only frames
+/// this side wrote whole: unmasked, each header complete.
+fn framed_len(frame: &[u8]) -> usize {
+    match frame[1] & 0x7f {
+        126 => 4 + usize::from(u16::from_be_bytes([frame[2], frame[3]])),
+        127 => {
+            let mut len = [0; 8];
+            len.copy_from_slice(&frame[2..10]);
+            10 + u64::from_be_bytes(len) as usize
+        }
+        len => 2 + usize::from(len),
+    }
+}
+
+/// Whether a server close with `code` drops what is queued for the client rather than
+/// writing it first: a client that cannot keep up, or one that broke the protocol, is owed
+/// nothing more, and its backlog is exactly the memory the close should free.
+fn discards_backlog(code: CloseCode) -> bool {
+    matches!(
+        code,
+        CloseCode::SlowClient
+            | CloseCode::ProtocolViolation
+            | CloseCode::WsProtocolError
+            | CloseCode::WsInvalidPayload
+            | CloseCode::WsMessageTooBig
+    )
 }
 
 /// Counts kept on the thread and added to the endpoint's shared counters at each flush.
@@ -224,8 +309,10 @@ struct LocalCounts {
 /// 5. [`flush`](WsLinks::flush) once at the end: each connection given something writes it.
 ///
 /// A client that does not drain its socket is handled per channel kind, as the outbox of
-/// the task-driven transports does: reliable bytes wait in order up to a bound (past it the
-/// connection closes with [`CloseCode::SlowClient`]); a sequenced channel keeps only its
+/// the task-driven transports does: reliable bytes wait in order up to a bound, checked on
+/// every message (past it the connection closes with [`CloseCode::SlowClient`], and
+/// everything not yet handed to the socket is discarded but the rest of the frame being
+/// written, so the close frame is next on the wire); a sequenced channel keeps only its
 /// newest unsent message (latest wins, never a queue of stale snapshots); unreliable
 /// messages wait in a bounded queue that drops its oldest.
 pub struct WsLinks {
@@ -352,6 +439,7 @@ impl WsLinks {
             inbuf: leftover,
             out: Vec::new(),
             written: 0,
+            frame_start: 0,
             blocked: false,
             dirty: false,
             sequenced: vec![None; channels],
@@ -396,6 +484,7 @@ impl WsLinks {
         let conn = self.conn_mut(link)?;
         Some(WsLinkDepth {
             unwritten_bytes: conn.pending(),
+            buffer_capacity: conn.out.capacity(),
             unreliable_messages: conn.unreliable.len(),
             sequenced_pending: conn.sequenced.iter().filter(|slot| slot.is_some()).count(),
         })
@@ -816,8 +905,10 @@ impl WsLinks {
         }
     }
 
-    /// Starts a server close: unsent unreliable messages are dropped, reliable ones stay
-    /// ahead of the close frame, all within the close timeout. False if it was closing.
+    /// Starts a server close: unsent unreliable messages are dropped; reliable ones stay
+    /// ahead of the close frame, written within the close timeout, unless the code
+    /// [discards the backlog](discards_backlog), in which case only the frame being written
+    /// finishes first. False if it was closing.
     fn close_quietly(&mut self, index: usize, now: Instant, code: CloseCode, reason: &str) -> bool {
         let Some(conn) = self.conns[index].as_mut() else {
             return false;
@@ -826,7 +917,16 @@ impl WsLinks {
             return false;
         }
         conn.drop_aside();
+        let discard = discards_backlog(code);
+        if discard {
+            let dropped = conn.discard_unwritten();
+            WsCounters::add(&conn.shared.counters.discarded_bytes, dropped as u64);
+        }
         frame::write_close(&mut conn.out, code.code(), reason);
+        if discard {
+            // What was dropped gives its memory back now, not once the close frame is out.
+            conn.out.shrink_to(KEEP_BUFFER_BYTES);
+        }
         conn.state = State::Closing {
             deadline: now + conn.shared.timings.close_timeout,
             parseable: true,
@@ -875,6 +975,7 @@ impl WsLinks {
                         conn.written += n;
                         if conn.pending() > 0 {
                             conn.blocked = true;
+                            conn.compact();
                             break;
                         }
                     }
@@ -887,6 +988,7 @@ impl WsLinks {
             }
             conn.out.clear();
             conn.written = 0;
+            conn.frame_start = 0;
             if conn.out.capacity() > KEEP_BUFFER_BYTES {
                 conn.out = Vec::new();
             }
@@ -973,4 +1075,26 @@ fn take_aside(conn: &mut Conn, counts: &mut LocalCounts) -> bool {
     }
     conn.unreliable_bytes = 0;
     any
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn framed_len_reads_each_header_form() {
+        // The channel byte plus payloads at each edge of the 7-bit, 16-bit and 64-bit forms.
+        for payload in [0, 124, 125, 65534, 65535, 300_000] {
+            let mut out = Vec::new();
+            frame::write_frame(&mut out, opcode::BINARY, &[0], &vec![0; payload]);
+            let next = out.len();
+            frame::write_close(&mut out, 4005, "slow");
+            assert_eq!(framed_len(&out), next, "a frame of {} bytes", payload + 1);
+            assert_eq!(
+                next + framed_len(&out[next..]),
+                out.len(),
+                "the close frame after it"
+            );
+        }
+    }
 }

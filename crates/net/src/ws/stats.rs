@@ -61,6 +61,9 @@ counters! {
     closed_idle,
     /// Connections closed because their reliable send queue passed its bound.
     closed_slow_client,
+    /// Framed bytes not yet handed to a socket that a close discarded: the backlog of a
+    /// slow client (4005), or of a client that broke the protocol.
+    discarded_bytes,
     /// Closes whose close frame could not be written within the close timeout (the client
     /// had stopped reading); the connection was dropped.
     close_timeouts,

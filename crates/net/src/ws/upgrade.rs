@@ -202,6 +202,17 @@ async fn admit_or_refuse<S: AsyncRead + AsyncWrite + Unpin>(
     deadline: Instant,
 ) -> Option<(Admitted, ConnectionSlot, usize)> {
     let counters = &endpoint.shared().counters;
+    let nonce = ServerNonce::random(&mut rand::rng());
+    let mut challenge = Vec::new();
+    frame::write_frame(&mut challenge, frame::opcode::BINARY, &[], &nonce.0);
+    let written = tokio::time::timeout_at(deadline, async {
+        stream.write_all(&challenge).await?;
+        stream.flush().await
+    })
+    .await;
+    if !matches!(written, Ok(Ok(()))) {
+        return None;
+    }
     let refusal = match read_token(endpoint, stream, buf, deadline).await {
         Ok(TokenAt { token, end }) => match endpoint.admit_login(&token, &nonce, counters) {
             Ok((authenticated, slot)) => return Some((authenticated, slot, end)),
@@ -225,17 +236,6 @@ async fn admit_or_refuse<S: AsyncRead + AsyncWrite + Unpin>(
             stream,
             buf,
             parseable,
-    let nonce = ServerNonce::random(&mut rand::rng());
-    let mut challenge = Vec::new();
-    frame::write_frame(&mut challenge, frame::opcode::BINARY, &[], &nonce.0);
-    let written = tokio::time::timeout_at(deadline, async {
-        stream.write_all(&challenge).await?;
-        stream.flush().await
-    })
-    .await;
-    if !matches!(written, Ok(Ok(()))) {
-        return None;
-    }
             close_timeout,
             code,
             &reason,

@@ -351,18 +351,18 @@ impl SideSender {
     pub fn is_closing(&self) -> bool {
         !self.links.lock().unwrap().is_open(self.link)
     }
+
+    /// Runs `f` on the shard's links with this client's link, holding the shard off for the
+    /// whole call: what `f` sends is queued within one turn, and written only where `f`
+    /// flushes or at the shard's next flush once `f` returns.
+    pub fn with_links<R>(&self, f: impl FnOnce(&mut WsLinks, WsLinkId) -> R) -> R {
+        f(&mut self.links.lock().unwrap(), self.link)
+    }
 }
 
 pub use tickwire_proto::unix_now;
 
 /// The next binary message, skipping control frames; panics on anything else.
-pub async fn next_binary(client: &mut Client) -> Bytes {
-    loop {
-        let message = tokio::time::timeout(EVENT_TIMEOUT, client.next())
-            .await
-            .expect("no message in time")
-            .expect("stream ended")
-            .expect("read failed");
 /// Reads the server's challenge, the first message after the upgrade.
 pub async fn challenge(client: &mut Client) -> ServerNonce {
     let body = next_binary(client).await;
@@ -382,6 +382,13 @@ pub async fn login(client: &mut Client, token: &[u8]) {
     client.send(Message::Binary(login.into())).await.unwrap();
 }
 
+pub async fn next_binary(client: &mut Client) -> Bytes {
+    loop {
+        let message = tokio::time::timeout(EVENT_TIMEOUT, client.next())
+            .await
+            .expect("no message in time")
+            .expect("stream ended")
+            .expect("read failed");
         match message {
             Message::Binary(bytes) => return bytes,
             Message::Ping(_) | Message::Pong(_) => {}
