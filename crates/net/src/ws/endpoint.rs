@@ -42,11 +42,19 @@ pub struct WsConfig {
     pub close_timeout: Duration,
     /// Bounds of each connection's outbound queues.
     pub outbox: OutboxLimits,
+    /// Origins allowed to open a WebSocket, as a browser sends them in the upgrade's
+    /// `Origin` header (`scheme://host[:port]`, compared ignoring ASCII case). An upgrade
+    /// with an `Origin` not on the list is refused with 403, so another site's page cannot
+    /// open a connection from its visitors' browsers; one without `Origin` (a native
+    /// client: browsers always send it) is allowed. `None`, the default, allows every
+    /// origin; an empty list refuses every browser.
+    pub allowed_origins: Option<Vec<String>>,
 }
 
 impl Default for WsConfig {
     /// Default [`ConnectionParams`], 4096 connections, a 5 s handshake (a token is one
-    /// round trip after the upgrade), a 2 s close, default outbox bounds.
+    /// round trip after the upgrade), a 2 s close, default outbox bounds, every origin
+    /// allowed.
     fn default() -> Self {
         Self {
             params: ConnectionParams::default(),
@@ -54,6 +62,7 @@ impl Default for WsConfig {
             handshake_timeout: Duration::from_secs(5),
             close_timeout: Duration::from_secs(2),
             outbox: OutboxLimits::default(),
+            allowed_origins: None,
         }
     }
 }
@@ -71,7 +80,8 @@ impl WsConfig {
 
 impl WsConfig {
     /// Whether this configuration can work: valid parameters, a reliable bound that holds
-    /// one largest message, timeouts above zero. Both transports' endpoints check it.
+    /// one largest message, timeouts above zero, allowed origins a browser could send.
+    /// Both transports' endpoints check it.
     pub(crate) fn validate(&self) -> Result<(), WsConfigError> {
         self.params.validate()?;
         if self.outbox.max_reliable_bytes < self.params.max_message_size as usize {
@@ -88,8 +98,36 @@ impl WsConfig {
                 return Err(WsConfigError::ZeroTimeout { name });
             }
         }
+        if let Some(origin) = self
+            .allowed_origins
+            .iter()
+            .flatten()
+            .find(|origin| !is_serialized_origin(origin))
+        {
+            return Err(WsConfigError::Origin {
+                origin: origin.clone(),
+            });
+        }
         Ok(())
     }
+}
+
+/// Whether `origin` has the shape of an `Origin` header a browser sends for a page:
+/// `scheme://host[:port]`, no path (not even `/`), query, fragment or user. An entry that
+/// could never match is a mistake to report, not a silent refusal of every browser.
+fn is_serialized_origin(origin: &str) -> bool {
+    let Some((scheme, host)) = origin.split_once("://") else {
+        return false;
+    };
+    let scheme_ok = scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+        && scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+    scheme_ok
+        && !host.is_empty()
+        && host
+            .chars()
+            .all(|c| c.is_ascii_graphic() && !matches!(c, '/' | '?' | '#' | '@' | '\\'))
 }
 
 /// Why a [`WsConfig`] cannot work.
@@ -112,6 +150,14 @@ pub enum WsConfigError {
     ZeroTimeout {
         /// Which timeout.
         name: &'static str,
+    },
+    /// An allowed origin no browser sends, so it would match nothing.
+    #[error(
+        "allowed origin {origin:?} is not scheme://host[:port] as browsers send it (no path, not even a trailing slash)"
+    )]
+    Origin {
+        /// The entry.
+        origin: String,
     },
 }
 
@@ -409,5 +455,54 @@ impl WsEndpoint {
     /// The endpoint's configuration.
     pub(crate) fn config(&self) -> &WsConfig {
         &self.inner.config
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_origins(origins: &[&str]) -> Result<(), WsConfigError> {
+        WsConfig {
+            allowed_origins: Some(origins.iter().map(|origin| (*origin).to_owned()).collect()),
+            ..WsConfig::default()
+        }
+        .validate()
+    }
+
+    #[test]
+    fn allowed_origins_must_be_what_a_browser_sends() {
+        assert_eq!(
+            with_origins(&[]),
+            Ok(()),
+            "an empty list refuses browsers only"
+        );
+        assert_eq!(
+            with_origins(&[
+                "https://game.example",
+                "http://localhost:8080",
+                "http://[::1]:3000"
+            ]),
+            Ok(())
+        );
+        for origin in [
+            "https://game.example/",
+            "https://game.example/play",
+            "game.example",
+            "https://",
+            "https://user@game.example",
+            "https://game.example?x",
+            "://game.example",
+            "https://game example",
+            "",
+        ] {
+            assert_eq!(
+                with_origins(&["https://game.example", origin]),
+                Err(WsConfigError::Origin {
+                    origin: origin.to_owned()
+                }),
+                "{origin:?} was accepted as an allowed origin"
+            );
+        }
     }
 }

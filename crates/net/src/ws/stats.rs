@@ -53,6 +53,8 @@ counters! {
     handshake_timeouts,
     /// Upgrades that hyper accepted but that failed before the WebSocket started.
     upgrades_failed,
+    /// Upgrades refused with 403: their `Origin` is not on the endpoint's allow-list.
+    refused_origin,
     /// Connections closed because a frame or message passed the size limit.
     closed_too_large,
     /// Connections closed for a protocol violation after the handshake.

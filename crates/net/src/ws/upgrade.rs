@@ -37,6 +37,13 @@ pub(super) async fn upgrade(
             return *response;
         }
     };
+    if !origin_allowed(
+        request.headers(),
+        endpoint.config().allowed_origins.as_deref(),
+    ) {
+        WsCounters::bump(&endpoint.shared().counters.refused_origin);
+        return (StatusCode::FORBIDDEN, "origin not allowed").into_response();
+    }
     let Some(on_upgrade) = request
         .extensions_mut()
         .remove::<hyper::upgrade::OnUpgrade>()
@@ -67,6 +74,22 @@ pub(super) async fn upgrade(
         headers.insert(header::SEC_WEBSOCKET_ACCEPT, accept);
     }
     response
+}
+
+/// Whether the request passes the endpoint's Origin allow-list: there is none, or the
+/// request has no `Origin` (a native client; a browser always sends one), or each `Origin`
+/// it has is listed.
+fn origin_allowed(headers: &HeaderMap, allowed: Option<&[String]>) -> bool {
+    let Some(allowed) = allowed else {
+        return true;
+    };
+    headers.get_all(header::ORIGIN).iter().all(|origin| {
+        origin.to_str().is_ok_and(|origin| {
+            allowed
+                .iter()
+                .any(|allowed| allowed.eq_ignore_ascii_case(origin.trim()))
+        })
+    })
 }
 
 /// The request's `Sec-WebSocket-Key` if it is a WebSocket upgrade tickwire speaks; the
