@@ -3,6 +3,7 @@
 // connection comes back to the same seat (a real server).
 using System;
 using System.Collections.Generic;
+using System.Linq;
 using System.Net;
 using System.Net.Sockets;
 using System.Text;
@@ -52,12 +53,15 @@ namespace Tickwire.Tests
             public WebSocketStatus Status { get; set; }
             public int CloseCode { get; set; }
 
+            public readonly byte[] Nonce = new byte[32];
+
             public void Open(string url)
             {
                 Url = url;
                 Status = WebSocketStatus.Open;
-                // The default accepted message of PROTOCOL.md.
-                Incoming.Enqueue(Hex.Decode("3c6400102700" + "00b00400000400030001" + "02"));
+                // The server speaks first: its 32-byte challenge.
+                for (int i = 0; i < 32; i++) Nonce[i] = (byte)(0xa0 + i);
+                Incoming.Enqueue(Nonce);
             }
 
             public void Send(byte[] bytes, int offset, int length)
@@ -65,7 +69,9 @@ namespace Tickwire.Tests
                 var copy = new byte[length];
                 Buffer.BlockCopy(bytes, offset, copy, 0, length);
                 Sent.Add(copy);
-                if (length > 0 && copy[0] == 0 && length < 100) Incoming.Enqueue(copy); // echo data messages
+                // The login (token and proof): answered with the default accepted message of PROTOCOL.md.
+                if (Sent.Count == 1 && length == 2080) Incoming.Enqueue(Hex.Decode("3c6400102700" + "00b00400000400030001" + "02"));
+                else if (length > 0 && copy[0] == 0 && length < 100) Incoming.Enqueue(copy); // echo data messages
             }
 
             public bool TryReceive(out ArraySegment<byte> message)
@@ -114,7 +120,10 @@ namespace Tickwire.Tests
                 Assert.Equal("0:hi", echoed, "the echoed message");
                 Assert.True(client.UdpFailed, "the client remembers UDP failed");
                 Assert.Equal("ws://127.0.0.1:1/ws", socket.Url, "the WebSocket URL from the answer");
-                Assert.Equal(2048, socket.Sent[0].Length, "the token is the first WebSocket message");
+                Assert.Equal(2080, socket.Sent[0].Length, "the login (token and proof) is the first WebSocket message");
+                var token = ConnectToken.Read(socket.Sent[0].Take(2048).ToArray());
+                Assert.Equal(Hex.Encode(WebSocketLink.LoginMessage(token, socket.Nonce, 0)), Hex.Encode(socket.Sent[0]),
+                    "the proof is the HMAC of the fake server's challenge");
                 Assert.Equal("{\"kind\":\"relay\",\"name\":\"ann\"}", http.Requests[0], "the first request");
                 Assert.Equal("{\"kind\":\"relay\",\"name\":\"ann\",\"session\":\"s-7\"}", http.Requests[1], "the fallback's request names the session");
             }

@@ -89,7 +89,8 @@ pub enum Ended {
     /// server's reason verbatim ("cheaters may not play", "room crashed"), up to 123 bytes,
     /// over every transport.
     Kicked(String),
-    /// The server refused the connect token (WebSocket 4010 bad, 4011 expired, 4012 used).
+    /// The server refused the connect token (WebSocket 4010 bad, 4011 expired, 4012 used, 4014
+    /// a login without proof that the client holds the token's key).
     TokenRefused(u16),
     /// A WebSocket close with any other code (1000 when the server just closed).
     Closed(u16),
@@ -120,7 +121,7 @@ impl Ended {
             4001..=4009 => {
                 Self::from_reason(DisconnectReason::from_code((code - 4000) as u8), reason)
             }
-            4010..=4012 => Self::TokenRefused(code),
+            4010..=4012 | 4014 => Self::TokenRefused(code),
             other => Self::Closed(other),
         }
     }

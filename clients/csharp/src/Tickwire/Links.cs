@@ -340,21 +340,48 @@ namespace Tickwire
     /// <summary>The WebSocket transport (PROTOCOL.md, "WebSocket transport") over an IWebSocket.</summary>
     internal sealed class WebSocketLink : ILink
     {
+        /// <summary>Bytes of the server's challenge, its first message.</summary>
+        public const int ServerNonceBytes = 32;
+        /// <summary>What the login's proof is computed over first (PROTOCOL.md, "Login: proof of possession").</summary>
+        static readonly byte[] LoginLabel = System.Text.Encoding.ASCII.GetBytes("tickwire stream login v1");
+
         readonly IWebSocket _socket;
         readonly Inbox _inbox;
         readonly long _handshakeDeadline;
+        readonly ConnectToken _token;
         byte[] _frame = new byte[1024];
         ConnectionParams _params;
+        bool _loggedIn;
         bool _ended;
+        // Messages sent before the login went out: they follow it, in order.
+        System.Collections.Generic.List<byte[]> _early = new System.Collections.Generic.List<byte[]>();
 
         public WebSocketLink(IWebSocket socket, string url, ConnectToken token, Inbox inbox, long now, long handshakeTimeoutMicros)
         {
             _socket = socket;
             _inbox = inbox;
+            _token = token;
             _handshakeDeadline = now + handshakeTimeoutMicros;
+            // The server speaks first: a 32-byte challenge, answered by the login in Poll.
             _socket.Open(url);
-            // The token is the first message; data may follow before the accepted message.
-            _socket.Send(token.Raw, 0, token.Raw.Length);
+        }
+
+        /// <summary>
+        /// The login message: the public token, then HMAC-SHA256 under its client-to-server key
+        /// over the label, the server's nonce and the token, which proves this client holds the key.
+        /// </summary>
+        public static byte[] LoginMessage(ConnectToken token, byte[] nonce, int offset)
+        {
+            var signed = new byte[LoginLabel.Length + ServerNonceBytes + token.Raw.Length];
+            Buffer.BlockCopy(LoginLabel, 0, signed, 0, LoginLabel.Length);
+            Buffer.BlockCopy(nonce, offset, signed, LoginLabel.Length, ServerNonceBytes);
+            Buffer.BlockCopy(token.Raw, 0, signed, LoginLabel.Length + ServerNonceBytes, token.Raw.Length);
+            byte[] proof;
+            using (var hmac = new System.Security.Cryptography.HMACSHA256(token.ClientToServerKey)) proof = hmac.ComputeHash(signed);
+            var login = new byte[token.Raw.Length + proof.Length];
+            Buffer.BlockCopy(token.Raw, 0, login, 0, token.Raw.Length);
+            Buffer.BlockCopy(proof, 0, login, token.Raw.Length, proof.Length);
+            return login;
         }
 
         public TransportKind Transport { get { return TransportKind.WebSocket; } }
@@ -375,6 +402,21 @@ namespace Tickwire
             ArraySegment<byte> message;
             while (_socket.TryReceive(out message))
             {
+                if (!_loggedIn)
+                {
+                    if (message.Count != ServerNonceBytes)
+                    {
+                        _socket.Close(4006);
+                        End(DisconnectReason.ProtocolViolation);
+                        return;
+                    }
+                    var login = LoginMessage(_token, message.Array, message.Offset);
+                    _socket.Send(login, 0, login.Length);
+                    _loggedIn = true;
+                    foreach (var early in _early) _socket.Send(early, 0, early.Length);
+                    _early = null;
+                    continue;
+                }
                 if (_params == null)
                 {
                     _params = ConnectionParams.Read(message.Array, message.Offset, message.Count);
@@ -415,6 +457,14 @@ namespace Tickwire
                 if (length > _params.MaxMessageSize) return SendResult.TooLarge;
             }
             else if (channel < 0 || channel >= 32) return SendResult.UnknownChannel;
+            if (!_loggedIn)
+            {
+                var early = new byte[length + 1];
+                early[0] = (byte)channel;
+                Buffer.BlockCopy(bytes, offset, early, 1, length);
+                _early.Add(early);
+                return SendResult.Ok;
+            }
             if (_frame.Length < length + 1) _frame = new byte[Math.Max(length + 1, _frame.Length * 2)];
             _frame[0] = (byte)channel;
             Buffer.BlockCopy(bytes, offset, _frame, 1, length);

@@ -58,12 +58,13 @@ namespace Tickwire.Protocol
 
         /// <summary>
         /// A WebSocket close code as a reason: 4001-4009 are 4000 + the UDP code, 4010-4012 a
-        /// refused token, 1000 a normal close (Requested), 1006 or none a lost connection.
+        /// refused token and 4014 a login without proof of the token's key (TokenRefused), 1000
+        /// a normal close (Requested), 1006 or none a lost connection.
         /// </summary>
         public static DisconnectReason FromCloseCode(int code)
         {
             if (code >= 4001 && code <= 4009) return (DisconnectReason)(code - 4000);
-            if (code >= 4010 && code <= 4012) return DisconnectReason.TokenRefused;
+            if ((code >= 4010 && code <= 4012) || code == 4014) return DisconnectReason.TokenRefused;
             if (code == 1000) return DisconnectReason.Requested;
             if (code == 1006 || code == 0) return DisconnectReason.ConnectionLost;
             return DisconnectReason.Closed;
