@@ -348,6 +348,18 @@ pub struct SecurityConfig {
     /// beyond this machine (see [`ServeConfig::plain_http_warning`]). Default false: the
     /// server starts, with a warning.
     pub require_tls: bool,
+    /// Web pages whose WebSocket upgrades are taken, as `scheme://host[:port]` origins
+    /// (`https://play.example.com`); an upgrade from any other page's `Origin` is refused
+    /// with 403, one without an `Origin` (a native client) is let through. Empty (the
+    /// default): every origin.
+    pub allowed_origins: Vec<String>,
+}
+
+impl SecurityConfig {
+    /// The WebSocket endpoint's allow-list: `None` (every origin) when none are listed.
+    pub fn origin_allow_list(&self) -> Option<Vec<String>> {
+        (!self.allowed_origins.is_empty()).then(|| self.allowed_origins.clone())
+    }
 }
 
 /// One room kind's settings.

@@ -98,3 +98,42 @@ async fn a_message_over_the_size_limit_is_too_big() {
     header.extend_from_slice(&[1, 2, 3, 4]);
     closes_with(header, 1009, "oversize").await;
 }
+
+/// The status line a running server answers an upgrade from `origin` with.
+async fn upgrade_status(address: std::net::SocketAddr, origin: Option<&str>) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+    let origin = origin.map_or(String::new(), |origin| format!("Origin: {origin}\r\n"));
+    let request = common::raw_ws::UPGRADE.replacen("\r\n\r\n", &format!("\r\n{origin}\r\n"), 1);
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut head = vec![0u8; 256];
+    let n = tokio::time::timeout(std::time::Duration::from_secs(5), stream.read(&mut head))
+        .await
+        .expect("an answer in time")
+        .unwrap();
+    String::from_utf8_lossy(&head[..n])
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn security_allowed_origins_refuses_upgrades_from_other_pages() {
+    let mut kinds = RoomKinds::new();
+    kinds.register("relay", 16, || Box::new(RelayRoom::default()));
+    let mut config = test_config();
+    config.security.allowed_origins = vec!["https://play.example.com".to_string()];
+    let runtime = Runtime::start(config, kinds).await.unwrap();
+    let address = runtime.addresses().http;
+    let refused = upgrade_status(address, Some("https://evil.example.com")).await;
+    assert!(refused.starts_with("HTTP/1.1 403"), "{refused}");
+    let allowed = upgrade_status(address, Some("https://play.example.com")).await;
+    assert!(allowed.starts_with("HTTP/1.1 101"), "{allowed}");
+    let native = upgrade_status(address, None).await;
+    assert!(
+        native.starts_with("HTTP/1.1 101"),
+        "a native client sends no Origin: {native}"
+    );
+    runtime.shut_down().await.unwrap();
+}

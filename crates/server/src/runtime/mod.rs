@@ -443,6 +443,7 @@ impl Runtime {
         let ws_config = WsConfig {
             params: config.connection_params(),
             max_connections: config.limits.max_ws_connections,
+            allowed_origins: config.security.origin_allow_list(),
             ..WsConfig::default()
         };
         let ws = WsEndpoint::new(ws_config.clone(), admission, handoff)
