@@ -57,8 +57,8 @@ pub use params::{
     ParamsError,
 };
 pub use server::{
-    ConnectionId, DropCounts, DropReason, MAX_DATAGRAM_BYTES, Server, ServerConfig, ServerEvent,
-    ServerSendError, ServerStats, TIDY_INTERVAL,
+    CHALLENGE_LIFETIME, ConnectionId, DropCounts, DropReason, MAX_DATAGRAM_BYTES, Server,
+    ServerConfig, ServerEvent, ServerSendError, ServerStats, TIDY_INTERVAL,
 };
 
 /// The sans-IO shape both [`Server`] and [`Client`] share, so one driver runs either.
