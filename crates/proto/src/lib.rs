@@ -4,9 +4,9 @@
 //!
 //! ```text
 //! client                                   server
-//!   | -- request (connect token) ----------> |  token opened; no state kept
-//!   | <---------- challenge (sealed token) -- |
-//!   | -- response (challenge token) -------> |  connection created
+//!   | -- request (connect token) ----------> |  token opened; the client's key kept
+//!   | <---------- challenge (sealed token) -- |  (sequences with bit 63 set)
+//!   | -- response (token, sealed again) ---> |  connection created
 //!   | <------ accepted (tick rate, MTU, …) -- |
 //!   | <=========== payload packets ========> |  acks, channels, keepalives
 //! ```
