@@ -11,7 +11,7 @@ import {
   encodeServerMessage,
 } from "../arena/src/messages.js";
 import { COURTYARD as map, WELCOME as welcome, fullSnapshot } from "./arena_fixtures.js";
-import { DEFAULT_ACCEPTED, FakeWebSocket, VirtualClock, answerJson, settle } from "./fakes.js";
+import { FakeWebSocket, VirtualClock, answerJson, settle } from "./fakes.js";
 import { fromHex, readRepoJson } from "./vectors.js";
 
 const snapshots = readRepoJson<{ vectors: { name: string; hex: string; decoded: { tick: number } }[] }>(
@@ -25,11 +25,11 @@ function frame(channel: number, bytes: Uint8Array): Uint8Array {
   return out;
 }
 
-/** The client's data messages on `channel` since `from` (the token is not one). */
+/** The client's data messages on `channel` since `from` (the login is not one). */
 function sent(socket: FakeWebSocket, channel: number, from = 0): Uint8Array[] {
   return socket.sent
     .slice(from)
-    .filter((m) => m.length !== 2048 && m[0] === channel)
+    .filter((m) => m.length !== 2080 && m[0] === channel)
     .map((m) => m.subarray(1));
 }
 
@@ -62,8 +62,7 @@ describe("ArenaClient", () => {
     expect(requests[0]).toEqual({ kind: "arena", name: "Ada" });
 
     const socket = FakeWebSocket.last();
-    socket.open();
-    socket.receive(DEFAULT_ACCEPTED);
+    await socket.handshake();
     // Nothing is sent before the welcome and the first snapshot.
     arena.update(clock.now(), { moveX: 1, moveY: 0, aim: 0, buttons: 0 });
     expect(sent(socket, 1)).toEqual([]);
@@ -133,8 +132,7 @@ describe("ArenaClient", () => {
     expect(requests[1]).toEqual({ session: "session-of-42", kind: "arena" });
     const again = FakeWebSocket.last();
     expect(again).not.toBe(socket);
-    again.open();
-    again.receive(DEFAULT_ACCEPTED);
+    await again.handshake();
     again.receive(frame(0, encodeServerMessage(welcome)));
     expect(statuses.at(-1)).toMatchObject({ state: "connecting", reconnect: true });
     // The server applied input 40 before the link died: the next one is 41.
@@ -178,8 +176,7 @@ describe("ArenaClient", () => {
     arena.start();
     await settle();
     const socket = FakeWebSocket.last();
-    socket.open();
-    socket.receive(DEFAULT_ACCEPTED);
+    await socket.handshake();
     socket.serverClose(4003, "server shutting down");
     expect(arena.status).toMatchObject({ state: "reconnecting", reason: "server_shutdown" });
     for (let i = 0; i < 10 && arena.status.state !== "ended"; i++) {
@@ -206,8 +203,7 @@ describe("ArenaClient input pacing", () => {
     arena.start();
     await settle();
     const socket = FakeWebSocket.last();
-    socket.open();
-    socket.receive(DEFAULT_ACCEPTED);
+    await socket.handshake();
     socket.receive(frame(0, encodeServerMessage(welcome)));
     socket.receive(frame(2, fullSnapshot(1, null, 20, 15, [])));
     const input = { moveX: 0, moveY: 0, aim: 0, buttons: 0 };

@@ -6,9 +6,9 @@ import { beforeEach, describe, expect, it } from "vitest";
 
 import { ArenaClient } from "../arena/src/client.js";
 import { decodeClientInput, encodeServerMessage } from "../arena/src/messages.js";
-import { encodeDataFrame, encodeDatagram, encodeFrame } from "../src/transport/webtransport-frames.js";
+import { encodeDataFrame, encodeDatagram } from "../src/transport/webtransport-frames.js";
 import { COURTYARD as map, WELCOME as welcome, fullSnapshot } from "./arena_fixtures.js";
-import { DEFAULT_ACCEPTED, ENDPOINTS, FakeWebSocket, FakeWebTransport, VirtualClock, answerJson, settle } from "./fakes.js";
+import { ENDPOINTS, FakeWebSocket, FakeWebTransport, VirtualClock, answerJson, settle } from "./fakes.js";
 
 beforeEach(() => {
   FakeWebSocket.reset();
@@ -27,9 +27,7 @@ describe("ArenaClient over WebTransport", () => {
     arena.start();
     await settle();
     const session = FakeWebTransport.last();
-    session.accept();
-    await settle();
-    session.sendChunk(encodeFrame(DEFAULT_ACCEPTED));
+    await session.handshake();
     session.sendChunk(encodeDataFrame(0, encodeServerMessage(welcome)));
     await settle();
     expect(arena.client.transport).toBe("webtransport");
@@ -56,6 +54,6 @@ describe("ArenaClient over WebTransport", () => {
     const inputs = session.sentDatagrams.filter((d) => d[0] === 1).map((d) => decodeClientInput(d.subarray(1)));
     expect(inputs.length).toBe(3);
     expect(inputs.every((input) => input.ack === 6)).toBe(true);
-    expect(session.framesFromClient().length, "only the token on the stream").toBe(1);
+    expect(session.framesFromClient().length, "only the login on the stream").toBe(1);
   });
 });

@@ -5,7 +5,7 @@ import { beforeEach, describe, expect, it } from "vitest";
 import { TickwireClient } from "../src/client.js";
 import { ReconnectPolicy, classifyDisconnect } from "../src/netcode/reconnect.js";
 import { MatchmakeError, matchmake, parseAnswer, webSocketUrl } from "../src/transport/matchmaking.js";
-import { DEFAULT_ACCEPTED, FakeWebSocket, VirtualClock, answerJson, token } from "./fakes.js";
+import { FakeWebSocket, VirtualClock, answerJson, expectedLogin, token } from "./fakes.js";
 
 /** A fetch that answers from a script and records each request body. */
 function fakeFetch(script: (body: Record<string, unknown>, call: number) => { status: number; json: unknown }) {
@@ -111,8 +111,8 @@ describe("ReconnectPolicy", () => {
     expect(delays).toEqual([250, 500, 1000, null]);
   });
 
-  it("never retries a kick, a replacement or a protocol violation", () => {
-    for (const reason of ["kicked", "connected_elsewhere", "protocol_violation", "requested"] as const) {
+  it("never retries a kick, a replacement, a protocol violation or a refused proof", () => {
+    for (const reason of ["kicked", "connected_elsewhere", "protocol_violation", "bad_proof", "requested"] as const) {
       expect(classifyDisconnect(reason), reason).toBe("final");
     }
   });
@@ -140,10 +140,9 @@ describe("TickwireClient", () => {
     return { clock, client, requests, log };
   }
 
-  function accept(): FakeWebSocket {
+  async function accept(): Promise<FakeWebSocket> {
     const socket = FakeWebSocket.last();
-    socket.open();
-    socket.receive(DEFAULT_ACCEPTED);
+    await socket.handshake();
     return socket;
   }
 
@@ -151,8 +150,8 @@ describe("TickwireClient", () => {
     const { clock, client, requests, log } = setup((_body, call) => ({ status: 200, json: answerJson(call) }));
     client.start();
     await settle();
-    const first = accept();
-    expect(first.sent[0]).toEqual(token(1));
+    const first = await accept();
+    expect(first.sent[0]).toEqual(expectedLogin(token(1)));
     expect(client.state).toBe("connected");
 
     first.serverClose(1006);
@@ -163,8 +162,8 @@ describe("TickwireClient", () => {
     clock.advance(1);
     await settle();
     expect(requests[1]).toEqual({ session: "session-of-42", kind: "arena" });
-    const second = accept();
-    expect(second.sent[0], "each connection uses a fresh token").toEqual(token(2));
+    const second = await accept();
+    expect(second.sent[0], "each connection uses a fresh token").toEqual(expectedLogin(token(2)));
     expect(log).toEqual([
       "matched reconnect=false",
       "connected",
@@ -179,7 +178,7 @@ describe("TickwireClient", () => {
     const { clock, client, log } = setup((_b, call) => (down && call > 1 ? { status: 0, json: null } : { status: 200, json: answerJson(call) }));
     client.start();
     await settle();
-    accept().serverClose(4002);
+    (await accept()).serverClose(4002);
     for (const delay of [250, 500, 1000]) {
       clock.advance(delay);
       await settle();
@@ -187,7 +186,7 @@ describe("TickwireClient", () => {
     down = false;
     clock.advance(2000);
     await settle();
-    accept();
+    await accept();
     expect(log).toEqual([
       "matched reconnect=false",
       "connected",
@@ -207,7 +206,7 @@ describe("TickwireClient", () => {
     const { clock, client, log } = setup((_b, call) => (call === 1 ? { status: 200, json: answerJson(1) } : { status: 503, json: { error: "draining" } }));
     client.start();
     await settle();
-    accept().serverClose(4003, "server shutting down");
+    (await accept()).serverClose(4003, "server shutting down");
     for (let i = 0; i < 10; i++) {
       clock.advance(10_000);
       await settle();
@@ -229,14 +228,14 @@ describe("TickwireClient", () => {
     const kicked = setup(() => ({ status: 200, json: answerJson(1) }));
     kicked.client.start();
     await settle();
-    accept().serverClose(4004);
+    (await accept()).serverClose(4004);
     expect(kicked.log.slice(-2)).toEqual(["disconnected kicked retry=null", "failed disconnect"]);
 
     FakeWebSocket.reset();
     const leaving = setup(() => ({ status: 200, json: answerJson(1) }));
     leaving.client.start();
     await settle();
-    const socket = accept();
+    const socket = await accept();
     leaving.client.close();
     expect(socket.closedWith?.code).toBe(1000);
     leaving.clock.advance(60_000);
@@ -248,10 +247,11 @@ describe("TickwireClient", () => {
     const { clock, client } = setup(() => ({ status: 200, json: answerJson(1) }));
     client.start();
     await settle();
-    const socket = accept();
+    const socket = await accept();
     client.send(1, new Uint8Array(6));
     socket.receive(new Uint8Array([2, 1, 2, 3]));
     const report = client.stats.report(clock.now());
-    expect(report).toMatchObject({ packetsOut: 2, bytesOut: 2048 + 7, packetsIn: 2, bytesIn: 17 + 4 });
+    // Out: the login and the message; in: the challenge, the accepted message and the message.
+    expect(report).toMatchObject({ packetsOut: 2, bytesOut: 2080 + 7, packetsIn: 3, bytesIn: 32 + 17 + 4 });
   });
 });

@@ -5,8 +5,8 @@ import { beforeEach, describe, expect, it } from "vitest";
 
 import { type TickwireClientOptions, TickwireClient } from "../src/client.js";
 import { parseAnswer } from "../src/transport/matchmaking.js";
-import { encodeCloseFrame, encodeFrame } from "../src/transport/webtransport-frames.js";
-import { DEFAULT_ACCEPTED, ENDPOINTS, FakeWebSocket, FakeWebTransport, VirtualClock, answerJson, settle, token } from "./fakes.js";
+import { encodeCloseFrame } from "../src/transport/webtransport-frames.js";
+import { ENDPOINTS, FakeWebSocket, FakeWebTransport, VirtualClock, answerJson, expectedLogin, settle, token } from "./fakes.js";
 
 const HASH = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
 
@@ -42,20 +42,17 @@ function setup(options: Partial<TickwireClientOptions> = {}, wt?: unknown) {
   return { clock, client, requests, log };
 }
 
-/** The newest WebTransport session accepts and sends the default parameters. */
+/** The newest WebTransport session accepts, challenges, takes the login and sends the default parameters. */
 async function acceptWt(): Promise<FakeWebTransport> {
   const session = FakeWebTransport.last();
-  session.accept();
-  await settle();
-  session.sendChunk(encodeFrame(DEFAULT_ACCEPTED));
-  await settle();
+  await session.handshake();
   return session;
 }
 
-function acceptWs(): FakeWebSocket {
+/** The newest WebSocket opens, challenges, takes the login and accepts with the default parameters. */
+async function acceptWs(): Promise<FakeWebSocket> {
   const socket = FakeWebSocket.last();
-  socket.open();
-  socket.receive(DEFAULT_ACCEPTED);
+  await socket.handshake();
   return socket;
 }
 
@@ -91,7 +88,7 @@ describe("transport choice", () => {
     const session = await acceptWt();
     expect(session.url).toBe("https://game.test:4433/wt");
     expect(session.options?.serverCertificateHashes?.[0]?.algorithm).toBe("sha-256");
-    expect(session.framesFromClient()[0]).toEqual(token(1));
+    expect(session.framesFromClient()[0]).toEqual(expectedLogin(token(1)));
     expect(log).toEqual(["matched reconnect=false", "connected webtransport"]);
     expect(client.transport).toBe("webtransport");
     expect(client.send(1, new Uint8Array([9])), "sends as a datagram").toBe(true);
@@ -110,7 +107,7 @@ describe("transport choice", () => {
       const { client, log } = setup(options, wt);
       client.start();
       await settle();
-      acceptWs();
+      await acceptWs();
       expect(log, JSON.stringify(options)).toEqual(["matched reconnect=false", "connected websocket"]);
       expect(FakeWebTransport.instances).toHaveLength(0);
       client.close();
@@ -129,8 +126,8 @@ describe("transport choice", () => {
       { kind: "arena", name: "Ada" },
       { session: "session-of-42", kind: "arena" },
     ]);
-    const socket = acceptWs();
-    expect(socket.sent[0], "the WebSocket uses the second token, never the first").toEqual(token(2));
+    const socket = await acceptWs();
+    expect(socket.sent[0], "the WebSocket uses the second token, never the first").toEqual(expectedLogin(token(2)));
     expect(log).toEqual(["matched reconnect=false", "fallback connection_lost", "matched reconnect=true", "connected websocket"]);
     expect(client.transport).toBe("websocket");
     expect(client.webTransportFailed?.reason).toBe("connection_lost");
@@ -148,7 +145,7 @@ describe("transport choice", () => {
     clock.advance(1);
     await settle();
     expect(requests.length).toBe(2);
-    acceptWs();
+    await acceptWs();
     expect(log).toEqual(["matched reconnect=false", "fallback handshake_timed_out", "matched reconnect=true", "connected websocket"]);
   });
 
@@ -160,10 +157,10 @@ describe("transport choice", () => {
     await settle();
     clock.advance(0);
     await settle();
-    acceptWs().serverClose(1006);
+    (await acceptWs()).serverClose(1006);
     clock.advance(250);
     await settle();
-    acceptWs();
+    await acceptWs();
     expect(FakeWebTransport.instances, "one WebTransport attempt in all").toHaveLength(1);
     expect(log.slice(-3)).toEqual(["disconnected connection_lost retry=250", "matched reconnect=true", "connected websocket"]);
   });
@@ -181,7 +178,7 @@ describe("transport choice", () => {
     await settle();
     const second = await acceptWt();
     expect(second).not.toBe(first);
-    expect(second.framesFromClient()[0]).toEqual(token(2));
+    expect(second.framesFromClient()[0]).toEqual(expectedLogin(token(2)));
     expect(log.slice(-2)).toEqual(["matched reconnect=true", "connected webtransport"]);
   });
 
@@ -192,6 +189,7 @@ describe("transport choice", () => {
     const session = FakeWebTransport.last();
     session.accept();
     await settle();
+    await session.login();
     session.sendChunk(encodeCloseFrame(4007, "server full"));
     await settle();
     expect(log.at(-1), "a full server is as full over WebSocket").toBe("disconnected server_full retry=250");

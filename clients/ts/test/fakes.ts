@@ -1,6 +1,9 @@
 // A virtual clock, a fake WebSocket and a fake WebTransport: the transports and the reconnecting client are
 // driven by these, with no real sockets and no sleeps.
+import { createHmac } from "node:crypto";
+
 import type { Clock } from "../src/transport/timers.js";
+import { encodeFrame } from "../src/transport/webtransport-frames.js";
 import type { WebTransportLike, WebTransportOptionsLike, WebTransportStreamLike } from "../src/transport/webtransport.js";
 import type { WebSocketLike } from "../src/transport/websocket.js";
 
@@ -54,6 +57,58 @@ export class VirtualClock implements Clock {
   }
 }
 
+/** The challenge the fakes send unless told otherwise (docs/PROTOCOL.md's example nonce, 0xa0 to 0xbf). */
+export const NONCE = Uint8Array.from({ length: 32 }, (_, i) => 0xa0 + i);
+
+/** Where {@link token} puts its client-to-server key: after one IPv4 address (docs/PROTOCOL.md, "Connect tokens"). */
+const KEY_OFFSET = 1085;
+
+/**
+ * The login a client must answer `nonce` with, computed here with Node's own HMAC rather than
+ * the SDK's: the token, then HMAC-SHA256 under its client-to-server key over the label, the
+ * nonce and the token (docs/PROTOCOL.md, "Login: proof of possession").
+ */
+export function expectedLogin(token: Uint8Array, nonce: Uint8Array = NONCE): Uint8Array {
+  const proof = createHmac("sha256", token.subarray(KEY_OFFSET, KEY_OFFSET + 32))
+    .update("tickwire stream login v1")
+    .update(nonce)
+    .update(token)
+    .digest();
+  return new Uint8Array([...token, ...proof]);
+}
+
+/**
+ * Resolves once `ready()` holds, re-checking whenever `wake` is called; rejects naming `what`
+ * if it still does not after a bound (the client computes its proof with WebCrypto, which
+ * settles on its own schedule, so no fixed number of turns is enough).
+ */
+class Waiters {
+  private readonly waiting: (() => void)[] = [];
+
+  wake(): void {
+    for (const waiter of this.waiting.splice(0)) {
+      waiter();
+    }
+  }
+
+  async until(what: string, ready: () => boolean, ms = 2000): Promise<void> {
+    const deadline = Date.now() + ms;
+    while (!ready()) {
+      const left = deadline - Date.now();
+      if (left <= 0) {
+        throw new Error(`the client never ${what}`);
+      }
+      await new Promise<void>((resolve) => {
+        const bound = setTimeout(resolve, left);
+        this.waiting.push(() => {
+          clearTimeout(bound);
+          resolve();
+        });
+      });
+    }
+  }
+}
+
 /** A WebSocket the test plays the server side of. */
 export class FakeWebSocket implements WebSocketLike {
   static instances: FakeWebSocket[] = [];
@@ -65,6 +120,7 @@ export class FakeWebSocket implements WebSocketLike {
   onerror: ((event: unknown) => void) | null = null;
   readonly sent: Uint8Array[] = [];
   closedWith: { code: number | undefined; reason: string | undefined } | null = null;
+  private readonly sends = new Waiters();
 
   constructor(readonly url: string) {
     FakeWebSocket.instances.push(this);
@@ -87,6 +143,7 @@ export class FakeWebSocket implements WebSocketLike {
       throw new Error("send on a socket that is not open");
     }
     this.sent.push(data.slice());
+    this.sends.wake();
   }
 
   close(code?: number, reason?: string): void {
@@ -105,6 +162,28 @@ export class FakeWebSocket implements WebSocketLike {
     this.onmessage?.({ data });
   }
 
+  /** Resolves once the client has sent `count` messages in all. */
+  async sentCount(count: number): Promise<void> {
+    await this.sends.until(`sent ${count} message(s) (it sent ${this.sent.length})`, () => this.sent.length >= count);
+  }
+
+  /** Opens (unless open), sends the challenge and resolves with the client's answer, its first message. */
+  async login(nonce: Uint8Array = NONCE): Promise<Uint8Array> {
+    if (this.readyState === 0) {
+      this.open();
+    }
+    this.receive(nonce);
+    await this.sentCount(1);
+    return this.sent[0]!;
+  }
+
+  /** The whole handshake: open, challenge, the client's login, then the accepted message. Resolves with the login. */
+  async handshake(accepted: Uint8Array = DEFAULT_ACCEPTED): Promise<Uint8Array> {
+    const login = await this.login();
+    this.receive(accepted);
+    return login;
+  }
+
   serverClose(code: number, reason = ""): void {
     this.readyState = 3;
     this.onclose?.({ code, reason });
@@ -116,10 +195,16 @@ export const DEFAULT_ACCEPTED = new Uint8Array([
   0x3c, 0x64, 0x00, 0x10, 0x27, 0x00, 0x00, 0xb0, 0x04, 0x00, 0x00, 0x04, 0x00, 0x03, 0x00, 0x01, 0x02,
 ]);
 
-/** A 2048-byte token whose bytes say which one it is. */
+/**
+ * A 2048-byte token whose bytes say which one it is, but for an address list that reads (one
+ * IPv4 address: count 1 at offset 1077, type 1 at 1078), so its client-to-server key, 32
+ * bytes of `n` at 1085, can be found.
+ */
 export function token(n: number): Uint8Array {
   const bytes = new Uint8Array(2048);
   bytes.fill(n);
+  bytes[1077] = 1;
+  bytes[1078] = 1;
   return bytes;
 }
 
@@ -171,6 +256,7 @@ export class FakeWebTransport implements WebTransportLike {
   /** `close()`'s argument, once called. */
   closedWith: { closeCode?: number; reason?: string } | null = null;
   streamsOpened = 0;
+  private readonly writes = new Waiters();
   private settleReady!: { resolve: (value: unknown) => void; reject: (error: unknown) => void };
   private settleClosed!: { resolve: (info: { closeCode?: number; reason?: string }) => void; reject: (error: unknown) => void };
   private toClient: ReadableStreamDefaultController<Uint8Array> | null = null;
@@ -213,7 +299,10 @@ export class FakeWebTransport implements WebTransportLike {
     this.streamsOpened += 1;
     const readable = new ReadableStream<Uint8Array>({ start: (controller) => void (this.toClient = controller) });
     const writable = new WritableStream<Uint8Array>({
-      write: (chunk) => void this.streamWrites.push(chunk.slice()),
+      write: (chunk) => {
+        this.streamWrites.push(chunk.slice());
+        this.writes.wake();
+      },
       close: () => void (this.streamFinished = true),
     });
     return Promise.resolve({ readable, writable });
@@ -241,6 +330,28 @@ export class FakeWebTransport implements WebTransportLike {
       throw new Error("the client opened no control stream");
     }
     this.toClient.enqueue(bytes.slice());
+  }
+
+  /** Resolves once the client has written `count` whole frames on the control stream. */
+  async framesCount(count: number): Promise<void> {
+    await this.writes.until(`wrote ${count} frame(s) (it wrote ${this.framesFromClient().length})`, () => this.framesFromClient().length >= count);
+  }
+
+  /** Sends the challenge on the control stream (the client must have opened it) and resolves with the client's first frame. */
+  async login(nonce: Uint8Array = NONCE): Promise<Uint8Array> {
+    this.sendChunk(encodeFrame(nonce));
+    await this.framesCount(1);
+    return this.framesFromClient()[0]!;
+  }
+
+  /** The whole handshake: accept the session, challenge, the client's login, the parameters. Resolves with the login. */
+  async handshake(accepted: Uint8Array = DEFAULT_ACCEPTED): Promise<Uint8Array> {
+    this.accept();
+    await settle();
+    const login = await this.login();
+    this.sendChunk(encodeFrame(accepted));
+    await settle();
+    return login;
   }
 
   /** The server finishes its side of the control stream. */

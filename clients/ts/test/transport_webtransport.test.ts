@@ -18,7 +18,8 @@ import {
 } from "../src/transport/webtransport-frames.js";
 import { OUTGOING_HIGH_WATER_MARK, WtConnection } from "../src/transport/webtransport.js";
 import { WsConnection } from "../src/transport/websocket.js";
-import { DEFAULT_ACCEPTED, FakeWebSocket, FakeWebTransport, VirtualClock, settle, token } from "./fakes.js";
+import { DEFAULT_ACCEPTED, FakeWebSocket, FakeWebTransport, NONCE, VirtualClock, expectedLogin, settle, token } from "./fakes.js";
+import { fromHex, readRepoJson, toHex } from "./vectors.js";
 
 const hex = (bytes: Uint8Array): string => Buffer.from(bytes).toString("hex");
 const bytes = (...values: number[]): Uint8Array => new Uint8Array(values);
@@ -29,7 +30,7 @@ describe("control stream frames", () => {
     expect(hex(encodeFrame(bytes(1, 2, 3)))).toBe("03000000010203");
     expect(hex(encodeDataFrame(2, new TextEncoder().encode("hi"))), "DATA: channel then message").toBe("03000000026869");
     expect(frameLimit(262_144)).toBe(262_145);
-    expect(frameLimit(100), "the token always fits").toBe(2048);
+    expect(frameLimit(100), "the 2080-byte login always fits").toBe(2080);
   });
 
   it("reassembles frames however the stream chunks them", () => {
@@ -163,15 +164,12 @@ describe("WtConnection", () => {
 
   async function connected(options: { silenceTimeoutMs?: number } = {}) {
     const setup = await open(options);
-    setup.session.accept();
-    await settle();
-    setup.session.sendChunk(encodeFrame(DEFAULT_ACCEPTED));
-    await settle();
+    await setup.session.handshake();
     expect(setup.connection.state).toBe("connected");
     return setup;
   }
 
-  it("opens with the certificate hash, sends the token as the first frame, and adopts the parameters", async () => {
+  it("opens with the certificate hash, answers the challenge with the login, and adopts the parameters", async () => {
     const { session, connection, events } = await open();
     expect(session.url).toBe("https://game.test:4433/wt");
     expect(session.options).toEqual({ requireUnreliable: true, serverCertificateHashes: [{ algorithm: "sha-256", value: hash }] });
@@ -179,8 +177,12 @@ describe("WtConnection", () => {
     session.accept();
     await settle();
     expect(session.streamsOpened, "one control stream").toBe(1);
-    expect(session.framesFromClient()).toEqual([token(7)]);
-    expect(hex(session.streamWrites[0]!.subarray(0, 4)), "the token's length prefix").toBe("00080000");
+    expect(session.streamWrites, "nothing written before the server's challenge").toEqual([]);
+    expect(connection.state).toBe("handshaking");
+    const login = await session.login();
+    expect(hex(login), "the token, then HMAC-SHA256 over label, nonce and token").toBe(hex(expectedLogin(token(7), NONCE)));
+    expect(session.framesFromClient().length, "the login is one frame").toBe(1);
+    expect(hex(session.streamWrites[0]!.subarray(0, 4)), "the login's length prefix: 2080").toBe("20080000");
     expect(connection.state).toBe("handshaking");
     // The parameters arrive in two pieces.
     const accepted = encodeFrame(DEFAULT_ACCEPTED);
@@ -191,6 +193,60 @@ describe("WtConnection", () => {
     await settle();
     expect(events).toEqual(["connected 60"]);
     expect(connection.params?.channels).toEqual(["reliable", "unreliable", "unreliable_sequenced"]);
+  });
+
+  it("answers the golden vector's challenge with the golden login", async () => {
+    const { vectors } = readRepoJson<{ vectors: { token: string; server_nonce: string; proof: string }[] }>(
+      "crates/proto/tests/vectors/stream_login.json",
+    );
+    const vector = vectors[0]!;
+    new WtConnection({ url: "https://game.test/wt", certificateHash: null, token: fromHex(vector.token), WebTransport: FakeWebTransport });
+    const session = FakeWebTransport.last();
+    session.accept();
+    await settle();
+    expect(toHex(await session.login(fromHex(vector.server_nonce)))).toBe(vector.token + vector.proof);
+  });
+
+  it("takes a challenge that starts with the CLOSE frame's tag for a challenge", async () => {
+    const { session, connection } = await open();
+    session.accept();
+    await settle();
+    const nonce = new Uint8Array(32).fill(0xff);
+    expect(hex(await session.login(nonce))).toBe(hex(expectedLogin(token(7), nonce)));
+    expect(connection.state).toBe("handshaking");
+  });
+
+  it.each([
+    ["31 bytes", 31],
+    ["33 bytes", 33],
+    ["the connection parameters", -1],
+  ])("closes with 4006 on a first frame that is not a 32-byte challenge: %s", async (_what, length) => {
+    const { session, events } = await open();
+    session.accept();
+    await settle();
+    session.sendChunk(encodeFrame(length < 0 ? DEFAULT_ACCEPTED : new Uint8Array(length)));
+    await settle();
+    expect(events).toEqual(["disconnected protocol_violation 4006"]);
+    const frames = session.framesFromClient();
+    expect(frames.length, "no login, only the CLOSE frame").toBe(1);
+    expect(parseCloseFrame(frames[0]!)?.reason).toMatch(/challenge is \d+ bytes, not 32/);
+  });
+
+  it("reports a refused proof (4014) before the parameters", async () => {
+    const { session, events, disconnect } = await open();
+    session.accept();
+    await settle();
+    await session.login();
+    session.sendChunk(encodeCloseFrame(4014, "bad proof"));
+    await settle();
+    expect(events).toEqual(["disconnected bad_proof 4014"]);
+    expect(disconnect()).toMatchObject({ message: "bad proof", wasConnected: false });
+  });
+
+  it("refuses a token whose address list does not read, so no proof can be made", () => {
+    expect(
+      () => new WtConnection({ url: "https://game.test/wt", certificateHash: null, token: new Uint8Array(2048), WebTransport: FakeWebTransport }),
+    ).toThrow(/address list/);
   });
 
   it("passes no hash for a certificate the browser validates itself", () => {
@@ -216,10 +272,7 @@ describe("WtConnection", () => {
       FakeWebTransport.reset();
       const setup = await open();
       for (const key of missing) delete setup.session.datagrams[key];
-      setup.session.accept();
-      await settle();
-      setup.session.sendChunk(encodeFrame(DEFAULT_ACCEPTED));
-      await settle();
+      await setup.session.handshake();
       setup.connection.send(1, bytes(7));
       await settle();
       const both = missing.length === 2;
@@ -232,10 +285,7 @@ describe("WtConnection", () => {
     const setup = await open();
     // A sink that never finishes a write: everything after the first waits in the stream's queue.
     setup.session.datagrams.createWritable = () => new WritableStream<Uint8Array>({ write: () => new Promise<void>(() => {}) });
-    setup.session.accept();
-    await settle();
-    setup.session.sendChunk(encodeFrame(DEFAULT_ACCEPTED));
-    await settle();
+    await setup.session.handshake();
     for (let i = 0; i < 200; i++) {
       expect(setup.connection.send(1, bytes(i))).toBe(true);
     }
@@ -251,10 +301,7 @@ describe("WtConnection", () => {
     FakeWebTransport.reset();
     const setup = await open();
     delete setup.session.datagrams.outgoingHighWaterMark;
-    setup.session.accept();
-    await settle();
-    setup.session.sendChunk(encodeFrame(DEFAULT_ACCEPTED));
-    await settle();
+    await setup.session.handshake();
     setup.connection.send(1, bytes(7));
     await settle();
     expect("outgoingHighWaterMark" in setup.session.datagrams).toBe(false);
@@ -287,6 +334,7 @@ describe("WtConnection", () => {
     const { connection, session, messages } = await open();
     session.accept();
     await settle();
+    await session.login();
     session.sendDatagram(bytes(1, 0xee));
     await settle();
     expect(connection.drops.early, "a datagram ahead of the parameters").toBe(1);
@@ -342,6 +390,7 @@ describe("WtConnection", () => {
     const bad = await open();
     bad.session.accept();
     await settle();
+    await bad.session.login();
     bad.session.sendChunk(encodeFrame(bytes(1, 2, 3)));
     await settle();
     expect(bad.events).toEqual(["disconnected protocol_violation 4006"]);
@@ -358,6 +407,7 @@ describe("WtConnection", () => {
     const refused = await open();
     refused.session.accept();
     await settle();
+    await refused.session.login();
     refused.session.sendChunk(encodeCloseFrame(4012, "token already used"));
     await settle();
     expect(refused.events).toEqual(["disconnected token_replayed 4012"]);
@@ -375,8 +425,7 @@ describe("WtConnection", () => {
       const ws = new WsConnection({ url: "ws://game.test/ws", token: token(1), WebSocket: FakeWebSocket });
       let wsReason: string | null = null;
       ws.on("disconnected", (d) => (wsReason = d.reason));
-      FakeWebSocket.last().open();
-      FakeWebSocket.last().receive(DEFAULT_ACCEPTED);
+      await FakeWebSocket.last().handshake();
       FakeWebSocket.last().serverClose(code, "bye");
 
       expect(wt.disconnect()?.reason, `code ${code}`).toBe(wsReason);
@@ -422,6 +471,7 @@ describe("WtConnection", () => {
     const slow = await open();
     slow.session.accept();
     await settle();
+    await slow.session.login();
     slow.clock.advance(9_999);
     expect(slow.connection.state).toBe("handshaking");
     slow.clock.advance(1);

@@ -64,6 +64,8 @@ export function classifyDisconnect(reason: DisconnectReason): RetryClass {
     case "requested":
     case "kicked":
     case "protocol_violation":
+    // This client's proof was wrong: a fresh token would be refused the same way.
+    case "bad_proof":
     case "connected_elsewhere":
     case "message_too_large":
     case "transport_unavailable":

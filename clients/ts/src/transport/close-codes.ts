@@ -33,6 +33,8 @@ export type DisconnectReason =
   | "token_replayed"
   /** A message was past the size limit (4013, or 1009 over WebSocket). */
   | "message_too_large"
+  /** The server did not accept the login's proof of holding the token's key (4014). */
+  | "bad_proof"
   /** Nothing arrived for the client's silence limit. */
   | "server_silent"
   /** The network dropped the connection, or the socket never opened. */
@@ -53,6 +55,7 @@ const BY_CODE: ReadonlyMap<number, DisconnectReason> = new Map([
   [4011, "token_expired"],
   [4012, "token_replayed"],
   [4013, "message_too_large"],
+  [4014, "bad_proof"],
   // RFC 6455's own codes, which the server sends when this client's framing breaks the RFC.
   [1002, "protocol_violation"],
   [1007, "protocol_violation"],

@@ -12,7 +12,7 @@ export type TransportKind = "webtransport" | "websocket";
 
 /** The events of a {@link Connection}, with their listeners' arguments. */
 export interface ConnectionEvents {
-  /** The server accepted the token; data may flow. */
+  /** The server accepted the login; data may flow. */
   connected: [params: ConnectionParams];
   /** A data message from the server. `bytes` is a view, valid during the call. */
   message: [channel: number, bytes: Uint8Array];

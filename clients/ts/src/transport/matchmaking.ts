@@ -9,7 +9,7 @@
  * ```
  */
 
-import { CONNECT_TOKEN_BYTES } from "./websocket.js";
+import { CONNECT_TOKEN_BYTES, connectTokenProblem } from "./login.js";
 
 /** What to ask for: a room kind to join or create, or one room; a session from an earlier answer. */
 export interface MatchmakeRequest {
@@ -195,6 +195,10 @@ export function parseAnswer(body: unknown): MatchmakeAnswer {
   const tokenBytes = decodeBase64(token);
   if (tokenBytes === null || tokenBytes.length !== CONNECT_TOKEN_BYTES) {
     throw bad(`token is not ${CONNECT_TOKEN_BYTES} bytes of base64`);
+  }
+  const problem = connectTokenProblem(tokenBytes);
+  if (problem !== null) {
+    throw bad(problem);
   }
   return {
     playerId: player_id as number,

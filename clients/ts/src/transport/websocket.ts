@@ -1,7 +1,8 @@
 /**
- * The WebSocket transport (`docs/PROTOCOL.md`, "WebSocket transport"): open `/ws`, send the
- * 2048-byte connect token as the first binary message, adopt the connection parameters the
- * server answers with, then exchange data messages of one channel byte and the message.
+ * The WebSocket transport (`docs/PROTOCOL.md`, "WebSocket transport"): open `/ws`, read the
+ * server's 32-byte challenge, answer with the 2080-byte login (the connect token and its
+ * proof, see `login.ts`), adopt the connection parameters the server accepts with, then
+ * exchange data messages of one channel byte and the message.
  *
  * ```ts
  * const connection = new WsConnection({ url: answer.endpoints.ws, token: answer.token });
@@ -17,10 +18,8 @@ import { type Disconnect, type DisconnectReason, reasonOfCloseCode } from "./clo
 import { type Connection, type ConnectionEvents, type ConnectionState, checkDataMessage } from "./connection.js";
 import { type ConnectionParams, parseConnectionParams } from "./params.js";
 import { ConnectionTimer } from "./connection-timer.js";
+import { type LoginStep, SERVER_NONCE_BYTES, connectTokenProblem, loginMessage } from "./login.js";
 import { type Clock, systemClock } from "./timers.js";
-
-/** The bytes of a public connect token. */
-export const CONNECT_TOKEN_BYTES = 2048;
 
 /** The part of the browser `WebSocket` this transport uses. */
 export interface WebSocketLike {
@@ -41,7 +40,7 @@ export type WebSocketConstructor = new (url: string) => WebSocketLike;
 export interface WsConnectionOptions {
   /** `ws://host:port/ws` or `wss://…`, from matchmaking (see `webSocketUrl`). */
   url: string;
-  /** The connect token, exactly 2048 bytes. */
+  /** The connect token, exactly 2048 bytes, as matchmaking returned it. */
   token: Uint8Array;
   /** Default: `globalThis.WebSocket`. */
   WebSocket?: WebSocketConstructor;
@@ -80,12 +79,14 @@ export class WsConnection implements Connection {
   private readonly token: Uint8Array;
   private readonly events = new Emitter<WsConnectionEvents>();
   private stateValue: WsConnectionState = "opening";
+  private loginStep: LoginStep = "challenge";
   private paramsValue: ConnectionParams | null = null;
   private readonly timer: ConnectionTimer;
 
   constructor(options: WsConnectionOptions) {
-    if (options.token.length !== CONNECT_TOKEN_BYTES) {
-      throw new RangeError(`connect token is ${options.token.length} bytes, not ${CONNECT_TOKEN_BYTES}`);
+    const problem = connectTokenProblem(options.token);
+    if (problem !== null) {
+      throw new RangeError(problem);
     }
     const WebSocketImpl = options.WebSocket ?? (globalThis.WebSocket as unknown as WebSocketConstructor | undefined);
     if (WebSocketImpl === undefined) {
@@ -159,8 +160,34 @@ export class WsConnection implements Connection {
       return;
     }
     this.stateValue = "handshaking";
-    this.socket.send(this.token);
-    this.emit("sent", this.token.length);
+  }
+
+  /** The server's challenge: answer it with the login, once its proof is computed. */
+  private async handleChallenge(nonce: Uint8Array): Promise<void> {
+    if (nonce.length !== SERVER_NONCE_BYTES) {
+      this.closeWith("protocol_violation", PROTOCOL_ERROR, `the server's challenge is ${nonce.length} bytes, not ${SERVER_NONCE_BYTES}`, true);
+      return;
+    }
+    this.loginStep = "proving";
+    let login: Uint8Array;
+    try {
+      login = await loginMessage(this.token, nonce.slice());
+    } catch (error) {
+      // The token was checked when the connection was made: only WebCrypto itself can fail.
+      this.closeWith("protocol_violation", PROTOCOL_ERROR, `could not make the login: ${String(error)}`, true);
+      return;
+    }
+    if (this.isClosed() || this.socket.readyState !== OPEN) {
+      return;
+    }
+    this.loginStep = "accepted";
+    this.socket.send(login);
+    this.emit("sent", login.length);
+  }
+
+  /** A method, so a check after an `await` is not narrowed away. */
+  private isClosed(): boolean {
+    return this.stateValue === "closed";
   }
 
   private handleMessage(data: unknown): void {
@@ -174,6 +201,14 @@ export class WsConnection implements Connection {
     }
     const bytes = data instanceof ArrayBuffer ? new Uint8Array(data) : new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
     this.emit("received", bytes.length);
+    if (this.stateValue === "handshaking" && this.loginStep === "challenge") {
+      void this.handleChallenge(bytes);
+      return;
+    }
+    if (this.stateValue === "handshaking" && this.loginStep === "proving") {
+      this.closeWith("protocol_violation", PROTOCOL_ERROR, "a message before the login was sent", true);
+      return;
+    }
     if (this.stateValue === "handshaking") {
       const params = parseConnectionParams(bytes);
       if (params === null) {

@@ -13,6 +13,7 @@
  * | unreliable-sequenced datagram | channel id u8, u16 LE sequence, message |
  */
 
+import { LOGIN_BYTES } from "./login.js";
 import type { ChannelKind } from "./params.js";
 
 /** The first byte of a CLOSE frame's body: never a channel id (at most 32 channels). */
@@ -21,8 +22,8 @@ export const CLOSE_FRAME_TAG = 0xff;
 export const FRAME_HEADER_BYTES = 4;
 /** Longest close reason, bytes (what fits a WebSocket close frame). */
 export const MAX_CLOSE_REASON_BYTES = 123;
-/** The smallest frame limit: the connect token must fit before the parameters are known. */
-export const MIN_FRAME_LIMIT = 2048;
+/** The smallest frame limit: the login must fit before the parameters are known. */
+export const MIN_FRAME_LIMIT = LOGIN_BYTES;
 
 /** The longest frame body allowed on a session whose largest message is `maxMessageSize`. */
 export function frameLimit(maxMessageSize: number): number {

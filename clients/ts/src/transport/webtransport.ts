@@ -1,9 +1,10 @@
 /**
  * The WebTransport transport (`docs/PROTOCOL.md`, "WebTransport transport"): HTTP/3 to the
  * server's WebTransport port, one bidirectional "control stream" of length-prefixed frames
- * (the connect token out, the connection parameters back, then reliable messages and the
- * CLOSE frame), and QUIC datagrams for the unreliable channels, so a lost snapshot costs
- * that snapshot and never stalls the ones after it.
+ * (the server's challenge in, the login (token and proof, see `login.ts`) out, the connection
+ * parameters back, then reliable messages and the CLOSE frame), and QUIC datagrams for the
+ * unreliable channels, so a lost snapshot costs that snapshot and never stalls the ones
+ * after it.
  *
  * ```ts
  * const connection = new WtConnection({ url: answer.endpoints.wt.url, certificateHash: answer.endpoints.wt.certSha256, token: answer.token });
@@ -40,7 +41,7 @@ import {
   parseDatagram,
   utf8Prefix,
 } from "./webtransport-frames.js";
-import { CONNECT_TOKEN_BYTES } from "./websocket.js";
+import { type LoginStep, SERVER_NONCE_BYTES, connectTokenProblem, loginMessage } from "./login.js";
 
 /** A bidirectional stream, as the browser's `WebTransportBidirectionalStream`. */
 export interface WebTransportStreamLike {
@@ -95,7 +96,7 @@ export interface WtConnectionOptions {
    * for a certificate the browser validates as for any https page.
    */
   certificateHash: Uint8Array | null;
-  /** The connect token, exactly 2048 bytes. */
+  /** The connect token, exactly 2048 bytes, as matchmaking returned it. */
   token: Uint8Array;
   /** Default: `globalThis.WebTransport`. */
   WebTransport?: WebTransportConstructor;
@@ -172,12 +173,14 @@ export class WtConnection implements Connection {
   private streamWriter: WritableStreamDefaultWriter<Uint8Array> | null = null;
   private datagramWriter: WritableStreamDefaultWriter<Uint8Array> | null = null;
   private stateValue: ConnectionState = "opening";
+  private loginStep: LoginStep = "challenge";
   private paramsValue: ConnectionParams | null = null;
   private readonly timer: ConnectionTimer;
 
   constructor(options: WtConnectionOptions) {
-    if (options.token.length !== CONNECT_TOKEN_BYTES) {
-      throw new RangeError(`connect token is ${options.token.length} bytes, not ${CONNECT_TOKEN_BYTES}`);
+    const problem = connectTokenProblem(options.token);
+    if (problem !== null) {
+      throw new RangeError(problem);
     }
     const WebTransportImpl = options.WebTransport ?? globalWebTransport();
     if (WebTransportImpl === undefined) {
@@ -279,7 +282,10 @@ export class WtConnection implements Connection {
     this.closeWith("requested", CLOSE_REQUESTED, "client closed", true);
   }
 
-  /** The session is up: open the control stream, send the token, read both ways. */
+  /**
+   * The session is up: open the control stream and read both ways. Opening it sends its
+   * WebTransport header, which is what the server answers with the challenge.
+   */
   private async open(session: WebTransportLike): Promise<void> {
     if (this.stateValue !== "opening") {
       return;
@@ -301,7 +307,6 @@ export class WtConnection implements Connection {
     }
     // Without a way to send datagrams, every message goes on the stream (`send`).
     this.datagramWriter = (session.datagrams.createWritable?.() ?? session.datagrams.writable)?.getWriter() ?? null;
-    this.writeFrame(encodeFrame(this.token));
     void this.readStream(stream.readable);
     void this.readDatagrams(session.datagrams.readable);
   }
@@ -360,6 +365,11 @@ export class WtConnection implements Connection {
   private handleFrame(body: Uint8Array): void {
     this.counts.framesReceived += 1;
     this.emit("received", 4 + body.length);
+    // The challenge first: a random nonce may well start with the CLOSE frame's tag.
+    if (this.stateValue === "handshaking" && this.loginStep === "challenge" && body.length === SERVER_NONCE_BYTES) {
+      void this.handleChallenge(body);
+      return;
+    }
     if (body[0] === CLOSE_FRAME_TAG) {
       // The server's refusal (a replayed token, a full server) comes instead of the parameters.
       const close = parseCloseFrame(body);
@@ -377,10 +387,18 @@ export class WtConnection implements Connection {
       });
       return;
     }
+    if (this.stateValue === "handshaking" && this.loginStep === "challenge") {
+      this.closeWith("protocol_violation", CLOSE_PROTOCOL, `the server's challenge is ${body.length} bytes, not ${SERVER_NONCE_BYTES}`, true);
+      return;
+    }
+    if (this.stateValue === "handshaking" && this.loginStep === "proving") {
+      this.closeWith("protocol_violation", CLOSE_PROTOCOL, "a frame before the login was sent", true);
+      return;
+    }
     if (this.stateValue === "handshaking") {
       const params = parseConnectionParams(body);
       if (params === null) {
-        this.closeWith("protocol_violation", CLOSE_PROTOCOL, "the first frame is not valid connection parameters", true);
+        this.closeWith("protocol_violation", CLOSE_PROTOCOL, "the accepted frame is not valid connection parameters", true);
         return;
       }
       this.paramsValue = params;
@@ -402,6 +420,24 @@ export class WtConnection implements Connection {
     }
     this.timer.heard();
     this.emit("message", data.channel, data.message);
+  }
+
+  /** The server's challenge (its first frame, 32 bytes): answer it with the login, once its proof is computed. */
+  private async handleChallenge(nonce: Uint8Array): Promise<void> {
+    this.loginStep = "proving";
+    let login: Uint8Array;
+    try {
+      login = await loginMessage(this.token, nonce.slice());
+    } catch (error) {
+      // The token was checked when the connection was made: only WebCrypto itself can fail.
+      this.closeWith("protocol_violation", CLOSE_PROTOCOL, `could not make the login: ${String(error)}`, true);
+      return;
+    }
+    if (this.isClosed()) {
+      return;
+    }
+    this.loginStep = "accepted";
+    this.writeFrame(encodeFrame(login));
   }
 
   private async readDatagrams(readable: ReadableStream<Uint8Array>): Promise<void> {

@@ -40,6 +40,8 @@ export function describeReason(reason: string): string {
       return "The server refused that name";
     case "requested":
       return "You left the game";
+    case "bad_proof":
+      return "The server refused this page's login (reload it: the server may be newer)";
     case "transport_unavailable":
       return "WebTransport is not available here (open the page without ?transport=wt)";
     default:
