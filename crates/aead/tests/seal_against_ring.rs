@@ -6,7 +6,7 @@ mod support;
 use proptest::prelude::*;
 use ring::aead::{Aad, CHACHA20_POLY1305, LessSafeKey, Nonce, UnboundKey};
 use support::backends::{not_run, under_test};
-use support::rfc8439::{IETF_SUBMISSION, SUNSCREEN};
+use support::rfc8439::{IETF_SUBMISSION, IETF_SUBMISSION_CIPHERTEXT, SUNSCREEN};
 use support::sweep::{self, Inputs};
 use tickwire_aead::{Backend, MAX_PLAINTEXT_BYTES, SealBatch, TAG_BYTES};
 
@@ -101,18 +101,7 @@ fn rfc_8439_2_4_2_and_a_2_ciphertexts_by_every_backend() {
             key: from_hex("0000000000000000000000000000000000000000000000000000000000000001"),
             nonce: from_hex("000000000000000000000002"),
             plaintext: IETF_SUBMISSION,
-            ciphertext: "a3fbf07df3fa2fde4f376ca23e82737041605d9f4f4f57bd8cff2c1d4b7955ec\
-             2a97948bd3722915c8f3d337f7d370050e9e96d647b7c39f56e031ca5eb6250d\
-             4042e02785ececfa4b4bb5e8ead0440e20b6e8db09d881a7c6132f420e527950\
-             42bdfa7773d8a9051447b3291ce1411c680465552aa6c405b7764d5e87bea85a\
-             d00f8449ed8f72d0d662ab052691ca66424bc86d2df80ea41f43abf937d3259d\
-             c4b2d0dfb48a6c9139ddd7f76966e928e635553ba76c5c879d7b35d49eb2e62b\
-             0871cdac638939e25e8a1e0ef9d5280fa8ca328b351c3c765989cbcf3daa8b6c\
-             cc3aaf9f3979c92b3720fc88dc95ed84a1be059c6499b9fda236e7e818b04b0b\
-             c39c1e876b193bfe5569753f88128cc08aaa9b63d1a16f80ef2554d7189c411f\
-             5869ca52c5b83fa36ff216b9c1d30062bebcfd2dc5bce0911934fda79a86f6e6\
-             98ced759c3ff9b6477338f3da4f9cd8514ea9982ccafb341b2384dd902f3d1ab\
-             7ac61dd29c6f21ba5b862f3730e37cfdc4fd806c22f221",
+            ciphertext: IETF_SUBMISSION_CIPHERTEXT,
         },
     ];
     for backend in under_test() {
