@@ -318,10 +318,25 @@ struct PendingChallenge {
     latest_sequence: u64,
     /// The key the client seals its response with, from its connect token.
     client_to_server_key: Key,
+    /// The token's expiry: a request with an older token (a recorded one, replayed) does
+    /// not replace this entry.
+    token_expiry: u64,
     expires: Instant,
 }
 
-/// The challenges waiting for a response, by client address: a request with another token
+/// What [`PendingChallenges::insert`] did with a challenge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Filed {
+    /// Filed: the address may answer it.
+    Yes,
+    /// The table is full of entries that have not expired.
+    Full,
+    /// The address is answering a challenge for a newer token: this request's token is an
+    /// older one (a recorded request, replayed to break the newer handshake).
+    Superseded,
+}
+
+/// The challenges waiting for a response, by client address: a request with a newer token
 /// from the address replaces its entry, and an answered entry is removed, so the challenges
 /// of one request open at most one connection and a recorded response is worth nothing once
 /// used. Bounded by [`MAX_PENDING_CHALLENGES`]; each entry expires [`CHALLENGE_LIFETIME`]
@@ -352,27 +367,33 @@ impl PendingChallenges {
     }
 
     /// Files challenge `sequence` for `address` and the token whose client-to-server key is
-    /// `key`: one more for the entry of that token, or a new entry replacing another
-    /// token's. `false` if the table is full of entries that have not expired.
+    /// `key` and expiry `token_expiry`: one more for the entry of that token, or a new entry
+    /// replacing an older token's.
     fn insert(
         &mut self,
         now: Instant,
         address: SocketAddr,
         sequence: u64,
         key: &Key,
+        token_expiry: u64,
         lifetime: Duration,
-    ) -> bool {
+    ) -> Filed {
         self.expire(now);
         if let Some(pending) = self.by_address.get_mut(&address)
-            && pending.client_to_server_key == *key
+            && pending.expires > now
         {
-            pending.latest_sequence = sequence;
-            return true;
+            if pending.client_to_server_key == *key {
+                pending.latest_sequence = sequence;
+                return Filed::Yes;
+            }
+            if token_expiry < pending.token_expiry {
+                return Filed::Superseded;
+            }
         }
         if self.by_address.len() >= MAX_PENDING_CHALLENGES
             && !self.by_address.contains_key(&address)
         {
-            return false;
+            return Filed::Full;
         }
         let expires = now + lifetime;
         self.order.push_back((expires, address, sequence));
@@ -382,10 +403,11 @@ impl PendingChallenges {
                 first_sequence: sequence,
                 latest_sequence: sequence,
                 client_to_server_key: key.clone(),
+                token_expiry,
                 expires,
             },
         );
-        true
+        Filed::Yes
     }
 
     /// The key a response from `address` claiming challenge `sequence` must be sealed
@@ -693,14 +715,17 @@ impl Server {
         };
         let token_life = Duration::from_secs(request.expire_timestamp.saturating_sub(unix_now));
         let lifetime = token_life.min(CHALLENGE_LIFETIME);
-        if !self.pending.insert(
+        match self.pending.insert(
             now,
             from,
             sequence,
             &admitted.client_to_server_key,
+            request.expire_timestamp,
             lifetime,
         ) {
-            return self.drop_datagram(DropReason::Overloaded);
+            Filed::Yes => {}
+            Filed::Full => return self.drop_datagram(DropReason::Overloaded),
+            Filed::Superseded => return self.drop_datagram(DropReason::TokenReplayed),
         }
         let challenge = ChallengeToken {
             client_id: admitted.client_id,

@@ -74,8 +74,18 @@ fn token() -> ConnectToken {
 }
 
 fn vectors() -> Value {
-    let challenge = seal(&server_to_client(), 2, CHALLENGE_SEQUENCE, &challenge_token());
-    let response = seal(&client_to_server(), 3, CHALLENGE_SEQUENCE, &challenge_token());
+    let challenge = seal(
+        &server_to_client(),
+        2,
+        CHALLENGE_SEQUENCE,
+        &challenge_token(),
+    );
+    let response = seal(
+        &client_to_server(),
+        3,
+        CHALLENGE_SEQUENCE,
+        &challenge_token(),
+    );
     json!({
         "protocol_id": format!("{PROTOCOL_ID:#018x}"),
         "client_to_server_key": hex::encode(client_to_server()),
@@ -96,8 +106,11 @@ fn the_handshake_vector_matches_the_file() {
     let computed = vectors();
     if std::env::var_os("TICKWIRE_BLESS").is_some() {
         fs::create_dir_all(path().parent().expect("a directory")).expect("created");
-        fs::write(path(), serde_json::to_string_pretty(&computed).expect("json") + "\n")
-            .expect("written");
+        fs::write(
+            path(),
+            serde_json::to_string_pretty(&computed).expect("json") + "\n",
+        )
+        .expect("written");
         return;
     }
     let stored: Value = serde_json::from_str(

@@ -330,3 +330,40 @@ fn a_full_server_turns_a_client_away_without_using_up_its_token() {
     let connected = harness.run_while_not(Duration::from_secs(5), |h| h.client_connected(index));
     assert!(connected, "{:?}", harness.clients[index].client.state());
 }
+
+#[test]
+fn a_recorded_request_replayed_during_a_newer_handshake_does_not_break_it() {
+    let mut harness = Harness::new(quiet_link(), 10);
+    harness.record = true;
+    let client = harness.add_client(5);
+    harness.connect_all();
+    let old_request = recorded(&harness, client, REQUEST, true).remove(0);
+    let now = harness.now;
+    harness.clients[client].client.disconnect(now);
+    harness.run_for(Duration::from_secs(5));
+
+    // The same player comes back from the same address (a NAT keeps its port) with a fresh
+    // token, while someone replays the old request from that address over and over.
+    let fresh = harness.issue(5, b"again");
+    harness.clients[client].client = Client::new(
+        fresh,
+        harness.now,
+        harness.unix_now(),
+        ReliabilityConfig::default(),
+    );
+    harness.clients[client].events.clear();
+    for _ in 0..100 {
+        let now = harness.now;
+        harness
+            .server
+            .handle_datagram(now, client_address(client), &old_request);
+        harness.run_for(Duration::from_millis(10));
+    }
+    let connected = harness.run_while_not(Duration::from_secs(3), |h| h.client_connected(client));
+    assert!(
+        connected,
+        "the fresh handshake completes: {:?}",
+        harness.clients[client].client.state()
+    );
+    assert!(harness.server.stats().dropped.token_replayed > 0);
+}
