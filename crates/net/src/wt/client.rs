@@ -152,8 +152,13 @@ impl WtRawSession {
 
     /// Reads the server's challenge: the first frame, its [`ServerNonce`].
     pub async fn challenge(&mut self) -> Result<ServerNonce, WtClientError> {
-        // As long as any frame before the connection parameters: a close may come instead.
-        let body = self.recv_frame(max_frame_bytes(0)).await?;
+        // Always the server's first frame, read as the challenge whatever its first byte (one
+        // nonce in 256 starts with the close frame's tag); a refusal before it closes the
+        // session, which `ended` reports.
+        let body = match read_frame(&mut self.recv, max_frame_bytes(0)).await? {
+            Some(body) => body,
+            None => return Err(self.ended().await),
+        };
         ServerNonce::read(&body).ok_or_else(|| {
             WtClientError::Protocol(format!(
                 "the challenge is {} bytes, not {SERVER_NONCE_BYTES}",

@@ -279,7 +279,9 @@ impl Session {
             }
             self.inbuf.advance(FRAME_HEADER_BYTES);
             let body = self.inbuf.split_to(len).freeze();
-            if self.phase == Phase::AwaitChallenge && body.first() != Some(&CLOSE_FRAME_TAG) {
+            // The challenge is always the server's first frame, whatever its first byte (one
+            // nonce in 256 starts with the close frame's tag).
+            if self.phase == Phase::AwaitChallenge {
                 self.challenged(&body, now);
                 continue;
             }
