@@ -218,7 +218,7 @@ async fn refusals_are_told_apart_and_a_shutdown_is_not_retried() {
     ));
     assert!(matches!(
         matchmake(
-            "https://example.invalid",
+            "ftp://example.invalid",
             &MatchmakeRequest::kind("relay"),
             WAIT
         )
