@@ -53,8 +53,8 @@ pub use client::{Client, ClientEvent, ClientSendError, ClientState, HANDSHAKE_RE
 pub use connection::ConnectionStats;
 pub use packet::ENCRYPTED_OVERHEAD_MAX;
 pub use params::{
-    ConnectionParams, DisconnectReason, MAX_CHANNELS, MAX_MTU, MAX_PARAMS_BYTES, MIN_MTU,
-    ParamsError,
+    ConnectionParams, DisconnectReason, MAX_CHANNELS, MAX_MTU, MAX_PARAMS_BYTES, MAX_TICK_RATE_HZ,
+    MIN_MTU, ParamsError,
 };
 pub use server::{
     CHALLENGE_LIFETIME, ConnectionId, DropCounts, DropReason, MAX_DATAGRAM_BYTES, Server,

@@ -12,6 +12,8 @@ pub const MAX_CHANNELS: usize = 32;
 pub const MIN_MTU: u16 = 576;
 /// Largest MTU a server may dictate (a full Ethernet frame's UDP payload).
 pub const MAX_MTU: u16 = 1472;
+/// The fastest tick rate the parameters can carry, in Hz.
+pub const MAX_TICK_RATE_HZ: u8 = 128;
 /// Largest encoded [`ConnectionParams`]: 14 bytes of fields and one byte per channel.
 pub const MAX_PARAMS_BYTES: usize = 14 + MAX_CHANNELS;
 
@@ -112,7 +114,7 @@ fn channel_kind(code: u8) -> Option<ChannelKind> {
 impl ConnectionParams {
     /// Checks that the parameters can work.
     pub fn validate(&self) -> Result<(), ParamsError> {
-        if !(1..=128).contains(&self.tick_rate_hz) {
+        if !(1..=MAX_TICK_RATE_HZ).contains(&self.tick_rate_hz) {
             return Err(ParamsError::TickRate(self.tick_rate_hz));
         }
         if !(MIN_MTU..=MAX_MTU).contains(&self.mtu) {

@@ -19,7 +19,7 @@ use crate::packet::{
     HANDSHAKE_SEQUENCE_BIT, PacketType, RESPONSE_BYTES, Request, is_handshake_sequence,
     write_encrypted,
 };
-use crate::params::{ConnectionParams, DisconnectReason, ParamsError};
+use crate::params::{ConnectionParams, DisconnectReason, MAX_TICK_RATE_HZ, ParamsError};
 use crate::reliable::{Owned, ReliabilityConfig, SendError};
 use crate::staged::StagedPackets;
 use crate::token::USER_DATA_BYTES;
@@ -62,8 +62,15 @@ pub struct ServerConfig {
     pub public_addresses: Vec<SocketAddr>,
     /// Most clients connected at once; others are denied with [`DisconnectReason::ServerFull`].
     pub max_clients: usize,
-    /// What every client is told in the accepted packet.
+    /// What every client is told in the accepted packet (its tick rate may be decided per
+    /// connection by [`Server::accept`]).
     pub params: ConnectionParams,
+    /// The driver, not the handshake, says when a connection is accepted: the client hears
+    /// the accepted packet only once [`Server::accept`] is called, with the tick rate the
+    /// driver gives (a room server seats the player first and tells it its room's rate).
+    /// Until then a client's resent response goes unanswered; a connection never accepted
+    /// times out. Off by default: every connection is accepted with `params` as it arrives.
+    pub accept_by_driver: bool,
     /// Per-connection bounds of the reliability layer (channels and payload size come from
     /// `params`).
     pub reliability: ReliabilityConfig,
@@ -82,6 +89,7 @@ impl ServerConfig {
             public_addresses,
             max_clients: 4096,
             params: ConnectionParams::default(),
+            accept_by_driver: false,
             reliability: ReliabilityConfig::default(),
             used_tokens: UsedTokens::new(16_384),
         }
@@ -98,7 +106,8 @@ pub struct ConnectionId {
 /// Something that happened, for the application.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ServerEvent {
-    /// A client completed the handshake.
+    /// A client completed the handshake. With [`ServerConfig::accept_by_driver`], answer with
+    /// [`Server::accept`] or [`Server::disconnect_saying`].
     Connected {
         /// The new connection.
         connection: ConnectionId,
@@ -443,6 +452,8 @@ struct Slot {
     /// The slot is in the ready queue. It stays there when its connection ends (and may be
     /// visited for a later connection in the same slot), so this is about the slot.
     ready: bool,
+    /// The tick rate the connection's accepted packet carries, once it is accepted.
+    accepted_tick_rate_hz: Option<u8>,
 }
 
 /// The server endpoint of the tickwire protocol.
@@ -847,7 +858,9 @@ impl Server {
         };
         let slot = match self.free_slots.pop() {
             Some(slot) => {
-                self.slots[slot as usize].connection = Some(Box::new(connection));
+                let entry = &mut self.slots[slot as usize];
+                entry.connection = Some(Box::new(connection));
+                entry.accepted_tick_rate_hz = None;
                 slot
             }
             None => {
@@ -855,6 +868,7 @@ impl Server {
                     generation: 0,
                     connection: Some(Box::new(connection)),
                     ready: false,
+                    accepted_tick_rate_hz: None,
                 });
                 (self.slots.len() - 1) as u32
             }
@@ -868,15 +882,52 @@ impl Server {
             address: from,
             user_data: Box::new(challenge.user_data),
         });
+        if self.config.accept_by_driver {
+            if let Some(connection) = self.slots[slot as usize].connection.as_ref() {
+                self.deadlines.set(slot, connection.next_timeout());
+            }
+        } else {
+            let rate = self.config.params.tick_rate_hz;
+            self.accept_slot(now, slot, rate);
+        }
+    }
+
+    /// The parameters every client is told (the tick rate may be decided per connection by
+    /// [`accept`](Self::accept)).
+    pub fn params(&self) -> &ConnectionParams {
+        &self.config.params
+    }
+
+    /// Accepts a connection whose [`ServerEvent::Connected`] came under
+    /// [`ServerConfig::accept_by_driver`]: the client is told the configured parameters with
+    /// `tick_rate_hz` (clamped to 1..=[`MAX_TICK_RATE_HZ`]) as the rate. A connection is
+    /// accepted once; later calls, and calls for a connection that is gone, do nothing.
+    pub fn accept(&mut self, now: Instant, id: ConnectionId, tick_rate_hz: u8) {
+        if self.connection(id).is_some()
+            && self.slots[id.slot as usize].accepted_tick_rate_hz.is_none()
+        {
+            self.accept_slot(now, id.slot, tick_rate_hz.clamp(1, MAX_TICK_RATE_HZ));
+        }
+    }
+
+    fn accept_slot(&mut self, now: Instant, slot: u32, tick_rate_hz: u8) {
+        self.slots[slot as usize].accepted_tick_rate_hz = Some(tick_rate_hz);
         self.send_accepted(now, slot);
     }
 
     fn send_accepted(&mut self, now: Instant, slot: u32) {
+        let Some(tick_rate_hz) = self.slots[slot as usize].accepted_tick_rate_hz else {
+            return;
+        };
         if self.replies.len() >= MAX_PENDING_REPLIES {
             return self.drop_datagram(DropReason::Overloaded);
         }
+        let params = ConnectionParams {
+            tick_rate_hz,
+            ..self.config.params.clone()
+        };
         let mut body = [0u8; 64];
-        let Some(body_len) = self.config.params.write(&mut body) else {
+        let Some(body_len) = params.write(&mut body) else {
             return;
         };
         let Some(connection) = self.slots[slot as usize].connection.as_mut() else {
@@ -957,6 +1008,12 @@ impl Server {
         text: &str,
     ) {
         if self.connection(id).is_some() {
+            // A connection refused before it was accepted is accepted first, so its client
+            // opens the disconnect and hears the reason rather than timing out.
+            if self.slots[id.slot as usize].accepted_tick_rate_hz.is_none() {
+                let rate = self.config.params.tick_rate_hz;
+                self.accept_slot(now, id.slot, rate);
+            }
             self.remove(id.slot, reason, Some(text), now);
         }
     }

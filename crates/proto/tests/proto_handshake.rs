@@ -36,6 +36,90 @@ fn assert_no_amplification(harness: &Harness) {
     );
 }
 
+/// A harness whose server waits for the driver to accept each connection, with one client
+/// that has completed its half of the handshake; returns the server's id for it.
+fn awaiting_the_driver() -> (Harness, tickwire_proto::ConnectionId) {
+    let mut config = ServerConfig::new(PROTOCOL_ID, server_key(), vec![server_address()]);
+    config.accept_by_driver = true;
+    config.params.timeout = Duration::from_secs(2);
+    let mut harness = Harness::with_config(config, quiet_link(), 5);
+    harness.add_client(7);
+    harness.run_for(Duration::from_millis(500));
+    let connection = harness
+        .server_events
+        .iter()
+        .find_map(|event| match event {
+            ServerEvent::Connected { connection, .. } => Some(*connection),
+            _ => None,
+        })
+        .expect("the server saw the connection");
+    assert!(
+        !harness.client_connected(0),
+        "no accepted packet before the driver accepts"
+    );
+    (harness, connection)
+}
+
+#[test]
+fn a_driver_that_accepts_tells_the_client_the_rate_it_chose() {
+    let (mut harness, connection) = awaiting_the_driver();
+    let now = harness.now;
+    harness.server.accept(now, connection, 20);
+    // Accepted once: a later call changes nothing, a resent accepted packet included.
+    harness.server.accept(now, connection, 90);
+    harness.connect_all();
+    let params = harness.clients[0]
+        .events
+        .iter()
+        .find_map(|event| match event {
+            ClientEvent::Connected { params } => Some(params.clone()),
+            _ => None,
+        });
+    let expected = ConnectionParams {
+        tick_rate_hz: 20,
+        ..harness.server.params().clone()
+    };
+    assert_eq!(
+        params,
+        Some(expected),
+        "the driver's rate, the rest configured"
+    );
+}
+
+#[test]
+fn a_driver_refusing_before_it_accepts_is_heard_with_its_reason() {
+    let (mut harness, connection) = awaiting_the_driver();
+    let now = harness.now;
+    harness
+        .server
+        .disconnect_saying(now, connection, DisconnectReason::Kicked, "room is full");
+    harness.run_for(Duration::from_millis(500));
+    let client = &harness.clients[0].client;
+    assert_eq!(
+        client.state(),
+        ClientState::Disconnected(DisconnectReason::Kicked)
+    );
+    assert_eq!(client.disconnect_text(), "room is full");
+}
+
+#[test]
+fn a_connection_the_driver_never_accepts_times_out() {
+    let (mut harness, _) = awaiting_the_driver();
+    harness.run_for(Duration::from_secs(3));
+    assert!(
+        harness.server_events.iter().any(|event| matches!(
+            event,
+            ServerEvent::Disconnected {
+                reason: DisconnectReason::TimedOut,
+                ..
+            }
+        )),
+        "the server let it go at the connection's timeout"
+    );
+    assert_eq!(harness.server.connection_count(), 0);
+    assert!(!harness.client_connected(0));
+}
+
 #[test]
 fn a_client_connects_and_adopts_the_parameters_the_server_dictates() {
     let mut config = ServerConfig::new(PROTOCOL_ID, server_key(), vec![server_address()]);

@@ -1068,6 +1068,15 @@ impl Shard {
         self.players.get(&player).map(|seated| seated.room)
     }
 
+    /// The tick rate of the room a player is seated in: what its connection parameters
+    /// tell its client.
+    pub fn tick_rate_of(&self, player: PlayerId) -> Option<u32> {
+        let room = self.room_of(player)?;
+        self.rooms
+            .get(&room)
+            .map(|hosted| hosted.host.tick_rate_hz())
+    }
+
     /// Counters of the shard's work.
     pub fn stats(&self) -> ShardStats {
         self.stats
@@ -1113,6 +1122,18 @@ mod tests {
                 _ => None,
             })
             .collect()
+    }
+
+    #[test]
+    fn a_players_tick_rate_is_its_rooms() {
+        let now = Instant::now();
+        let mut shard = Shard::new(ShardConfig::default());
+        shard
+            .create_room(now, RoomId(1), "relay", Box::new(RelayRoom::new(20)), 4)
+            .unwrap();
+        shard.join(now, RoomId(1), PlayerId(7), "p".into()).unwrap();
+        assert_eq!(shard.tick_rate_of(PlayerId(7)), Some(20));
+        assert_eq!(shard.tick_rate_of(PlayerId(8)), None, "not seated");
     }
 
     #[test]

@@ -9,16 +9,17 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use common::serve::{
-    WsPlayer, answer_token, http, matchmake, metrics_until, test_config, ws_connect,
+    WsPlayer, answer_token, http, matchmake, metrics_until, test_config, ws_connect, ws_next,
+    ws_present,
 };
 use common::{WAIT, udp_client, udp_next};
 use serde_json::{Value, json};
 use tickwire_net::driver::ClientDriver;
 use tickwire_net::ws::CloseCode;
 use tickwire_net::wt::{WtClient, WtClientError, WtRawSession, parse_cert_sha256};
-use tickwire_proto::ClientEvent;
 use tickwire_proto::login::{PROOF_BYTES, ServerNonce, login_for_token};
 use tickwire_proto::token::ConnectToken;
+use tickwire_proto::{ClientEvent, ConnectionParams};
 use tickwire_server::rooms::relay::RelayRoom;
 use tickwire_server::runtime::{RoomKinds, Runtime};
 use tokio::time::{Instant, timeout};
@@ -228,6 +229,39 @@ async fn a_webtransport_player_meets_websocket_and_udp_players_in_one_room() {
         }
     };
     assert!(closed_with(&end, CloseCode::ServerShutdown), "{end:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_transport_is_told_its_rooms_tick_rate() {
+    // Two kinds on one server, neither at the server's default of 60 Hz: the connection
+    // parameters carry the rate of the room the player was seated in.
+    let mut kinds = RoomKinds::new();
+    kinds.register("slow", 16, || Box::new(RelayRoom::new(20)));
+    kinds.register("fast", 16, || Box::new(RelayRoom::new(90)));
+    let runtime = Runtime::start(test_config(), kinds).await.unwrap();
+    let http_address = runtime.addresses().http;
+    for (kind, rate) in [("slow", 20), ("fast", 90)] {
+        let request = || json!({"kind": kind, "name": "ann"});
+        let wt = wt_connected(&matchmake(http_address, request()).await).await;
+        assert_eq!(wt.params().tick_rate_hz, rate, "webtransport, {kind}");
+
+        let answer = matchmake(http_address, request()).await;
+        let mut ws = ws_present(http_address, &answer_token(&answer)).await;
+        let accepted = ws_next(&mut ws).await;
+        let params = ConnectionParams::read(&accepted).expect("the accepted message");
+        assert_eq!(params.tick_rate_hz, rate, "websocket, {kind}");
+
+        let mut udp = udp_client(answer_token(&matchmake(http_address, request()).await));
+        let event = timeout(WAIT, udp.next_event())
+            .await
+            .expect("connects in time")
+            .unwrap();
+        let ClientEvent::Connected { params } = event else {
+            panic!("{event:?}");
+        };
+        assert_eq!(params.tick_rate_hz, rate, "udp, {kind}");
+    }
+    runtime.shut_down().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -11,7 +11,7 @@ use bytes::Bytes;
 use tickwire_proto::admission::{Admission, Admitted, Refusal};
 use tickwire_proto::login::{LOGIN_BYTES, LoginRefusal, ServerNonce};
 use tickwire_proto::reliable::ChannelKind;
-use tickwire_proto::{ConnectionParams, ParamsError};
+use tickwire_proto::{ConnectionParams, MAX_TICK_RATE_HZ, ParamsError};
 use tokio::sync::{Notify, mpsc, watch};
 
 use super::connection::Timings;
@@ -177,7 +177,7 @@ pub enum WsConfigError {
 /// loop {
 ///     tokio::select! {
 ///         Some(socket) = arrivals.recv() => {
-///             links.attach(std::time::Instant::now(), socket).unwrap();
+///             links.attach(std::time::Instant::now(), socket, 60).unwrap(); // the room's tick rate
 ///         }
 ///         Ok(()) = links.readable() => links.handle_io(std::time::Instant::now()),
 ///     }
@@ -215,7 +215,23 @@ pub(crate) struct Shared {
     pub(crate) timings: Timings,
     /// The accepted message.
     pub(crate) accepted: Bytes,
+    /// What it says: the parameters every client is told, but for the tick rate, which is
+    /// the room's ([`accepted_at`](Self::accepted_at)).
+    pub(crate) params: ConnectionParams,
     pub(crate) counters: Arc<WsCounters>,
+}
+
+impl Shared {
+    /// The accepted message for a client whose room ticks at `tick_rate_hz` (clamped to
+    /// 1..=[`MAX_TICK_RATE_HZ`]).
+    pub(crate) fn accepted_at(&self, tick_rate_hz: u8) -> Bytes {
+        let params = ConnectionParams {
+            tick_rate_hz: tick_rate_hz.clamp(1, MAX_TICK_RATE_HZ),
+            ..self.params.clone()
+        };
+        // The endpoint's parameters validated when it was made; only the rate differs.
+        accepted_message(&params).unwrap_or_else(|| self.accepted.clone())
+    }
 }
 
 struct Inner {
@@ -272,6 +288,7 @@ impl WsEndpoint {
                 close_timeout: config.close_timeout,
             },
             accepted,
+            params: config.params.clone(),
             counters: Arc::new(WsCounters::default()),
         });
         Ok(Self {
@@ -450,6 +467,12 @@ impl WsEndpoint {
     /// The connection parameters every client is sent first (the accepted message's body).
     pub fn accepted(&self) -> &Bytes {
         &self.inner.shared.accepted
+    }
+
+    /// The accepted message for a client seated in a room ticking at `tick_rate_hz`: the
+    /// endpoint's parameters with the room's rate (clamped to 1..=[`MAX_TICK_RATE_HZ`]).
+    pub fn accepted_at(&self, tick_rate_hz: u8) -> Bytes {
+        self.inner.shared.accepted_at(tick_rate_hz)
     }
 
     /// The endpoint's configuration.

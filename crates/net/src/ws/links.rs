@@ -383,13 +383,19 @@ impl WsLinks {
         self.live == 0
     }
 
-    /// Takes over an admitted client: sends the accepted message, then reads what the
-    /// client sent after its token. The caller has seated the player, so anything the
-    /// player's room sends from now on reaches them after the accepted message.
-    pub fn attach(&mut self, now: Instant, socket: WsSocket) -> io::Result<WsLinkId> {
+    /// Takes over an admitted client: sends the accepted message (the endpoint's
+    /// parameters with `tick_rate_hz`, the rate of the room the player is seated in), then
+    /// reads what the client sent after its token. The caller has seated the player, so
+    /// anything the player's room sends from now on reaches them after the accepted message.
+    pub fn attach(
+        &mut self,
+        now: Instant,
+        socket: WsSocket,
+        tick_rate_hz: u8,
+    ) -> io::Result<WsLinkId> {
         let link = self.insert(now, socket)?;
         let conn = self.conn_mut(link).expect("just inserted");
-        let accepted = conn.shared.accepted.clone();
+        let accepted = conn.shared.accepted_at(tick_rate_hz);
         frame::write_frame(&mut conn.out, opcode::BINARY, &[], &accepted);
         self.mark_dirty(link.index());
         self.parse_held(link.index(), now);

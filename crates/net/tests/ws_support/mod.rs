@@ -64,7 +64,8 @@ pub struct TestServer {
     pub links: Arc<Mutex<WsLinks>>,
     pub issuer: TokenIssuer,
     pub identity: Option<Arc<TlsIdentity>>,
-    /// What the accepted message must carry.
+    /// What the accepted message must carry: the endpoint's parameters with the test
+    /// shard's room rate.
     pub params: ConnectionParams,
     rng: StdRng,
 }
@@ -90,7 +91,10 @@ impl TestServer {
         let listener = HttpListener::from_listener(listener, tls, options.listen);
         let admission = Admission::new(PROTOCOL_ID, &key, vec![address], UsedTokens::new(1024));
         let (handoff, arrivals) = mpsc::channel(16);
-        let params = options.ws.params.clone();
+        let params = ConnectionParams {
+            tick_rate_hz: ROOM_TICK_RATE_HZ,
+            ..options.ws.params.clone()
+        };
         let endpoint = WsEndpoint::new(options.ws, admission, handoff).unwrap();
         let listen = listener.metrics();
         tokio::spawn(listener.serve(endpoint.router(), std::future::pending()));
@@ -211,6 +215,10 @@ impl TestServer {
     }
 }
 
+/// The tick rate of the test shard's one room, unlike the endpoint's default: the accepted
+/// message carries the room's.
+pub const ROOM_TICK_RATE_HZ: u8 = 24;
+
 /// A shard in miniature: attaches every admitted client (seating everyone), and every
 /// millisecond reads, runs timers, routes events to the test's handles and flushes. A real
 /// shard awaits readiness instead; polling keeps this one simple, since the tests share the
@@ -228,7 +236,7 @@ async fn run_shard(
                 Some(socket) => {
                     let (client_id, user_data, peer) =
                         (socket.client().client_id(), *socket.client().user_data(), socket.client().peer_address());
-                    let link = links.lock().unwrap().attach(std::time::Instant::now(), socket).unwrap();
+                    let link = links.lock().unwrap().attach(std::time::Instant::now(), socket, ROOM_TICK_RATE_HZ).unwrap();
                     let (events, receiver) = mpsc::unbounded_channel();
                     inbound.insert(link, events);
                     let side = ServerSide {

@@ -166,7 +166,10 @@ impl ShardWorker {
         // traffic overflows within a tick); no SO_REUSEPORT, so a port in use is an error.
         let socket = tickwire_net::udp::bind(udp_address)?;
         let udp_address = socket.local_addr()?;
-        let server_config = configure(udp_address);
+        let mut server_config = configure(udp_address);
+        // The worker seats each player before its client hears the accepted packet, which
+        // then carries the player's room's tick rate.
+        server_config.accept_by_driver = true;
         let (control, inbox) = mpsc::channel(CONTROL_QUEUE);
         let view = links.view.clone();
         let flag = Arc::new(AtomicBool::new(true));

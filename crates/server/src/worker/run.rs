@@ -275,7 +275,11 @@ impl Worker {
                         self.sessions
                             .admit(now, player, Some(address.ip()), &user_data);
                     match self.admitted(now, admission) {
-                        Ok(()) => self.sessions.bind(player, Link::Udp(connection)),
+                        Ok(()) => {
+                            let rate = self.tick_rate_of(player);
+                            self.server.accept(now, connection, rate);
+                            self.sessions.bind(player, Link::Udp(connection));
+                        }
                         Err(refused) => self.server.disconnect_saying(
                             now,
                             connection,
@@ -365,6 +369,14 @@ impl Worker {
         self.admitted(now, admission)
     }
 
+    /// The tick rate a seated player's connection parameters carry: its room's.
+    fn tick_rate_of(&self, player: PlayerId) -> u8 {
+        // Rooms tick at 1..=128 Hz; a player just seated always has a room.
+        let rate = self.sessions.shard().tick_rate_of(player);
+        rate.and_then(|rate| u8::try_from(rate).ok())
+            .unwrap_or(self.server.params().tick_rate_hz)
+    }
+
     /// Carries out the table's answer to a link opening: closes the link it replaced;
     /// the new one is to be bound, or refused with the reason.
     fn admitted(
@@ -396,7 +408,8 @@ impl Worker {
                 .refuse(now, socket, CloseCode::Kicked, &refused.to_string());
             return;
         }
-        match self.ws.attach(now, socket) {
+        let rate = self.tick_rate_of(player);
+        match self.ws.attach(now, socket, rate) {
             Ok(link) => {
                 self.report.ws_attached += 1;
                 self.sessions.bind(player, Link::Ws(link));
@@ -432,10 +445,11 @@ impl Worker {
             }
             return;
         }
+        let rate = self.tick_rate_of(player);
         let Some(wt) = &mut self.wt else {
             return;
         };
-        match wt.links.accept(link, wt.doorman.accepted()) {
+        match wt.links.accept(link, &wt.doorman.accepted_at(rate)) {
             Ok(()) => {
                 self.report.ws_attached += 1;
                 self.sessions.bind(player, Link::Wt(link));
