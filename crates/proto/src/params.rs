@@ -20,7 +20,7 @@ pub const MAX_PARAMS_BYTES: usize = 14 + MAX_CHANNELS;
 /// Connection parameters the server decides and the client adopts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConnectionParams {
-    /// Simulation ticks per second, 1 to 128.
+    /// Simulation ticks per second, 1 to 128: a room server tells each client its room's rate.
     pub tick_rate_hz: u8,
     /// Longest silence before a side sends a keepalive.
     pub keepalive_interval: Duration,

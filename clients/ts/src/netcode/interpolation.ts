@@ -19,7 +19,7 @@
 
 /** Options of an {@link InterpolationBuffer}. */
 export interface InterpolationOptions<S> {
-  /** The server's tick rate, from the connection parameters. */
+  /** The room's tick rate, from the connection parameters (`params.tickRateHz`). */
   tickRateHz: number;
   /** How far in the past to draw, ms. Default 100: two lost snapshots at 20 Hz, six at 60 Hz. */
   delayMs?: number;

@@ -9,7 +9,7 @@ export type ChannelKind = "reliable" | "unreliable" | "unreliable_sequenced";
 
 /** What the server decided for this connection. A client never configures these. */
 export interface ConnectionParams {
-  /** Simulation ticks per second, 1 to 128. */
+  /** The room's simulation ticks per second, 1 to 128: the rate of the room the player sits in. */
   tickRateHz: number;
   /** Keepalive interval, milliseconds (the UDP keepalive; over WebSocket the server pings). */
   keepaliveMs: number;

@@ -82,7 +82,7 @@ namespace Tickwire.Protocol
     /// <summary>The connection parameters the server dictates (PROTOCOL.md, "Connection parameters").</summary>
     public sealed class ConnectionParams
     {
-        /// <summary>Server tick rate, 1 to 128 Hz.</summary>
+        /// <summary>The tick rate of the room the player sits in, 1 to 128 Hz.</summary>
         public int TickRateHz;
         /// <summary>Keepalive interval in milliseconds.</summary>
         public int KeepaliveMs;
