@@ -10,7 +10,8 @@
 // 3. Fallback: matchmaking (rewritten in flight) points the page at a UDP port where nothing
 //    listens, then at one that swallows every packet; each time the page falls back to
 //    WebSocket with a fresh token and plays, within seconds.
-// 4. Shutdown: SIGTERM, and the page on WebTransport says the server is shutting down (the
+// 4. A page opened at http://localhost:<port>, as the README says, plays over WebTransport.
+// 5. Shutdown: SIGTERM, and the page on WebTransport says the server is shutting down (the
 //    4003 CLOSE frame on its control stream got out before the QUIC endpoint closed).
 //
 // Needs what arena.e2e.test.ts needs. Every wait polls a condition under a deadline.
@@ -234,6 +235,26 @@ describe.skipIf(!serverHasWebTransport)("WebTransport in chromium", () => {
     });
     // The next test times a connection: no other page drawing meanwhile.
     for (const context of contexts.splice(0)) await context.close();
+  });
+
+  it("plays over WebTransport from a page opened at localhost, as the README says", async () => {
+    // Chromium resolves `localhost` to ::1 first and, over QUIC, does not try 127.0.0.1 after
+    // it: a WebTransport URL naming `localhost` fails against an IPv4 listener. Matchmaking
+    // names an address the listener has instead.
+    const page = await newPage("localhost");
+    await recorded("localhost", () => [page], async () => {
+      const port = new URL(server!.baseUrl).port;
+      const answer = page.waitForResponse("**/api/matchmake");
+      await page.goto(`http://localhost:${port}/`);
+      await page.fill("#name", "localhost-player");
+      await page.click("#play");
+      const url = ((await (await answer).json()) as { endpoints: { wt: { url: string } | null } }).endpoints.wt?.url;
+      await page.waitForFunction(() => window.__tickwire.state === "playing", null, { timeout: 20_000 });
+      const view = await debugView(page);
+      expect(view.transport, `the page connected over ${view.transport} to ${url} (fallback: ${view.fallback})`).toBe("webtransport");
+      expect(url, "an address the WebTransport listener has").toMatch(/^https:\/\/127\.0\.0\.1:\d+\/wt$/);
+    });
+    await page.context().close();
   });
 
   /**

@@ -6,7 +6,7 @@
 //! not exist, 409 for a full room, 429 for too many requests, 503 while draining.
 
 use std::collections::{BTreeMap, HashMap};
-use std::net::SocketAddr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -257,9 +257,18 @@ fn local_endpoints(app: &App, headers: &HeaderMap, shard: usize) -> Endpoints {
         Ok(Some((false, url))) => ws = url,
         Ok(None) | Err(_) => {}
     }
-    let wt = link.wt.as_ref().map(|wt| WtEndpointInfo {
-        url: format!("https://{host_name}:{}/wt", wt.public.port()),
-        cert_sha256: wt.cert.get(),
+    let wt = link.wt.as_ref().map(|wt| {
+        let cert_sha256 = wt.cert.get();
+        // A browser checks a pinned self-signed certificate by its hash, not its name, so
+        // any address of the listener will do; an operator's certificate names the host.
+        let wt_host = match cert_sha256 {
+            Some(_) => udp_host_name(host_name, wt.bound),
+            None => host_name.to_string(),
+        };
+        WtEndpointInfo {
+            url: format!("https://{wt_host}:{}/wt", wt.public.port()),
+            cert_sha256,
+        }
     });
     Endpoints { udp, ws, wss, wt }
 }
@@ -444,6 +453,26 @@ fn request_host(headers: &HeaderMap) -> Option<String> {
             .bytes()
             .all(|byte| byte.is_ascii_alphanumeric() || b".-:[]".contains(&byte));
     plausible.then(|| host.to_string())
+}
+
+/// The name a browser should use to reach a UDP listener bound to `bound` (WebTransport):
+/// `host_name`, except `localhost`, which a browser may resolve to `::1` first and, unlike a
+/// TCP connection, does not retry on `127.0.0.1` over QUIC. It becomes the loopback address of
+/// the listener's family (or the listener's own address, when it is bound to one).
+fn udp_host_name(host_name: &str, bound: SocketAddr) -> String {
+    let lower = host_name.to_ascii_lowercase();
+    if lower != "localhost" && !lower.ends_with(".localhost") {
+        return host_name.to_string();
+    }
+    let ip = match bound.ip() {
+        IpAddr::V4(ip) if ip.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
+        IpAddr::V6(ip) if ip.is_unspecified() => IpAddr::V6(Ipv6Addr::LOCALHOST),
+        ip => ip,
+    };
+    match ip {
+        IpAddr::V4(ip) => ip.to_string(),
+        IpAddr::V6(ip) => format!("[{ip}]"),
+    }
 }
 
 fn host_without_port(host: &str) -> &str {
@@ -664,5 +693,21 @@ mod tests {
         assert_eq!(request_host(&headers).as_deref(), Some("game.example:8080"));
         headers.insert(header::HOST, "evil/path".parse().unwrap());
         assert_eq!(request_host(&headers), None);
+    }
+
+    #[test]
+    fn localhost_names_an_address_the_webtransport_socket_has() {
+        let any_v4: SocketAddr = "0.0.0.0:4433".parse().unwrap();
+        let any_v6: SocketAddr = "[::]:4433".parse().unwrap();
+        assert_eq!(udp_host_name("localhost", any_v4), "127.0.0.1");
+        assert_eq!(udp_host_name("LocalHost", any_v4), "127.0.0.1");
+        assert_eq!(udp_host_name("game.localhost", any_v4), "127.0.0.1");
+        assert_eq!(udp_host_name("localhost", any_v6), "[::1]");
+        let one: SocketAddr = "127.0.0.2:4433".parse().unwrap();
+        assert_eq!(udp_host_name("localhost", one), "127.0.0.2");
+        // Any other name is the page's, as the browser resolved it.
+        assert_eq!(udp_host_name("game.example", any_v4), "game.example");
+        assert_eq!(udp_host_name("[::1]", any_v6), "[::1]");
+        assert_eq!(udp_host_name("notlocalhost", any_v4), "notlocalhost");
     }
 }

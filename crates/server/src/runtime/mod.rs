@@ -152,6 +152,9 @@ struct ShardLink {
 /// A shard's WebTransport port as matchmaking hands it out.
 struct ShardWt {
     public: SocketAddr,
+    /// Where its socket is bound: which family (and address) a name must resolve to for
+    /// the socket to hear it.
+    bound: SocketAddr,
     cert: crate::worker::CertHash,
 }
 
@@ -762,7 +765,14 @@ async fn serve_webtransport(
             .await
             .map_err(|error| StartError::Other(error.to_string()))?;
         let public = SocketAddr::new(public_ip, bound.port());
-        shards.push((bound, ShardWt { public, cert }));
+        shards.push((
+            bound,
+            ShardWt {
+                public,
+                bound,
+                cert,
+            },
+        ));
     }
     Ok((meters, shards))
 }
