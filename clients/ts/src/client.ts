@@ -100,6 +100,12 @@ export interface TickwireClientEvents {
   fallback: [why: Disconnect];
   /** The client gave up (or was closed after a final failure); nothing more happens. */
   failed: [failure: ClientFailure];
+  /**
+   * A listener of `event` threw `error` (a game's decoder meeting bytes it did not expect):
+   * caught, counted in {@link TickwireClient.listenerErrors}, the client carries on. Without a
+   * listener here it goes to `console.error`.
+   */
+  listenerError: [event: string, error: unknown];
 }
 
 /** Where a {@link TickwireClient} is. */
@@ -112,7 +118,13 @@ export class TickwireClient {
   private readonly options: TickwireClientOptions;
   private readonly clock: Clock;
   private readonly policy: ReconnectPolicy | null;
-  private readonly events = new Emitter<TickwireClientEvents>();
+  private readonly events: Emitter<TickwireClientEvents> = new Emitter((event, error) => {
+    if (event === "listenerError" || this.events.listenerCount("listenerError") === 0) {
+      console.error(`tickwire: a "${event}" listener threw`, error);
+    } else {
+      this.events.emit("listenerError", event, error);
+    }
+  });
   private connection: Connection | null = null;
   private transportValue: TransportKind | null = null;
   private webTransportFailure: Disconnect | null = null;
@@ -150,6 +162,11 @@ export class TickwireClient {
   /** The last matchmaking answer (player id, room, name). */
   get answer(): MatchmakeAnswer | null {
     return this.answerValue;
+  }
+
+  /** Listeners that threw (see the `listenerError` event), since the client was made. */
+  get listenerErrors(): number {
+    return this.events.listenerErrors;
   }
 
   /** Adds a listener; returns a function that removes it. */

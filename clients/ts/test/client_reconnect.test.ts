@@ -3,6 +3,7 @@
 import { beforeEach, describe, expect, it } from "vitest";
 
 import { TickwireClient } from "../src/client.js";
+import { DecodeError } from "../src/wire/errors.js";
 import { ReconnectPolicy, classifyDisconnect } from "../src/netcode/reconnect.js";
 import { MatchmakeError, matchmake, parseAnswer, webSocketUrl } from "../src/transport/matchmaking.js";
 import { FakeWebSocket, VirtualClock, answerJson, expectedLogin, token } from "./fakes.js";
@@ -241,6 +242,48 @@ describe("TickwireClient", () => {
     leaving.clock.advance(60_000);
     await settle();
     expect(leaving.requests.length).toBe(1);
+  });
+
+  it("catches a listener that throws, reports and counts it, and carries on", async () => {
+    const { client } = setup(() => ({ status: 200, json: answerJson(1) }));
+    const heard: number[] = [];
+    const reported: string[] = [];
+    client.on("message", () => {
+      throw new DecodeError("truncated", "a game decoder meeting an operator's text");
+    });
+    client.on("message", (channel) => heard.push(channel));
+    client.on("listenerError", (event, error) => reported.push(`${event}: ${(error as DecodeError).kind}`));
+    client.start();
+    await settle();
+    const socket = await accept();
+    // Would throw out of the socket's message handler (an uncaught exception, fatal to Node).
+    expect(() => socket.receive(new Uint8Array([0, 104, 105]))).not.toThrow();
+    socket.receive(new Uint8Array([2, 1]));
+    expect(heard, "the other listener still heard both").toEqual([0, 2]);
+    expect(reported).toEqual(["message: truncated", "message: truncated"]);
+    expect(client.listenerErrors).toBe(2);
+    expect(client.state).toBe("connected");
+  });
+
+  it("writes a thrown error to the console when nobody listens for listenerError", async () => {
+    const { client } = setup(() => ({ status: 200, json: answerJson(1) }));
+    client.on("message", () => {
+      throw new Error("boom");
+    });
+    const errors: unknown[][] = [];
+    const original = console.error;
+    console.error = (...args: unknown[]) => errors.push(args);
+    try {
+      client.start();
+      await settle();
+      const socket = await accept();
+      socket.receive(new Uint8Array([0, 1]));
+    } finally {
+      console.error = original;
+    }
+    expect(errors.length).toBe(1);
+    expect(String(errors[0]![0])).toContain('"message" listener threw');
+    expect(client.listenerErrors).toBe(1);
   });
 
   it("counts packets and bytes both ways", async () => {
