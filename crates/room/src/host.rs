@@ -10,6 +10,7 @@ use std::panic::AssertUnwindSafe;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use tickwire_wire::EncodeError;
 
 use crate::listing::{Listing, RoomOptions};
 use crate::room::{
@@ -35,6 +36,9 @@ pub struct RoomStats {
     /// Messages the room could not decode as its message type
     /// ([`RoomContext::decode`]), dropped.
     pub messages_malformed: u64,
+    /// Messages the room asked to send that did not encode
+    /// ([`RoomContext::send_message`]), not sent.
+    pub messages_unencodable: u64,
     /// Timers fired.
     pub timers_fired: u64,
 }
@@ -360,6 +364,12 @@ impl RoomHost {
         std::mem::take(&mut self.state.listing_changed).then_some(&self.state.listing)
     }
 
+    /// The first message that did not encode since the last call, to log, and how many
+    /// did not.
+    pub fn take_unencodable(&mut self) -> Option<(EncodeError, u64)> {
+        self.state.unencodable.take()
+    }
+
     /// The room's lock, label and metadata.
     pub fn listing(&self) -> &Listing {
         &self.state.listing
@@ -381,7 +391,10 @@ impl RoomHost {
     /// that took a message and said nothing (an input kept for its next tick, a relay's
     /// message held for it) needs no routing.
     pub fn has_output(&self) -> bool {
-        !self.commands.is_empty() || self.state.listing_changed || self.is_closing()
+        !self.commands.is_empty()
+            || self.state.listing_changed
+            || self.state.unencodable.is_some()
+            || self.is_closing()
     }
 
     /// How long the room lives once its last player left, if the room chose
@@ -448,6 +461,7 @@ impl RoomHost {
     pub fn stats(&self) -> RoomStats {
         RoomStats {
             messages_malformed: self.state.messages_malformed,
+            messages_unencodable: self.state.messages_unencodable,
             ..self.stats
         }
     }

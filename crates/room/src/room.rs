@@ -130,6 +130,24 @@ pub(crate) struct RoomState {
     pub(crate) auto_dispose: Option<Option<Duration>>,
     /// Messages that did not decode as the type the room asked for.
     pub(crate) messages_malformed: u64,
+    /// Messages the room asked to send that did not encode (values outside their type's
+    /// bounds), not sent.
+    pub(crate) messages_unencodable: u64,
+    /// The first such failure since the shard last looked, and how many there were since,
+    /// for it to count and log.
+    pub(crate) unencodable: Option<(EncodeError, u64)>,
+}
+
+impl RoomState {
+    /// Counts a message that did not encode and keeps the failure for the log.
+    fn unencodable(&mut self, error: EncodeError) -> EncodeError {
+        self.messages_unencodable += 1;
+        match &mut self.unencodable {
+            Some((_, count)) => *count += 1,
+            None => self.unencodable = Some((error.clone(), 1)),
+        }
+        error
+    }
 }
 
 /// A room's view of the world during one call: the time, its members, and the commands it
@@ -230,25 +248,33 @@ impl<'a> RoomContext<'a> {
     }
 
     /// Encodes `message` with its [`Encode`] and sends it to one player. An error is the
-    /// game's own bug (a value outside the bounds its type declares); nothing is sent.
+    /// game's own bug (a value outside the bounds its type declares: a name longer than its
+    /// `max_len`, say); nothing is sent, and the failure is never silent whatever the game
+    /// does with the result: it is counted
+    /// ([`RoomStats::messages_unencodable`](crate::host::RoomStats), and the server's
+    /// `tickwire_messages_unencodable_total`) and the server logs the first of each kind
+    /// for each room kind.
     pub fn send_message<M: Encode>(
         &mut self,
         to: PlayerId,
         channel: u8,
         message: &M,
     ) -> Result<(), EncodeError> {
-        let bytes = tickwire_wire::encode_to_vec(message)?;
+        let bytes =
+            tickwire_wire::encode_to_vec(message).map_err(|error| self.state.unencodable(error))?;
         self.send(to, channel, Bytes::from(bytes));
         Ok(())
     }
 
-    /// Encodes `message` once and sends it to every connected member.
+    /// Encodes `message` once and sends it to every connected member; an error as for
+    /// [`send_message`](Self::send_message).
     pub fn broadcast_message<M: Encode>(
         &mut self,
         channel: u8,
         message: &M,
     ) -> Result<(), EncodeError> {
-        let bytes = tickwire_wire::encode_to_vec(message)?;
+        let bytes =
+            tickwire_wire::encode_to_vec(message).map_err(|error| self.state.unencodable(error))?;
         self.broadcast(channel, Bytes::from(bytes));
         Ok(())
     }
@@ -277,7 +303,11 @@ impl<'a> RoomContext<'a> {
     ///         match input {
     ///             Input::Move { column } => { /* the rules, for `from` and `column` */ }
     ///             Input::Say { text } => {
-    ///                 let _ = ctx.broadcast_message(0, &Input::Say { text });
+    ///                 // Decoded within the bounds it is encoded with, so this cannot fail;
+    ///                 // a failure would be counted and logged by the server all the same.
+    ///                 if ctx.broadcast_message(0, &Input::Say { text }).is_err() {
+    ///                     ctx.kick(from, "a message the room could not pass on");
+    ///                 }
     ///             }
     ///         }
     ///     }

@@ -2,11 +2,13 @@
 //! from rooms' commands to per-player sends. Sans-IO: transports feed it players and
 //! messages, and carry out the [`ShardOutput`]s it produces.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::mem::Discriminant;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use hdrhistogram::Histogram;
+use tickwire_wire::{EncodeError, EncodeErrorKind};
 
 use crate::host::RoomHost;
 use crate::limits::{MessageLimitConfig, MessageLimiter, MessageVerdict};
@@ -110,6 +112,18 @@ pub enum SeatChange {
         /// Its listing now.
         listing: Box<Listing>,
     },
+}
+
+/// A message a room asked to send that did not encode (not sent); the runtime logs the
+/// first of each error kind for each room kind.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RoomEncodeFailure {
+    /// Which room.
+    pub room: RoomId,
+    /// Its kind.
+    pub kind: String,
+    /// What went wrong, and in which field.
+    pub error: EncodeError,
 }
 
 /// A room whose code panicked, disposed of alone; the runtime logs and counts it.
@@ -303,6 +317,8 @@ pub struct ShardStats {
     pub players_flooding: u64,
     /// Rooms whose code panicked, disposed of alone.
     pub rooms_crashed: u64,
+    /// Messages rooms asked to send that did not encode, not sent.
+    pub messages_unencodable: u64,
 }
 
 /// How long one room kind's ticks take on this shard.
@@ -387,6 +403,11 @@ pub struct Shard {
     scratch_rooms: Vec<RoomId>,
     tick_observer: Option<TickObserver>,
     crashes: Vec<RoomCrash>,
+    /// Failures to log: the first of each error kind for each room kind.
+    encode_failures: Vec<RoomEncodeFailure>,
+    /// Which (room kind, error kind) pairs were logged already: bounded by the kinds
+    /// registered times the few error kinds.
+    encode_failures_seen: HashSet<(String, Discriminant<EncodeErrorKind>)>,
 }
 
 impl Shard {
@@ -408,6 +429,8 @@ impl Shard {
             scratch_rooms: Vec::new(),
             tick_observer: None,
             crashes: Vec::new(),
+            encode_failures: Vec::new(),
+            encode_failures_seen: HashSet::new(),
         }
     }
 
@@ -845,6 +868,17 @@ impl Shard {
             self.outputs
                 .push(ShardOutput::Seat(SeatChange::Listed { room: id, listing }));
         }
+        if let Some((error, count)) = hosted.host.take_unencodable() {
+            self.stats.messages_unencodable += count;
+            let seen = (hosted.kind.clone(), std::mem::discriminant(&error.kind));
+            if self.encode_failures_seen.insert(seen) {
+                self.encode_failures.push(RoomEncodeFailure {
+                    room: id,
+                    kind: hosted.kind.clone(),
+                    error,
+                });
+            }
+        }
         if let Some(panic) = hosted.host.crashed() {
             self.stats.rooms_crashed += 1;
             self.crashes.push(RoomCrash {
@@ -911,6 +945,13 @@ impl Shard {
     /// The rooms that crashed since the last call, to log.
     pub fn drain_crashes(&mut self) -> std::vec::Drain<'_, RoomCrash> {
         self.crashes.drain(..)
+    }
+
+    /// Messages that did not encode since the last call, to log: the first of each error
+    /// kind for each room kind (all of them are counted in
+    /// [`ShardStats::messages_unencodable`]).
+    pub fn drain_encode_failures(&mut self) -> std::vec::Drain<'_, RoomEncodeFailure> {
+        self.encode_failures.drain(..)
     }
 
     /// The sends and disconnects of a room's commands.

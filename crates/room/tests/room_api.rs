@@ -195,6 +195,90 @@ fn typed_messages_are_decoded_and_garbage_is_counted_not_seen() {
     assert_eq!(host.stats().messages_malformed, 3);
 }
 
+/// What a greeting game sends: a name of at most 4 bytes, and a digit.
+#[derive(Debug, Clone, PartialEq, Encode, Decode)]
+struct Greeting {
+    #[wire(max_len = 4)]
+    name: String,
+    #[wire(min = 0, max = 9)]
+    digit: u8,
+}
+
+/// Greets whoever sends anything, by name, with the message's length as its digit: a long
+/// name, or a long message, does not encode.
+struct Greeter;
+
+impl Room for Greeter {
+    fn message(&mut self, ctx: &mut RoomContext<'_>, from: PlayerId, _channel: u8, bytes: Bytes) {
+        let name = ctx.member(from).map(|member| member.name.clone()).unwrap();
+        let greeting = Greeting {
+            name,
+            digit: bytes.len() as u8,
+        };
+        let sent = ctx.send_message(from, 0, &greeting);
+        assert_eq!(
+            sent.is_err(),
+            greeting.name.len() > 4 || greeting.digit > 9,
+            "the game is told"
+        );
+    }
+}
+
+#[test]
+fn a_message_that_does_not_encode_is_counted_and_logged_once_per_kind() {
+    let now = Instant::now();
+    let mut shard = Shard::new(ShardConfig::default());
+    for room in [1, 2] {
+        shard
+            .create_room(now, RoomId(room), "greet", Box::new(Greeter), 4)
+            .unwrap();
+    }
+    shard
+        .join(now, RoomId(1), PlayerId(1), "ada".into())
+        .unwrap();
+    shard
+        .join(now, RoomId(1), PlayerId(2), "charlotte".into())
+        .unwrap();
+    shard
+        .join(now, RoomId(2), PlayerId(3), "bartholomew".into())
+        .unwrap();
+    shard.drain_outputs().for_each(drop);
+
+    let say = |shard: &mut Shard, player: u64, len: usize| {
+        shard.message(now, PlayerId(player), 0, Bytes::from(vec![0u8; len]));
+    };
+    say(&mut shard, 1, 3); // fine
+    say(&mut shard, 2, 3); // too long a name
+    say(&mut shard, 2, 3); // again
+    say(&mut shard, 3, 3); // the same kind of failure, in the other room of the kind
+    say(&mut shard, 1, 12); // a digit out of range: another kind
+    let sent = shard
+        .drain_outputs()
+        .filter(|output| matches!(output, ShardOutput::Send { .. }))
+        .count();
+    assert_eq!(sent, 1, "only ada's greeting went out");
+    assert_eq!(
+        shard.stats().messages_unencodable,
+        4,
+        "every failure counted"
+    );
+    let logged: Vec<_> = shard
+        .drain_encode_failures()
+        .map(|failure| (failure.room, failure.kind, failure.error.path.to_string()))
+        .collect();
+    assert_eq!(
+        logged,
+        [
+            (RoomId(1), "greet".to_string(), "name".to_string()),
+            (RoomId(1), "greet".to_string(), "digit".to_string()),
+        ],
+        "the first of each kind, for the room kind"
+    );
+    say(&mut shard, 3, 3);
+    assert_eq!(shard.drain_encode_failures().count(), 0, "logged once");
+    assert_eq!(shard.stats().messages_unencodable, 5);
+}
+
 #[test]
 fn a_join_refusal_keeps_its_reason_and_a_full_game_locks_itself() {
     let start = Instant::now();

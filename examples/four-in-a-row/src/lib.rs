@@ -128,15 +128,19 @@ impl FourInARow {
             turn: self.turn,
             you,
         };
-        // Every field is within its declared bounds by construction.
-        let _ = ctx.send_message(player, CHANNEL, &game);
+        // Every field is within its declared bounds by construction, so a failure is this
+        // code's bug: the panic disposes of this room alone, and fails its tests.
+        ctx.send_message(player, CHANNEL, &game)
+            .expect("a game update within its bounds");
     }
 
     fn refuse(ctx: &mut RoomContext<'_>, player: PlayerId, reason: &str) {
         let refused = Update::Refused {
             reason: reason.to_string(),
         };
-        let _ = ctx.send_message(player, CHANNEL, &refused);
+        // The reasons are this file's own, all shorter than `max_len`.
+        ctx.send_message(player, CHANNEL, &refused)
+            .expect("a refusal within its bounds");
     }
 
     fn start(&mut self, ctx: &mut RoomContext<'_>, first: u8) {

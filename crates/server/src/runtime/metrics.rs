@@ -352,6 +352,11 @@ impl Metrics {
         }
         self.counter("tickwire_rooms_disposed_total", &[], shard.rooms_disposed);
         self.counter("tickwire_rooms_crashed_total", &[], shard.rooms_crashed);
+        self.counter(
+            "tickwire_messages_unencodable_total",
+            &[],
+            shard.messages_unencodable,
+        );
         self.counter("tickwire_seats_expired_total", &[], shard.seats_expired);
         self.handle.render()
     }
@@ -519,6 +524,7 @@ fn add_shard(total: &mut crate::shard::ShardStats, one: &crate::shard::ShardStat
     total.publishes_waited += one.publishes_waited;
     total.rooms_disposed += one.rooms_disposed;
     total.rooms_crashed += one.rooms_crashed;
+    total.messages_unencodable += one.messages_unencodable;
     total.seats_expired += one.seats_expired;
     total.messages_unrouted += one.messages_unrouted;
     total.messages_rate_limited += one.messages_rate_limited;

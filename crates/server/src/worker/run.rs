@@ -516,6 +516,15 @@ impl Worker {
                 "a room panicked: disposed of it alone, its players told \"room crashed\""
             );
         }
+        for failure in self.sessions.shard_mut().drain_encode_failures() {
+            tracing::warn!(
+                room = %failure.room,
+                kind = %failure.kind,
+                error = %failure.error,
+                "a room's message did not encode and was not sent (the first of its kind for \
+                 this room kind; every one counts in tickwire_messages_unencodable_total)"
+            );
+        }
     }
 
     async fn flush(&mut self) -> io::Result<()> {
