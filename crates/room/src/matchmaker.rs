@@ -90,8 +90,11 @@ pub struct ListedRoom {
     pub id: RoomId,
     /// Its kind.
     pub kind: String,
-    /// Seats taken or promised (reservations that have not expired).
-    pub occupied: u16,
+    /// Players seated (connected, or holding their seat while they reconnect).
+    pub seated: u16,
+    /// Seats promised to players matchmaking placed who have not connected yet
+    /// (reservations that have not expired).
+    pub reserved: u16,
     /// Seats.
     pub capacity: u16,
     /// Lock, label and metadata.
@@ -189,7 +192,8 @@ impl Matchmaker {
         self.draining
     }
 
-    fn reserved_in(&self, room: RoomId, now: Instant) -> u16 {
+    /// Seats in `room` promised to players who have not connected yet.
+    pub fn reserved_in(&self, room: RoomId, now: Instant) -> u16 {
         let count = self
             .reservations
             .values()
@@ -397,7 +401,8 @@ impl Matchmaker {
             .map(|(id, entry)| ListedRoom {
                 id: *id,
                 kind: entry.kind.clone(),
-                occupied: entry.seated.saturating_add(self.reserved_in(*id, now)),
+                seated: entry.seated,
+                reserved: self.reserved_in(*id, now),
                 capacity: entry.capacity,
                 listing: entry.listing.clone(),
             })
@@ -499,9 +504,21 @@ mod tests {
         let listed: Vec<_> = mm
             .rooms(later, &LabelFilter::default())
             .into_iter()
-            .map(|room| (room.id, room.kind, room.occupied, room.capacity))
+            .map(|room| {
+                (
+                    room.id,
+                    room.kind,
+                    room.seated,
+                    room.reserved,
+                    room.capacity,
+                )
+            })
             .collect();
-        assert_eq!(listed, [(room, "relay".to_string(), 2, 4)]);
+        assert_eq!(
+            listed,
+            [(room, "relay".to_string(), 1, 1, 4)],
+            "one seated, player 9 promised"
+        );
     }
 
     #[test]

@@ -177,8 +177,8 @@ async fn two_hundred_concurrent_matchmakes_for_the_last_seats_admit_exactly_capa
     let rooms = a.rooms().await.unwrap();
     assert_eq!(rooms.len(), 1);
     assert_eq!(
-        (rooms[0].players, rooms[0].capacity),
-        (16, 16),
+        (rooms[0].players, rooms[0].reserved, rooms[0].capacity),
+        (13, 3, 16),
         "13 seated and 3 promised"
     );
     cleanup(&url, &name).await;

@@ -130,6 +130,15 @@ async fn matchmade_udp_and_websocket_players_meet_and_the_operator_sees_them() {
         "the token names the UDP address alone: a UDP client tries every address it lists"
     );
 
+    let rooms = http(http_address, "GET", "/api/rooms", None, None)
+        .await
+        .json();
+    assert_eq!(
+        (&rooms[0]["players"], &rooms[0]["reserved"]),
+        (&json!(0), &json!(2)),
+        "placed but not connected: reservations, not players: {rooms}"
+    );
+
     let mut udp = udp_connected(&ann).await;
     let mut ws = WsPlayer::new(ws_connect(http_address, &answer_token(&bob)).await);
     udp_until_heard(&mut udp, 1, b"hello from udp", &mut ws).await;
@@ -147,6 +156,7 @@ async fn matchmade_udp_and_websocket_players_meet_and_the_operator_sees_them() {
         .await
         .json();
     assert_eq!(rooms[0]["players"], 2, "{rooms}");
+    assert_eq!(rooms[0]["reserved"], 0, "both seated: {rooms}");
     assert_eq!(rooms[0]["kind"], "relay");
 
     let refused = http(

@@ -185,8 +185,10 @@ pub struct RoomListing {
     pub kind: String,
     /// The node hosting it.
     pub node: String,
-    /// Players seated plus seats promised.
+    /// Players seated.
     pub players: u16,
+    /// Seats promised to players who have not connected yet.
+    pub reserved: u16,
     /// Seats.
     pub capacity: u16,
     /// Whether matchmaking puts players in it.
@@ -798,12 +800,12 @@ fn parse_listing(json: &str) -> Result<Vec<NodeListing>, DirectoryError> {
         };
         let mut listed = Vec::with_capacity(rooms.len());
         for room in rooms {
-            let occupied = number(&room.seated)? + number(&room.reserved)?;
             listed.push(RoomListing {
                 id: number(&room.id)?,
                 kind: room.kind,
                 node: node.id.clone(),
-                players: u16::try_from(occupied).unwrap_or(u16::MAX),
+                players: u16::try_from(number(&room.seated)?).unwrap_or(u16::MAX),
+                reserved: u16::try_from(number(&room.reserved)?).unwrap_or(u16::MAX),
                 capacity: u16::try_from(number(&room.capacity)?).unwrap_or(u16::MAX),
                 joinable: room.joinable == "1",
                 label: parse_label(&room.label)?,

@@ -358,9 +358,11 @@ struct AdminRoomJson {
 
 async fn admin_rooms(State(app): State<Arc<App>>) -> Response {
     let mut listing = Vec::new();
+    let now = std::time::Instant::now();
     for (index, shard) in app.shards.iter().enumerate() {
         let view = shard.view.read();
         for room in view.rooms {
+            let reserved = app.matchmaker().reserved_in(room.id, now);
             let ms = |quantile: f64| {
                 let tick = room.recent_ticks.quantile(quantile)?;
                 Some(tick.as_secs_f64() * 1000.0)
@@ -377,7 +379,7 @@ async fn admin_rooms(State(app): State<Arc<App>>) -> Response {
                 listing: RoomListing::new(
                     room.id,
                     room.kind,
-                    players,
+                    (players, reserved),
                     room.capacity,
                     &room.listing,
                 ),

@@ -487,7 +487,10 @@ fn host_without_port(host: &str) -> &str {
 pub(super) struct RoomListing {
     pub(super) id: u64,
     pub(super) kind: String,
+    /// Players seated (connected, or holding their seat while they reconnect).
     pub(super) players: u16,
+    /// Seats matchmaking promised to players who have not connected yet.
+    pub(super) reserved: u16,
     pub(super) capacity: u16,
     /// Matchmaking does not offer it.
     pub(super) locked: bool,
@@ -504,7 +507,7 @@ impl RoomListing {
     pub(super) fn new(
         id: RoomId,
         kind: String,
-        players: u16,
+        (players, reserved): (u16, u16),
         capacity: u16,
         listing: &Listing,
     ) -> Self {
@@ -512,6 +515,7 @@ impl RoomListing {
             id: id.0,
             kind,
             players,
+            reserved,
             capacity,
             locked: listing.locked,
             label: listing
@@ -548,7 +552,7 @@ async fn rooms(
             RoomListing::new(
                 room.id,
                 room.kind,
-                room.occupied,
+                (room.seated, room.reserved),
                 room.capacity,
                 &room.listing,
             )
@@ -582,7 +586,7 @@ async fn cluster_rooms(
                 ..RoomListing::new(
                     RoomId(room.id),
                     room.kind,
-                    room.players,
+                    (room.players, room.reserved),
                     room.capacity,
                     &listing,
                 )
