@@ -21,6 +21,8 @@ FROM ${RUST_IMAGE} AS build
 WORKDIR /src
 COPY Cargo.toml Cargo.lock ./
 COPY crates/ crates/
+# A workspace member too: cargo loads every member's manifest to build any of them.
+COPY examples/ examples/
 RUN cargo build --release --locked -p tickwire \
     && cp target/release/tickwire /tickwire
 

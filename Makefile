@@ -3,7 +3,7 @@
 
 CARGO ?= cargo
 
-.PHONY: run web test test-ts test-e2e test-example test-csharp colyseus-deps lint fmt bench-wire bench-udp bench-relay bench-arena bench-colyseus bench fuzz-smoke
+.PHONY: run web test test-image test-ts test-e2e test-example test-csharp colyseus-deps lint fmt bench-wire bench-udp bench-relay bench-arena bench-colyseus bench fuzz-smoke
 
 ## Build the browser client and start the server: open http://localhost:8080 and play.
 ## HTTP, matchmaking and ws on :8080, UDP on :7777, WebTransport on UDP :4433, the admin
@@ -22,9 +22,16 @@ web:
 ## Every test: unit, integration, property, golden vectors and doc tests, the TypeScript
 ## SDK's, the browser end-to-end tests (the arena's and the four-in-a-row example's) and the
 ## C# SDK's. colyseus-deps first: an integration test runs a tiny Colyseus bench.
-test: test-ts test-e2e test-example test-csharp colyseus-deps
+test: test-image test-ts test-e2e test-example test-csharp colyseus-deps
 	$(CARGO) test --workspace --locked --all-targets
 	$(CARGO) test --workspace --locked --doc
+
+## The container image's build stages without a Docker daemon: each stage's context laid out
+## as the Dockerfile's COPY lines say (honouring .dockerignore) in target/image-stages/, and
+## its build run there (cargo offline, debug profile, sharing target/; npm ci and the web
+## build). About two minutes once the workspace's dependencies are built.
+test-image:
+	$(CARGO) test --locked -p tickwire --test image_stages -- --ignored
 
 ## The TypeScript SDK (clients/ts): a clean install from package-lock.json, the strict
 ## typecheck and the vitest suite (golden wire and movement vectors included).
