@@ -1,11 +1,12 @@
-// The SDK as a user gets it: `npm pack` makes the @tickwire/client and @tickwire/arena
-// tarballs, a project in a temporary directory outside the repository installs them (from
+// The SDK as a user gets it: `scripts/pack.mjs` makes the @tickwire/client and
+// @tickwire/arena tarballs (building in a temporary directory: nothing in the checkout is
+// written), a project in a temporary directory outside the repository installs them (from
 // the tarballs alone: they have no dependencies but each other), a strict TypeScript program
 // there compiles against the installed type declarations and ESM exports, and Node runs it
 // against a real `tickwire serve`: it joins the arena over WebSocket and the server's admin
 // API sees it seated.
 import { execFileSync, spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
@@ -82,12 +83,13 @@ describe("the SDK packed and installed outside the repository", () => {
   it("packs, installs, compiles against its types and joins a real server", async () => {
     const packs = join(project, "packs");
     mkdirSync(packs);
-    // The arena is built against the client's build, so the client packs first.
-    for (const dir of [sdk, join(sdk, "arena")]) {
-      execFileSync("npm", ["pack", "--silent", "--pack-destination", packs], { cwd: dir, stdio: ["ignore", "pipe", "inherit"] });
-    }
+    // Packed without writing into the checkout: no dist/ (nor node_modules/) appears there.
+    const builds = [join(sdk, "dist"), join(sdk, "arena", "dist")];
+    const before = builds.map((dir) => (existsSync(dir) ? statSync(dir).mtimeMs : null));
+    execFileSync(process.execPath, [join(sdk, "scripts", "pack.mjs"), packs], { stdio: ["ignore", "pipe", "inherit"] });
     const tarballs = readdirSync(packs).sort();
     expect(tarballs).toEqual(["tickwire-arena-0.1.0.tgz", "tickwire-client-0.1.0.tgz"]);
+    expect(builds.map((dir) => (existsSync(dir) ? statSync(dir).mtimeMs : null)), "the checkout's dist/ untouched").toEqual(before);
 
     const app = join(project, "app");
     mkdirSync(app);
