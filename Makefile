@@ -42,7 +42,7 @@ test-ts:
 ## ports (WebTransport included), SDK bots over WebSocket and `tickwire bots` over UDP,
 ## Debian's chromium (/usr/bin/chromium, never a downloaded browser; QUIC on) driven by
 ## playwright-core: the arena, WebTransport, a mixed room, the fallback to WebSocket; and
-## the SDK packed (`npm pack`), installed in a directory outside the repository and joining
+## the SDK packed (`scripts/pack.mjs`), installed in a directory outside the repository and joining
 ## the server from Node.
 ## Screenshots and logs in target/e2e/.
 test-e2e: web
