@@ -15,12 +15,10 @@ export default defineConfig({
   build: {
     outDir: "dist",
     emptyOutDir: true,
-    // Two pages: the arena at / and the admin page at /admin/ (served by `tickwire serve`
-    // from the same directory).
+    // The arena page alone: the admin page is built into the server (vite.admin.config.ts).
     rollupOptions: {
       input: {
         arena: fileURLToPath(new URL("./index.html", import.meta.url)),
-        admin: fileURLToPath(new URL("./admin/index.html", import.meta.url)),
       },
     },
     // pixi.js is most of the bundle; one chunk is fine for a demo served from localhost.

@@ -318,12 +318,8 @@ pub fn run(config: Config) -> anyhow::Result<()> {
         // and the rooms keep their own).
         let map = config.arena.load_map()?;
         let client = config.web.locate();
+        // (The admin page is the server's own, on the operator listener.)
         extras = extras.routes(crate::web::routes(&client, &map));
-        // The admin page calls /api/admin/*, which answers on the operator listener alone:
-        // the page goes with it, and the public port says where it went.
-        extras = extras
-            .routes(crate::web::admin_page_moved())
-            .operator_routes(crate::web::admin_page(&client));
         let grace = std::time::Duration::from_secs(config.serve.drain.grace_secs);
         let kinds = room_kinds(
             &config.arena,

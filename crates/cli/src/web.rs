@@ -108,48 +108,6 @@ pub fn routes(client: &WebClient, map: &ArenaMap) -> Router {
     }
 }
 
-/// The admin page alone (`/admin/` and the `/assets/` it loads), for the operator listener,
-/// where the API it calls answers.
-pub fn admin_page(client: &WebClient) -> Router {
-    match client {
-        WebClient::Files(dir) => {
-            let files = ServeDir::new(dir).append_index_html_on_directories(true);
-            let serve = move |request: Request| serve_file(files.clone(), request);
-            Router::new()
-                .route("/admin", get(serve.clone()))
-                .route("/admin/", get(serve.clone()))
-                .route("/admin/{*file}", get(serve.clone()))
-                .route("/assets/{*file}", get(serve))
-        }
-        WebClient::Missing { dir } => {
-            let page = missing_page(dir.as_deref());
-            let missing = move || {
-                let page = page.clone();
-                async move { (StatusCode::NOT_FOUND, Html(page)) }
-            };
-            Router::new()
-                .route("/admin", get(missing.clone()))
-                .route("/admin/", get(missing))
-        }
-    }
-}
-
-/// What the public port answers for the admin page once it has moved to the operator
-/// listener: a page whose every call would fail is worse than a 404 that says where to go.
-pub fn admin_page_moved() -> Router {
-    let moved = || async {
-        (
-            StatusCode::NOT_FOUND,
-            "The admin page is served on the operator listener (admin.listen, \
-             127.0.0.1:9090 by default), with the admin API and /metrics.\n",
-        )
-    };
-    Router::new()
-        .route("/admin", get(moved))
-        .route("/admin/", get(moved))
-        .route("/admin/{*file}", get(moved))
-}
-
 /// A file of the client, or why not. `ServeDir` itself answers any I/O error but "not found"
 /// with an empty 500; a name the file system refuses as too long (a path segment over 255
 /// bytes, a path over 4 KiB) names no file, so it is a 404 like any other missing file.

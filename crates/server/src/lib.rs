@@ -25,6 +25,7 @@
 //! | [`credentials::Credentials`] | the admin secrets, checked in constant time and throttled per source (an IPv4 address, an IPv6 /64, a trusted proxy's client) |
 //! | [`config::ServeConfig`] | the deployment configuration `tickwire serve` loads |
 //! | [`room`], [`shard`], [`host`], [`matchmaker`], [`limits`], [`rooms`], [`timestep`] | re-exported from `tickwire-room` |
+//! | [`axum`] | the HTTP framework of [`runtime::Extras`]' routes, re-exported |
 
 pub mod cluster;
 pub mod config;
@@ -37,6 +38,9 @@ pub mod worker;
 // The room logic lives in `tickwire-room`, which a game builds on without compiling the
 // server; these keep `tickwire_server::room::Room` and the server's own `crate::shard::…`
 // paths working.
+/// The HTTP framework of [`runtime::Extras`]'s routes, re-exported so that a game's own
+/// routes use the very version the server was built with, with no version to match by hand.
+pub use axum;
 pub use embed::{Server, ServerBuilder};
 pub use tickwire_room::{
     host, limits, listing, matchmaker, room, rooms, sessions, shard, timers, timestep,

@@ -43,6 +43,23 @@ async fn a_built_server_serves_its_rooms_on_loopback_and_stops_when_told() {
         .await
         .json();
     assert_eq!(rooms[0]["capacity"], 50, "{rooms}");
+    // The admin page is the server's own, on the operator listener with the API it calls.
+    let page = http(addresses.admin, "GET", "/admin", None, None).await;
+    assert_eq!(page.status, 200);
+    assert!(
+        page.body.contains("<title>tickwire admin</title>"),
+        "{}",
+        page.body
+    );
+    let script = http(addresses.admin, "GET", "/admin/admin.js", None, None).await;
+    assert_eq!(script.status, 200);
+    let elsewhere = http(addresses.http, "GET", "/admin", None, None).await;
+    assert_eq!(elsewhere.status, 404, "not on the public port");
+    assert!(
+        elsewhere.body.contains("operator listener"),
+        "{}",
+        elsewhere.body
+    );
     runtime.shut_down().await.unwrap();
 
     // `run_until`: serves until the future completes, then shuts down gracefully.

@@ -22,6 +22,7 @@ const TIMEOUT = 15_000;
 let server;
 let browser;
 let baseUrl;
+let adminUrl;
 
 before(async () => {
   mkdirSync(artifacts, { recursive: true });
@@ -34,6 +35,7 @@ before(async () => {
       const http = /listening http=(\S+)/.exec(line);
       if (http) {
         clearTimeout(timer);
+        adminUrl = `http://${/ admin=(\S+)/.exec(line)?.[1]}`;
         found(`http://${http[1]}`);
       }
     });
@@ -110,5 +112,20 @@ test("two players play to a win, a wrong move is refused and a reloaded tab keep
   } finally {
     await ada.context().close();
     await bob.context().close();
+  }
+});
+
+test("the server built with Server::builder() serves the admin page on its operator listener", async () => {
+  const page = await (await browser.newContext()).newPage();
+  try {
+    await page.goto(`${adminUrl}/admin`);
+    assert.equal(await page.title(), "tickwire admin");
+    // Its script runs and calls the API beside it: a wrong token is refused on the page.
+    await page.fill("#token", "not-the-token");
+    await page.click("#login button[type=submit]");
+    await page.waitForFunction(() => (document.getElementById("login-error")?.textContent ?? "") !== "", null, { timeout: TIMEOUT });
+    assert.equal((await fetch(`${adminUrl}/api/admin/stats`)).status, 401);
+  } finally {
+    await page.context().close();
   }
 });

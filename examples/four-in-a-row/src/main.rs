@@ -3,11 +3,12 @@
 //! windows. An address as the first argument moves the HTTP listener (`127.0.0.1:0` picks
 //! a free port, logged on stderr as `listening http=…`).
 
-use axum::Router;
-use axum::response::Html;
-use axum::routing::get;
 use four_in_a_row::FourInARow;
 use tickwire_server::Server;
+// The server's own axum: no version of it to match by hand.
+use tickwire_server::axum::Router;
+use tickwire_server::axum::response::Html;
+use tickwire_server::axum::routing::get;
 use tickwire_server::runtime::Extras;
 
 /// The page: HTML and its script in one file, no build step.
@@ -28,6 +29,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 // A free port for everything else too, so test runs do not collide.
                 config.http.listen = http;
                 config.udp.listen.set_port(0);
+                config.admin.listen.set_port(0);
                 config.webtransport.enabled = false;
                 config.console.enabled = false;
             }

@@ -2,18 +2,22 @@
 // refuses requests without the token and the page refuses a wrong one; with the right one it
 // shows the arena room that SDK bots (WebSocket) and `tickwire bots` (UDP, whose links
 // measure RTT and loss) fill, lists the room's members, a kick from the page removes that
-// bot from the server, a broadcast reaches the others, and drain stops new players.
+// bot from the server, a broadcast reaches the others, and drain stops new players. The page
+// is the server's own (embedded from crates/server/assets/admin), checked fresh first.
 import { type ChildProcess, spawn } from "node:child_process";
-import { createWriteStream, existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { createWriteStream, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
 import { fetchArenaMap } from "@tickwire/arena";
 import type { BrowserContext, Page } from "playwright-core";
+import { build } from "vite";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { type Bot, startBot } from "./bots.js";
-import { ADMIN_TOKEN, type Server, artifacts, binary, chromiumPath, dist, openChromium, startServer, stop, waitFor } from "./harness.js";
+import { ADMIN_TOKEN, type Server, artifacts, binary, chromiumPath, openChromium, repo, startServer, stop, waitFor } from "./harness.js";
+
+const web = join(repo, "clients", "ts", "web");
 
 const UDP_BOTS = 2;
 
@@ -35,7 +39,6 @@ describe("the admin page in chromium", () => {
 
   beforeAll(async () => {
     mkdirSync(artifacts, { recursive: true });
-    expect(existsSync(join(dist, "admin", "index.html")), "the admin page is built (npm run build in clients/ts/web)").toBe(true);
     expect(existsSync(chromiumPath), `${chromiumPath} exists (apt-get install chromium)`).toBe(true);
     scratch = mkdtempSync(join(tmpdir(), "tickwire-admin-e2e-"));
     // WebTransport on a free port, not the default 4433 another server may hold.
@@ -63,6 +66,24 @@ describe("the admin page in chromium", () => {
     await stop(udpBots);
     await stop(server?.process);
     if (scratch !== undefined) rmSync(scratch, { recursive: true, force: true });
+  });
+
+  it("is built into the server exactly as its sources build now", async () => {
+    // The server embeds crates/server/assets/admin; a page edited without `npm run
+    // build:admin` would ship its old build.
+    const fresh = mkdtempSync(join(tmpdir(), "tickwire-admin-build-"));
+    try {
+      await build({ configFile: join(web, "vite.admin.config.ts"), build: { outDir: fresh } });
+      const embedded = join(repo, "crates", "server", "assets", "admin");
+      expect(readdirSync(fresh).sort()).toEqual(readdirSync(embedded).sort());
+      for (const file of readdirSync(fresh)) {
+        expect(readFileSync(join(fresh, file), "utf8"), `${file} is stale: npm run build:admin in clients/ts/web`).toBe(
+          readFileSync(join(embedded, file), "utf8"),
+        );
+      }
+    } finally {
+      rmSync(fresh, { recursive: true, force: true });
+    }
   });
 
   async function members(): Promise<MemberRow[]> {

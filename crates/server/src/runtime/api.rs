@@ -45,17 +45,19 @@ pub(super) fn router(app: Arc<App>) -> Router {
         .route("/api/rooms", get(rooms))
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
+        .merge(super::admin_page::moved())
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(app)
 }
 
 /// What the operator's own listener (`admin.listen`) serves: `/metrics`, `/api/admin/*`,
-/// and the health probes, answered there even when the public port is out of file
+/// the admin page, and the health probes, answered there even when the public port is out of file
 /// descriptors.
 pub(super) fn operator_router(app: Arc<App>) -> Router {
     Router::new()
         .route("/metrics", get(metrics))
         .merge(super::admin::router(app.clone()))
+        .merge(super::admin_page::router())
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))

@@ -22,6 +22,7 @@
 //! ```
 
 mod admin;
+mod admin_page;
 mod api;
 mod cluster;
 mod extras;
