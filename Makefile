@@ -69,7 +69,7 @@ test-csharp:
 	clients/csharp/build.sh
 	TICKWIRE_REPO=$(CURDIR) TICKWIRE_BIN=$(abspath $(CARGO_TARGET_DIR))/debug/tickwire \
 		TICKWIRE_RELAY_PEER=$(abspath $(CARGO_TARGET_DIR))/debug/examples/relay_peer \
-		mono --debug clients/csharp/bin/Tickwire.Tests.exe
+		mono --debug clients/csharp/bin~/Tickwire.Tests.exe
 
 ## What CI checks besides the tests.
 lint:

@@ -1,7 +1,7 @@
 // ChaCha20-Poly1305 against RFC 8439: the block function of A.1, the ChaCha20 encryptions of
-// 2.4.2 and A.2, every Poly1305 vector of 2.5.2 and A.3 (tests/vectors/poly1305_rfc8439.txt),
+// 2.4.2 and A.2, every Poly1305 vector of 2.5.2 and A.3 (Tests~/vectors/poly1305_rfc8439.txt),
 // the AEAD of 2.8.2 and A.5; and against the server's Rust (tickwire-aead, held to ring) for
-// every plaintext length to a full datagram (tests/vectors/chacha20poly1305_lengths.txt).
+// every plaintext length to a full datagram (Tests~/vectors/chacha20poly1305_lengths.txt).
 using System;
 using System.IO;
 using System.Security.Cryptography;
@@ -112,7 +112,7 @@ namespace Tickwire.Tests
         {
             string key = null, input = null;
             int checkedCount = 0;
-            foreach (var line in File.ReadAllLines(Path.Combine(Repo.Root, "clients", "csharp", "tests", "vectors", "poly1305_rfc8439.txt")))
+            foreach (var line in File.ReadAllLines(Path.Combine(Repo.Root, "clients", "csharp", "Tests~", "vectors", "poly1305_rfc8439.txt")))
             {
                 if (line.StartsWith("Key = ", StringComparison.Ordinal)) key = line.Substring(6);
                 else if (line.StartsWith("Input = ", StringComparison.Ordinal)) input = line.Substring(8);
@@ -218,7 +218,7 @@ namespace Tickwire.Tests
         [Test]
         public static void Every_length_to_a_full_datagram_seals_as_the_server_does()
         {
-            string path = Path.Combine(Repo.Root, "clients", "csharp", "tests", "vectors", "chacha20poly1305_lengths.txt");
+            string path = Path.Combine(Repo.Root, "clients", "csharp", "Tests~", "vectors", "chacha20poly1305_lengths.txt");
             var ciphertexts = SHA256.Create();
             int next = 0;
             string digest = null;

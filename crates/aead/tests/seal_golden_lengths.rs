@@ -1,4 +1,4 @@
-//! The C# SDK's length vectors (`clients/csharp/tests/vectors/chacha20poly1305_lengths.txt`):
+//! The C# SDK's length vectors (`clients/csharp/Tests~/vectors/chacha20poly1305_lengths.txt`):
 //! for every plaintext length from 0 to 1,472 bytes, the tag this crate seals (checked
 //! against `ring`), and one SHA-256 over every ciphertext. The C# test seals the same inputs
 //! and compares. This test fails when the file is not what the code seals;
@@ -17,7 +17,7 @@ use tickwire_aead::{SealBatch, TAG_BYTES};
 
 fn vectors_path() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../clients/csharp/tests/vectors/chacha20poly1305_lengths.txt")
+        .join("../../clients/csharp/Tests~/vectors/chacha20poly1305_lengths.txt")
 }
 
 fn blessing() -> bool {
