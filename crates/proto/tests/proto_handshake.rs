@@ -68,13 +68,7 @@ fn a_driver_that_accepts_tells_the_client_the_rate_it_chose() {
     // Accepted once: a later call changes nothing, a resent accepted packet included.
     harness.server.accept(now, connection, 90);
     harness.connect_all();
-    let params = harness.clients[0]
-        .events
-        .iter()
-        .find_map(|event| match event {
-            ClientEvent::Connected { params } => Some(params.clone()),
-            _ => None,
-        });
+    let params = harness.connected_params(0);
     let expected = ConnectionParams {
         tick_rate_hz: 20,
         ..harness.server.params().clone()
@@ -136,13 +130,7 @@ fn a_client_connects_and_adopts_the_parameters_the_server_dictates() {
     harness.add_client_with(token);
     harness.connect_all();
 
-    let params = harness.clients[0]
-        .events
-        .iter()
-        .find_map(|event| match event {
-            ClientEvent::Connected { params } => Some(params.clone()),
-            _ => None,
-        });
+    let params = harness.connected_params(0);
     assert_eq!(
         params,
         Some(config.params),

@@ -12,7 +12,9 @@ use tickwire_proto::crypto::Key;
 use tickwire_proto::reliable::ReliabilityConfig;
 use tickwire_proto::sim::{Link, LinkConfig};
 use tickwire_proto::token::{ConnectToken, TokenIssuer};
-use tickwire_proto::{Client, ClientEvent, MAX_DATAGRAM_BYTES, Server, ServerConfig, ServerEvent};
+use tickwire_proto::{
+    Client, ClientEvent, ConnectionParams, MAX_DATAGRAM_BYTES, Server, ServerConfig, ServerEvent,
+};
 
 pub const PROTOCOL_ID: u64 = 0x7157_0001;
 /// Unix time at the start of every test.
@@ -230,6 +232,17 @@ impl Harness {
             self.run_until(step);
         }
         done(self)
+    }
+
+    /// The parameters client `index` adopted when it connected, if it did.
+    pub fn connected_params(&self, index: usize) -> Option<ConnectionParams> {
+        self.clients[index]
+            .events
+            .iter()
+            .find_map(|event| match event {
+                ClientEvent::Connected { params } => Some(params.clone()),
+                _ => None,
+            })
     }
 
     pub fn client_connected(&self, index: usize) -> bool {
