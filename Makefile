@@ -50,12 +50,16 @@ test-e2e: web
 	cd clients/ts && npm ci --no-audit --no-fund --loglevel=error
 	cd clients/ts/web && npm run test:e2e --silent
 
-## The guide's example (examples/four-in-a-row) played in Debian's chromium by
-## playwright-core: two browser contexts play to a win, an illegal move is refused with its
-## reason shown, a tab reloads mid-game and keeps its seat. A screenshot in target/e2e/.
+## The guide's examples played in Debian's chromium by playwright-core. Four in a row
+## (examples/four-in-a-row): two browser contexts play to a win, an illegal move is refused
+## with its reason shown, a tab reloads mid-game and keeps its seat. Tag (examples/tag, its
+## page bundled by esbuild from the SDK's source and the generated mirror): two players see
+## each other run, one tags the other, a tab reloads and keeps its seat. Screenshots in
+## target/e2e/.
 test-example:
-	$(CARGO) build --locked -p four-in-a-row
+	$(CARGO) build --locked -p four-in-a-row -p tag
 	cd examples/four-in-a-row/e2e && npm ci --no-audit --no-fund --loglevel=error && npm test --silent
+	cd examples/tag/web && npm ci --no-audit --no-fund --loglevel=error && npm test --silent
 
 ## The C# SDK (clients/csharp), built with Debian's Mono (mcs; .ci/run installs mono-mcs and
 ## mono-devel) and run by its own console test runner: the golden wire, arena and RFC 8439

@@ -32,3 +32,6 @@ mcs -langversion:7.2 -target:exe -warnaserror+ -debug \
 # The README's MonoBehaviour against a stub of UnityEngine: it must keep compiling.
 mcs -langversion:7.2 -target:library -warnaserror+ -nowarn:0649,0169 \
     -r:bin~/Tickwire.dll -out:bin~/ArenaCube.dll 'Tests~/unity-stub/UnityEngine.cs' 'Samples~/ArenaCube/ArenaCube.cs'
+# The tag example's generated C# mirror classes (examples/tag/csharp): generated code must compile.
+mcs -langversion:7.2 -target:library -warnaserror+ \
+    -r:bin~/Tickwire.dll -out:bin~/TagWorld.dll ../../examples/tag/csharp/TagWorld.cs

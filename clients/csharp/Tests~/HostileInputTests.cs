@@ -11,7 +11,8 @@ namespace Tickwire.Tests
 {
     static class HostileInputTests
     {
-        static byte[] Mutate(Random random, byte[] seed)
+        /// <summary>A seeded mutation of <paramref name="seed"/>: bit flips, a truncation, a random tail, or random bytes.</summary>
+        internal static byte[] Mutate(Random random, byte[] seed)
         {
             byte[] bytes;
             switch (random.Next(4))

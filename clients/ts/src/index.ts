@@ -8,6 +8,7 @@
  * | {@link TickwireClient} | matchmake, connect over WebTransport or WebSocket (with fallback), reconnect keeping the seat |
  * | {@link matchmake}, {@link WsConnection}, {@link WtConnection} | the pieces it is made of, to use on their own |
  * | {@link BitWriter}, {@link BitReader}, {@link Codec} and its combinators | the wire format (`crates/wire`): a message's layout, declared once |
+ * | {@link kind}, {@link replicated}, {@link Mirror}, {@link ackMessage}, {@link InterpolatedMirror} | replicated state (`docs/REPLICATION.md`): a world's kinds, the client's mirror of it with callbacks, its acknowledgements, its interpolated view |
  * | {@link InterpolationBuffer} | remote entities drawn a little in the past, between two snapshots |
  * | {@link ConnectionStats}, {@link ReconnectPolicy} | RTT and rates, backoff |
  * | {@link Emitter} | the typed events every class here uses, for a game client's own |
@@ -48,6 +49,9 @@ export { type Clock, systemClock } from "./transport/timers.js";
 
 // The wire format.
 export * from "./wire/index.js";
+
+// Replicated state.
+export * from "./replicate/index.js";
 
 // Netcode.
 export { InterpolationBuffer, type InterpolationOptions, lerpAngle, lerpVec2 } from "./netcode/interpolation.js";

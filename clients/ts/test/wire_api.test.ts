@@ -1,8 +1,33 @@
 // The parts of the wire API the golden vectors do not reach: natural signed integers,
-// float helpers, and the errors encoding reports.
+// float helpers, the errors encoding reports, and each codec's default value.
 import { describe, expect, it } from "vitest";
 
-import { BitReader, BitWriter, EncodeError, Quantize, decode, encode, int, rawBytes, struct, uint } from "../src/wire/index.js";
+import {
+  BitReader,
+  BitWriter,
+  EncodeError,
+  Quantize,
+  array,
+  bool,
+  bytes,
+  decode,
+  encode,
+  enumOf,
+  f32,
+  int,
+  option,
+  quantized,
+  range,
+  rangeBig,
+  rawBytes,
+  string,
+  struct,
+  uint,
+  uintBig,
+  unit,
+  varint,
+  vec,
+} from "../src/wire/index.js";
 import { toHex } from "./vectors.js";
 
 describe("wire API", () => {
@@ -52,6 +77,41 @@ describe("wire API", () => {
     expect(() => new BitWriter().writeBits(0, 33)).toThrow(RangeError);
     expect(() => struct({ 0: uint(1) })).toThrow(/integer-like/);
     expect(() => encode(rawBytes(2), new Uint8Array(3))).toThrow(RangeError);
+  });
+
+  it("gives each codec the default of its Rust type, a new copy each time", () => {
+    const Crate = struct({
+      at: array(quantized(1, 9, 0.5), 2),
+      size: range(3, 7),
+      big: rangeBig(1n, 5n),
+      id: uintBig(64),
+      open: bool,
+      label: string(8),
+      blob: bytes(4),
+      key: rawBytes(2),
+      tags: vec(uint(4), 3),
+      lid: option(varint),
+      angle: f32,
+      offset: int(8),
+      state: enumOf({ Closed: unit, Open: struct({ by: uint(8) }) }),
+    });
+    // A quantized or ranged number's default is 0 even outside its bounds, as Rust's is.
+    expect(Crate.defaultValue()).toEqual({
+      at: [0, 0],
+      size: 0,
+      big: 0n,
+      id: 0n,
+      open: false,
+      label: "",
+      blob: new Uint8Array(0),
+      key: new Uint8Array(2),
+      tags: [],
+      lid: null,
+      angle: 0,
+      offset: 0,
+      state: { tag: "Closed", value: null },
+    });
+    expect(Crate.defaultValue().at, "not one shared array").not.toBe(Crate.defaultValue().at);
   });
 
   it("reuses a writer after reset", () => {

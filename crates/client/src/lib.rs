@@ -10,7 +10,9 @@
 //! - [`Session`]: matchmaking plus a link, reconnecting with capped exponential backoff and
 //!   jitter when the connection is lost, back to the same seat.
 //!
-//! Snapshot decoding belongs to the game: the arena's is `tickwire_arena::snapshot`.
+//! - [`Replica`]: a room's replicated state (`#[derive(Replicate)]` types, the room's
+//!   roster), its snapshots applied and acknowledged; the types are the game's Rust types,
+//!   decoded by their derive.
 //!
 //! ```no_run
 //! # async fn play() -> Result<(), Box<dyn std::error::Error>> {
@@ -35,6 +37,7 @@
 
 mod link;
 mod matchmake;
+mod replica;
 mod session;
 mod tls;
 mod ws;
@@ -49,8 +52,10 @@ pub use matchmake::{
     Endpoints, MatchAnswer, MatchmakeError, MatchmakeRequest, SignedIdentity, WtEndpointInfo,
     matchmake, matchmake_with,
 };
+pub use replica::{Handled, Replica};
 pub use session::{Backoff, Session, SessionError, SessionEvent};
 pub use tickwire_proto::DisconnectReason;
+pub use tickwire_replicate::{Change, Member, Mirror, MirrorError};
 pub use tls::TlsTrust;
 
 /// A TLS configuration for `wss` that trusts exactly `certificate` (DER): a development

@@ -112,6 +112,15 @@ fn channel_kind(code: u8) -> Option<ChannelKind> {
 }
 
 impl ConnectionParams {
+    /// These parameters with `tick_rate_hz` (clamped to 1..=[`MAX_TICK_RATE_HZ`]) as the
+    /// rate: what a room server tells a client seated in a room ticking at that rate.
+    pub fn with_tick_rate(&self, tick_rate_hz: u8) -> Self {
+        Self {
+            tick_rate_hz: tick_rate_hz.clamp(1, MAX_TICK_RATE_HZ),
+            ..self.clone()
+        }
+    }
+
     /// Checks that the parameters can work.
     pub fn validate(&self) -> Result<(), ParamsError> {
         if !(1..=MAX_TICK_RATE_HZ).contains(&self.tick_rate_hz) {

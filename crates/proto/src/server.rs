@@ -19,7 +19,7 @@ use crate::packet::{
     HANDSHAKE_SEQUENCE_BIT, PacketType, RESPONSE_BYTES, Request, is_handshake_sequence,
     write_encrypted,
 };
-use crate::params::{ConnectionParams, DisconnectReason, MAX_TICK_RATE_HZ, ParamsError};
+use crate::params::{ConnectionParams, DisconnectReason, ParamsError};
 use crate::reliable::{Owned, ReliabilityConfig, SendError};
 use crate::staged::StagedPackets;
 use crate::token::USER_DATA_BYTES;
@@ -900,13 +900,13 @@ impl Server {
 
     /// Accepts a connection whose [`ServerEvent::Connected`] came under
     /// [`ServerConfig::accept_by_driver`]: the client is told the configured parameters with
-    /// `tick_rate_hz` (clamped to 1..=[`MAX_TICK_RATE_HZ`]) as the rate. A connection is
+    /// `tick_rate_hz` as the rate ([`ConnectionParams::with_tick_rate`]). A connection is
     /// accepted once; later calls, and calls for a connection that is gone, do nothing.
     pub fn accept(&mut self, now: Instant, id: ConnectionId, tick_rate_hz: u8) {
         if self.connection(id).is_some()
             && self.slots[id.slot as usize].accepted_tick_rate_hz.is_none()
         {
-            self.accept_slot(now, id.slot, tick_rate_hz.clamp(1, MAX_TICK_RATE_HZ));
+            self.accept_slot(now, id.slot, tick_rate_hz);
         }
     }
 
@@ -922,11 +922,8 @@ impl Server {
         if self.replies.len() >= MAX_PENDING_REPLIES {
             return self.drop_datagram(DropReason::Overloaded);
         }
-        let params = ConnectionParams {
-            tick_rate_hz,
-            ..self.config.params.clone()
-        };
         let mut body = [0u8; 64];
+        let params = self.config.params.with_tick_rate(tick_rate_hz);
         let Some(body_len) = params.write(&mut body) else {
             return;
         };
@@ -1007,13 +1004,9 @@ impl Server {
         reason: DisconnectReason,
         text: &str,
     ) {
+        // A connection refused before it was accepted hears the disconnect alone: a client
+        // still sending responses ends its handshake with the disconnect's reason.
         if self.connection(id).is_some() {
-            // A connection refused before it was accepted is accepted first, so its client
-            // opens the disconnect and hears the reason rather than timing out.
-            if self.slots[id.slot as usize].accepted_tick_rate_hz.is_none() {
-                let rate = self.config.params.tick_rate_hz;
-                self.accept_slot(now, id.slot, rate);
-            }
             self.remove(id.slot, reason, Some(text), now);
         }
     }

@@ -13,6 +13,8 @@ use bytes::Bytes;
 use tickwire_wire::EncodeError;
 
 use crate::listing::{Listing, RoomOptions};
+use tickwire_replicate::{ReplicationProfile, ViewerId};
+
 use crate::room::{
     Command, CreateRefused, JoinRefused, LeaveReason, Member, PlayerId, Room, RoomContext,
     RoomState, Seat,
@@ -72,6 +74,8 @@ pub struct RoomHost {
     /// Set when a call into the room panicked: what the panic said.
     crashed: Option<String>,
     stats: RoomStats,
+    /// The tick of the replicated world's last snapshots.
+    replicated_tick: Option<u64>,
 }
 
 /// The text of a panic's payload.
@@ -82,6 +86,24 @@ fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
         text.clone()
     } else {
         "a panic without a message".to_string()
+    }
+}
+
+/// A member leaves: the room's own `leave`, then its replicated world forgets the viewer
+/// and empties its seat in the roster.
+fn leave_room(
+    room: &mut dyn Room,
+    ctx: &mut RoomContext<'_>,
+    player: PlayerId,
+    reason: LeaveReason,
+) {
+    let seat = ctx.member(player).map(|member| member.seat);
+    room.leave(ctx, player, reason);
+    if let Some(replication) = room.replication() {
+        replication.world.remove_viewer(ViewerId(player.0));
+        if let Some(seat) = seat {
+            replication.world.remove_member(seat.0);
+        }
     }
 }
 
@@ -108,6 +130,7 @@ impl RoomHost {
             state: RoomState::default(),
             crashed: None,
             stats: RoomStats::default(),
+            replicated_tick: None,
         })
     }
 
@@ -165,7 +188,7 @@ impl RoomHost {
             };
             let tick = self.timestep.next_tick();
             self.invoke(now, tick, |room, ctx| {
-                room.leave(ctx, player, LeaveReason::Kicked);
+                leave_room(room, ctx, player, LeaveReason::Kicked);
             });
             self.unseat(seat);
         }
@@ -226,7 +249,18 @@ impl RoomHost {
         self.members.push(member.clone());
         self.connected.insert(id, true);
         let mut verdict = Ok(());
-        self.call(now, |room, ctx| verdict = room.join(ctx, &member));
+        self.call(now, |room, ctx| {
+            verdict = room.join(ctx, &member);
+            if verdict.is_ok()
+                && let Some(replication) = room.replication()
+            {
+                let viewer = ViewerId(id.0);
+                replication.world.add_viewer(viewer);
+                replication
+                    .world
+                    .set_member(seat.0, viewer, &member.name, true);
+            }
+        });
         if self.crashed.is_some() {
             verdict = Err(JoinRefused::Crashed);
         }
@@ -246,7 +280,16 @@ impl RoomHost {
         };
         self.members[index].connected = false;
         self.connected.insert(id, false);
-        self.call(now, |room, ctx| room.disconnected(ctx, id));
+        let member = self.members[index].clone();
+        self.call(now, |room, ctx| {
+            room.disconnected(ctx, id);
+            if let Some(replication) = room.replication() {
+                let viewer = ViewerId(id.0);
+                replication
+                    .world
+                    .set_member(member.seat.0, viewer, &member.name, false);
+            }
+        });
         true
     }
 
@@ -257,7 +300,16 @@ impl RoomHost {
         member.connected = true;
         let seat = member.seat;
         self.connected.insert(id, true);
-        self.call(now, |room, ctx| room.reconnected(ctx, id));
+        let name = member.name.clone();
+        self.call(now, |room, ctx| {
+            room.reconnected(ctx, id);
+            if let Some(replication) = room.replication() {
+                let viewer = ViewerId(id.0);
+                // Its mirror starts empty again.
+                replication.world.reset_viewer(viewer);
+                replication.world.set_member(seat.0, viewer, &name, true);
+            }
+        });
         Some(seat)
     }
 
@@ -266,7 +318,7 @@ impl RoomHost {
         if !self.connected.contains_key(&id) {
             return false;
         }
-        self.call(now, |room, ctx| room.leave(ctx, id, reason));
+        self.call(now, |room, ctx| leave_room(room, ctx, id, reason));
         // The room's leave may have kicked others (not this player: it is leaving anyway).
         if let Some(index) = self.position(id) {
             self.unseat(index);
@@ -282,7 +334,16 @@ impl RoomHost {
             return false;
         }
         self.stats.messages += 1;
-        self.call(now, |room, ctx| room.message(ctx, from, channel, message));
+        self.call(now, |room, ctx| {
+            if let Some(replication) = room.replication()
+                && replication.ack_channel == channel
+            {
+                // A refused acknowledgement is the world's to count.
+                let _ = replication.world.ack(ViewerId(from.0), &message);
+                return;
+            }
+            room.message(ctx, from, channel, message);
+        });
         true
     }
 
@@ -333,8 +394,45 @@ impl RoomHost {
     }
 
     /// The room's [`publish`](Room::publish) phase, after the ticks of a turn.
+    /// Then, for a room with a replicated world, every connected member's snapshot of the
+    /// tick (once per tick, however often this runs).
     pub fn publish(&mut self, now: Instant) {
-        self.call(now, |room, ctx| room.publish(ctx));
+        let tick = self.timestep.next_tick();
+        let rate = self.timestep.rate_hz();
+        let replicate = self.replicated_tick != Some(tick);
+        self.replicated_tick = Some(tick);
+        self.call(now, |room, ctx| {
+            room.publish(ctx);
+            if !replicate {
+                return;
+            }
+            if let Some(replication) = room.replication() {
+                let channel = replication.state_channel;
+                // Snapshot ticks wrap at 2^32 (2.3 years at 60 Hz); mirrors compare them so.
+                replication
+                    .world
+                    .send_snapshots(tick as u32, rate, &mut |viewer, bytes| {
+                        let to = PlayerId(viewer.0);
+                        if ctx.member(to).is_some_and(|member| member.connected) {
+                            ctx.send(to, channel, Bytes::copy_from_slice(bytes));
+                        }
+                    });
+            }
+        });
+    }
+
+    /// What the room's replicated world sent since the last call, by kind and field (see
+    /// `tickwire_replicate::ReplicationProfile`); `None` for a room without one, or when it
+    /// sent nothing since.
+    pub fn take_replication_profile(&mut self, now: Instant) -> Option<ReplicationProfile> {
+        let mut taken = None;
+        let tick = self.timestep.next_tick();
+        self.invoke(now, tick, |room, _| {
+            taken = room
+                .replication()
+                .and_then(|replication| replication.world.take_profile());
+        });
+        taken
     }
 
     /// Every member leaves with [`LeaveReason::Disposed`] (their `leave` runs; the runtime

@@ -31,7 +31,8 @@
 //!
 //! | type | role |
 //! |---|---|
-//! | [`room::Room`] | game logic: join, leave, messages, ticks, publish |
+//! | [`room::Room`] | game logic: join, leave, messages, ticks, publish, its replicated world |
+//! | [`replicate`] | replicated state: a `ServerWorld` of the game's `#[derive(Replicate)]` entities, sent as deltas; the client `Mirror` |
 //! | [`room::RoomContext`] | what a room sees and how it answers: send, broadcast, kick, typed messages (`decode`, `send_message`), lock, label, metadata, timers, dispose |
 //! | [`host::RoomHost`] | runs one room: seats, reconnection, ticks and timers on schedule, a panic contained; how a game is tested (docs/GUIDE.md) |
 //! | [`listing`] | a room's create options, label and metadata, and the label filters matchmaking and listings use, all bounded |
@@ -49,6 +50,9 @@ pub mod limits;
 pub mod listing;
 pub mod matchmaker;
 pub mod room;
+/// Replicated state ([`tickwire_replicate`]): a room's world of entities, sent to each member
+/// as deltas; see [`Room::replication`](room::Room::replication).
+pub use tickwire_replicate as replicate;
 pub mod rooms;
 pub mod sessions;
 pub mod shard;

@@ -85,6 +85,31 @@ impl JoinRefused {
 #[error("{0}")]
 pub struct CreateRefused(pub String);
 
+/// A room's replicated world and the channels it uses ([`Room::replication`]).
+pub struct Replication<'a> {
+    /// The world.
+    pub world: &'a mut dyn tickwire_replicate::Replicated,
+    /// Where snapshots go: an unreliable-sequenced channel (2 of the default channels).
+    pub state_channel: u8,
+    /// Where the mirrors' acknowledgements arrive: messages from clients on it never reach
+    /// the room. By default 2 as well (unreliable-sequenced, so a late acknowledgement is
+    /// dropped for the newer one), which leaves 0 (reliable) and 1 (unreliable) for the
+    /// game's own messages, such as inputs.
+    pub ack_channel: u8,
+}
+
+impl<'a> Replication<'a> {
+    /// `world` on the default channels: snapshots to clients on 2 (unreliable-sequenced),
+    /// their acknowledgements back on 2.
+    pub fn new(world: &'a mut dyn tickwire_replicate::Replicated) -> Self {
+        Self {
+            world,
+            state_channel: 2,
+            ack_channel: 2,
+        }
+    }
+}
+
 /// What a room asks the runtime to do; collected during a call and carried out after it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Command {
@@ -509,6 +534,38 @@ pub trait Room: Send + 'static {
     /// The last call, and the last chance to persist the game's results.
     fn dispose(&mut self, ctx: &mut RoomContext<'_>) {
         let _ = ctx;
+    }
+
+    /// The room's replicated world, if it keeps one ([`tickwire_replicate::ServerWorld`]). The
+    /// host then does the rest: each member becomes a viewer when it joins (full state
+    /// first), is sent the full state again when it reconnects, and is removed when it
+    /// leaves; messages on the ack channel are the mirrors' acknowledgements, handed to the
+    /// world and never to [`message`](Room::message); and after [`publish`](Room::publish)
+    /// every connected member is sent its snapshot on the state channel.
+    ///
+    /// ```
+    /// use tickwire_room::replicate::{ReplicationConfig, ServerWorld};
+    /// use tickwire_room::room::{Replication, Room};
+    /// use tickwire_wire::Replicate;
+    ///
+    /// #[derive(Debug, Clone, PartialEq, Replicate)]
+    /// struct Ball {
+    ///     #[wire(quantize(min = 0.0, max = 100.0, resolution = 0.01))]
+    ///     x: f32,
+    /// }
+    ///
+    /// struct Pong {
+    ///     world: ServerWorld<Ball>,
+    /// }
+    ///
+    /// impl Room for Pong {
+    ///     fn replication(&mut self) -> Option<Replication<'_>> {
+    ///         Some(Replication::new(&mut self.world))
+    ///     }
+    /// }
+    /// ```
+    fn replication(&mut self) -> Option<Replication<'_>> {
+        None
     }
 
     /// An operator's announcement to every player (the console's `say`). By default the

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use hdrhistogram::Histogram;
+use tickwire_replicate::ReplicationProfile;
 use tickwire_wire::{EncodeError, EncodeErrorKind};
 
 use crate::host::RoomHost;
@@ -398,6 +399,8 @@ pub struct Shard {
     outputs: Vec<ShardOutput>,
     stats: ShardStats,
     tick_times: HashMap<String, TickTimes>,
+    /// What replicated worlds sent, by room kind.
+    replication: HashMap<String, ReplicationProfile>,
     /// Reused every turn so routing and ticking allocate nothing in steady state.
     scratch_commands: Vec<Command>,
     scratch_rooms: Vec<RoomId>,
@@ -425,6 +428,7 @@ impl Shard {
             outputs: Vec::new(),
             stats: ShardStats::default(),
             tick_times: HashMap::new(),
+            replication: HashMap::new(),
             scratch_commands: Vec::new(),
             scratch_rooms: Vec::new(),
             tick_observer: None,
@@ -728,6 +732,12 @@ impl Shard {
         &self.tick_times
     }
 
+    /// What rooms' replicated worlds have sent, by room kind, entity kind and field, since
+    /// the shard started (bytes, estimated: `tickwire_replicate::ReplicationProfile`).
+    pub fn replication_profiles(&self) -> &HashMap<String, ReplicationProfile> {
+        &self.replication
+    }
+
     fn tick_rooms(&mut self, now: Instant, mut clock: Option<&mut dyn FnMut() -> Instant>) {
         while let Some(&(until, player)) = self.held.first() {
             if until > now {
@@ -829,6 +839,15 @@ impl Shard {
             }
             hosted.unpublished = None;
             hosted.host.publish(now);
+            if let Some(profile) = hosted.host.take_replication_profile(now) {
+                // Look up before inserting: `entry` would clone the kind on every turn.
+                match self.replication.get_mut(&hosted.kind) {
+                    Some(total) => total.merge(&profile),
+                    None => {
+                        self.replication.insert(hosted.kind.clone(), profile);
+                    }
+                }
+            }
             if let (Some(started), Some(clock)) = (started, clock.as_mut()) {
                 let published = clock().saturating_duration_since(started);
                 hosted.last_publish = published;

@@ -43,5 +43,5 @@ pub mod worker;
 pub use axum;
 pub use embed::{Server, ServerBuilder};
 pub use tickwire_room::{
-    host, limits, listing, matchmaker, room, rooms, sessions, shard, timers, timestep,
+    host, limits, listing, matchmaker, replicate, room, rooms, sessions, shard, timers, timestep,
 };

@@ -29,6 +29,23 @@ pub(crate) struct FieldCodec {
 }
 
 impl FieldCodec {
+    /// The quantization grid of a `quantize(..)` field (or of its elements), as a constant
+    /// expression: what a replicated field's change is measured on.
+    pub(crate) fn grid(&self) -> Option<Tokens> {
+        match &self.element {
+            ElementCodec::Quantize {
+                min,
+                max,
+                resolution,
+            } => Some(quote!(::tickwire_wire::Quantize::new(
+                (#min) as f64,
+                (#max) as f64,
+                (#resolution) as f64
+            ))),
+            _ => None,
+        }
+    }
+
     /// The codec's type and a constant expression building it.
     pub(crate) fn tokens(&self) -> (Tokens, Tokens) {
         let (element_ty, element_expr) = match &self.element {

@@ -23,6 +23,7 @@ use quote::{format_ident, quote};
 use syn::{Data, DeriveInput, Fields, Ident, Index, LitStr, Member, Type, parse_macro_input};
 
 mod attributes;
+mod replicate;
 
 use attributes::FieldCodec;
 
@@ -51,6 +52,19 @@ pub fn derive_decode(input: TokenStream) -> TokenStream {
 pub fn derive_describe(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);
     describe(&input)
+        .unwrap_or_else(syn::Error::into_compile_error)
+        .into()
+}
+
+/// Derives `tickwire_wire::replicate::Replicate`: the type's fields one by one, for the
+/// replication engine and the client mirrors. A struct with named fields (their
+/// `#[wire(...)]` bounds as for a message; `#[replicate(owner_only)]` for a field only the
+/// entity's owner is sent, `#[replicate(position)]` on the `[f32; 2]` that places it for
+/// spatial interest), or an enum whose variants each wrap one such struct.
+#[proc_macro_derive(Replicate, attributes(wire, replicate))]
+pub fn derive_replicate(input: TokenStream) -> TokenStream {
+    let input = parse_macro_input!(input as DeriveInput);
+    replicate::derive(&input)
         .unwrap_or_else(syn::Error::into_compile_error)
         .into()
 }
@@ -126,21 +140,26 @@ fn shape(input: &DeriveInput) -> syn::Result<Shape<'_>> {
 fn describe_fields(fields: &[Field]) -> Tokens {
     let entries = fields.iter().map(|field| {
         let name = &field.name;
-        let ty = &field.ty;
-        let layout = match &field.codec {
-            None => quote!(<#ty as ::tickwire_wire::schema::Describe>::layout()),
-            Some(codec) => {
-                let (codec_ty, codec_expr) = codec.tokens();
-                quote! {{
-                    #[allow(clippy::unnecessary_cast, unused_parens)]
-                    const CODEC: #codec_ty = #codec_expr;
-                    <#codec_ty as ::tickwire_wire::schema::DescribeCodec<#ty>>::layout(&CODEC)
-                }}
-            }
-        };
+        let layout = describe_field(field);
         quote!((#name, #layout))
     });
     quote!(::std::vec![#(#entries),*])
+}
+
+/// An expression for the field's `Layout`, as its codec encodes it.
+fn describe_field(field: &Field) -> Tokens {
+    let ty = &field.ty;
+    match &field.codec {
+        None => quote!(<#ty as ::tickwire_wire::schema::Describe>::layout()),
+        Some(codec) => {
+            let (codec_ty, codec_expr) = codec.tokens();
+            quote! {{
+                #[allow(clippy::unnecessary_cast, unused_parens)]
+                const CODEC: #codec_ty = #codec_expr;
+                <#codec_ty as ::tickwire_wire::schema::DescribeCodec<#ty>>::layout(&CODEC)
+            }}
+        }
+    }
 }
 
 #[derive(Clone, Copy)]

@@ -51,6 +51,7 @@ mod error;
 pub mod fixtures;
 mod quantize;
 mod reader;
+pub mod replicate;
 pub mod schema;
 mod writer;
 
@@ -62,7 +63,7 @@ pub use error::{
 pub use quantize::Quantize;
 pub use reader::BitReader;
 pub use schema::{Describe, DescribeCodec};
-pub use tickwire_wire_derive::{Decode, Describe, Encode};
+pub use tickwire_wire_derive::{Decode, Describe, Encode, Replicate};
 pub use writer::{BitCounter, BitWrite, BitWriter, bits_for_span};
 
 /// Encodes `value` at the start of `buf` and returns the number of bytes used.

@@ -1,7 +1,8 @@
 //! What a message type looks like on the wire, as data: [`Layout`], from
 //! `#[derive(Describe)]` (beside `Encode` and `Decode`, reading the same `#[wire(...)]`
 //! attributes) and from the codecs' own [`DescribeCodec`] impls. Other languages' codecs are
-//! generated from it ([`typescript`]), so a game declares its messages once, in Rust.
+//! generated from it ([`typescript`], [`typescript_replicated`], [`csharp_replicated`]), so a
+//! game declares its messages and replicated state once, in Rust.
 //!
 //! ```
 //! use tickwire_wire::{Decode, Describe, Encode};
@@ -24,6 +25,10 @@ use std::fmt::Write as _;
 use crate::Quantize;
 use crate::codec::{Bits, MaxLen, Natural, Range, Varint};
 
+mod csharp;
+
+pub use csharp::csharp_replicated;
+
 /// One value's wire layout.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Layout {
@@ -33,6 +38,8 @@ pub enum Layout {
     Uint {
         /// 1 to 64.
         bits: u32,
+        /// The Rust type, which `#[wire(bits = N)]` may make narrower or wider than `bits`.
+        ty: IntType,
     },
     /// A two's complement integer in exactly `bits` bits (`i8` to `i64`).
     Int {
@@ -45,11 +52,13 @@ pub enum Layout {
         min: i128,
         /// Largest value.
         max: i128,
+        /// The Rust type, whose own bounds the decoder also holds a value to.
+        ty: IntType,
     },
-    /// A LEB128 varint; signed ones zigzag-mapped first.
+    /// A LEB128 varint; signed ones (`ty.signed()`) zigzag-mapped first.
     Varint {
-        /// Zigzag-mapped.
-        signed: bool,
+        /// The Rust type: the width a decoder narrows to.
+        ty: IntType,
     },
     /// An IEEE 754 single.
     F32,
@@ -101,6 +110,76 @@ pub enum Layout {
     },
 }
 
+/// A Rust integer type: what a field holds, which its wire form alone may not say (a varint
+/// or a range fits several), so that a generator can declare the field with the same type
+/// and refuse what it cannot hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum IntType {
+    /// `u8`.
+    U8,
+    /// `u16`.
+    U16,
+    /// `u32`.
+    U32,
+    /// `u64`.
+    U64,
+    /// `i8`.
+    I8,
+    /// `i16`.
+    I16,
+    /// `i32`.
+    I32,
+    /// `i64`.
+    I64,
+}
+
+impl IntType {
+    /// Whether it is an `iN`.
+    pub const fn signed(self) -> bool {
+        matches!(self, Self::I8 | Self::I16 | Self::I32 | Self::I64)
+    }
+
+    /// Its width: 8, 16, 32 or 64.
+    pub const fn bits(self) -> u32 {
+        match self {
+            Self::U8 | Self::I8 => 8,
+            Self::U16 | Self::I16 => 16,
+            Self::U32 | Self::I32 => 32,
+            Self::U64 | Self::I64 => 64,
+        }
+    }
+
+    /// Its smallest value.
+    pub const fn min(self) -> i128 {
+        match self.signed() {
+            true => -(1 << (self.bits() - 1)),
+            false => 0,
+        }
+    }
+
+    /// Its largest value.
+    pub const fn max(self) -> i128 {
+        match self.signed() {
+            true => (1 << (self.bits() - 1)) - 1,
+            false => (1 << self.bits()) - 1,
+        }
+    }
+
+    /// Its Rust name (`u8`, …).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::U8 => "u8",
+            Self::U16 => "u16",
+            Self::U32 => "u32",
+            Self::U64 => "u64",
+            Self::I8 => "i8",
+            Self::I16 => "i16",
+            Self::I32 => "i32",
+            Self::I64 => "i64",
+        }
+    }
+}
+
 /// A type that encodes itself (`Encode`/`Decode`, no attribute needed): its layout.
 pub trait Describe {
     /// The type's wire layout.
@@ -114,32 +193,32 @@ pub trait DescribeCodec<T: ?Sized> {
 }
 
 macro_rules! describe_uint {
-    ($($ty:ty),*) => {$(
+    ($($ty:ty => $int:ident),*) => {$(
         impl Describe for $ty {
             fn layout() -> Layout {
-                Layout::Uint { bits: <$ty>::BITS }
+                Layout::Uint { bits: <$ty>::BITS, ty: IntType::$int }
             }
         }
         impl DescribeCodec<$ty> for Range {
             fn layout(&self) -> Layout {
-                Layout::Range { min: self.min(), max: self.max() }
+                Layout::Range { min: self.min(), max: self.max(), ty: IntType::$int }
             }
         }
         impl DescribeCodec<$ty> for Bits {
             fn layout(&self) -> Layout {
-                Layout::Uint { bits: self.count() }
+                Layout::Uint { bits: self.count(), ty: IntType::$int }
             }
         }
         impl DescribeCodec<$ty> for Varint {
             fn layout(&self) -> Layout {
-                Layout::Varint { signed: false }
+                Layout::Varint { ty: IntType::$int }
             }
         }
     )*};
 }
 
 macro_rules! describe_int {
-    ($($ty:ty),*) => {$(
+    ($($ty:ty => $int:ident),*) => {$(
         impl Describe for $ty {
             fn layout() -> Layout {
                 Layout::Int { bits: <$ty>::BITS }
@@ -147,19 +226,19 @@ macro_rules! describe_int {
         }
         impl DescribeCodec<$ty> for Range {
             fn layout(&self) -> Layout {
-                Layout::Range { min: self.min(), max: self.max() }
+                Layout::Range { min: self.min(), max: self.max(), ty: IntType::$int }
             }
         }
         impl DescribeCodec<$ty> for Varint {
             fn layout(&self) -> Layout {
-                Layout::Varint { signed: true }
+                Layout::Varint { ty: IntType::$int }
             }
         }
     )*};
 }
 
-describe_uint!(u8, u16, u32, u64);
-describe_int!(i8, i16, i32, i64);
+describe_uint!(u8 => U8, u16 => U16, u32 => U32, u64 => U64);
+describe_int!(i8 => I8, i16 => I16, i32 => I32, i64 => I64);
 
 impl Describe for bool {
     fn layout() -> Layout {
@@ -256,7 +335,7 @@ describe_containers!(Varint);
 describe_containers!(Quantize);
 describe_containers!(MaxLen<C>, C);
 
-/// Why a layout has no TypeScript codec.
+/// Why a layout has no generated TypeScript or C#.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CodegenError {
     /// The TypeScript SDK reads `iN` only for 8, 16 and 32 bits.
@@ -268,6 +347,38 @@ pub enum CodegenError {
     /// A struct field or variant name TypeScript's object order would move.
     #[error("{0}: an integer-like name would reorder the wire in a TypeScript object")]
     IntegerLikeName(String),
+    /// A field of a layout the C# replication runtime has no shape for yet.
+    #[error("{path}: the C# mirror has no shape for {what} yet")]
+    CsharpUnsupported {
+        /// `Kind.field`.
+        path: String,
+        /// The layout, in words ("an option").
+        what: &'static str,
+    },
+    /// An integer field whose wire form holds values its Rust type cannot: the Rust decoder
+    /// refuses those, and the C# reader has no check that would.
+    #[error(
+        "{path}: {wire} holds values a {ty} cannot, which the C# mirror cannot refuse; declare bounds within the type"
+    )]
+    WiderThanType {
+        /// `Kind.field`.
+        path: String,
+        /// The wire form ("the range 0..=300", "12 bits").
+        wire: String,
+        /// The Rust type.
+        ty: &'static str,
+    },
+    /// A name the generated C# cannot hold: a member of its class taken twice or by the
+    /// runtime, or a type name the generated code also uses for a runtime type.
+    #[error("{path}: its C# name {name} {reason}")]
+    CsharpName {
+        /// `Kind.field`, or the type's name.
+        path: String,
+        /// The C# name (the field's, its `…Field` constant's or its `…Grid`'s).
+        name: String,
+        /// Whose it is already.
+        reason: String,
+    },
 }
 
 /// TypeScript for the `@tickwire/client` codec combinators of `roots` and every struct and
@@ -291,6 +402,84 @@ pub fn typescript(roots: &[Layout]) -> Result<String, CodegenError> {
         imports.join(", ")
     );
     out.push_str(&generator.body);
+    Ok(out)
+}
+
+/// TypeScript for a replicated world (`#[derive(Replicate)]`'s [`Replicate::layout`]): each
+/// kind as `export const NameKind = kind("Name", { …fields }, { ownerOnly, position })` and
+/// its `export type Name`, then `export const WorldWorld = replicated("World", [...])`, for
+/// `@tickwire/client`'s `Mirror`. Struct and enum types inside fields come first, as
+/// [`typescript`] writes them. A game calls it with its own type, in a test that keeps the
+/// committed file current or in a build script.
+///
+/// [`Replicate::layout`]: crate::replicate::Replicate::layout
+pub fn typescript_replicated(
+    world: &str,
+    kinds: &[crate::replicate::KindLayout],
+) -> Result<String, CodegenError> {
+    let mut generator = TypeScript::default();
+    for kind in kinds {
+        for field in &kind.fields {
+            generator.define(&field.layout)?;
+        }
+    }
+    let mut body = String::new();
+    let mut names = Vec::new();
+    for kind in kinds {
+        let mut fields = String::new();
+        for field in &kind.fields {
+            check_name(kind.name, field.name)?;
+            let codec = generator.codec(&format!("{}.{}", kind.name, field.name), &field.layout)?;
+            let _ = writeln!(fields, "  {}: {codec},", camel_case(field.name));
+        }
+        let owner_only: Vec<String> = kind
+            .fields
+            .iter()
+            .filter(|field| field.owner_only)
+            .map(|field| format!("\"{}\"", camel_case(field.name)))
+            .collect();
+        let mut options = Vec::new();
+        if !owner_only.is_empty() {
+            options.push(format!("ownerOnly: [{}]", owner_only.join(", ")));
+        }
+        if let Some(position) = kind.fields.iter().find(|field| field.position) {
+            options.push(format!("position: \"{}\"", camel_case(position.name)));
+        }
+        let options = match options.is_empty() {
+            true => String::new(),
+            false => format!(", {{ {} }}", options.join(", ")),
+        };
+        let name = kind.name;
+        let _ = write!(
+            body,
+            "\nexport const {name}Kind = kind(\"{name}\", {{\n{fields}}}{options});\nexport type {name} = InferKind<typeof {name}Kind>;\n"
+        );
+        names.push(format!("{name}Kind"));
+    }
+    let _ = write!(
+        body,
+        "\nexport const {world}World = replicated(\"{world}\", [{}]);\n",
+        names.join(", ")
+    );
+    generator.imports.insert("kind");
+    generator.imports.insert("replicated");
+    let mut imports: Vec<&str> = generator.imports.iter().copied().collect();
+    imports.sort_unstable();
+    let mut out = String::from(
+        "// Generated by `tickwire codegen ts` from the Rust types' `#[derive(Replicate)]`\n\
+         // (tickwire_wire::schema::typescript_replicated). Do not edit: change the Rust type and regenerate.\n",
+    );
+    let infer = match generator.body.is_empty() {
+        true => "type InferKind",
+        false => "type Infer, type InferKind",
+    };
+    let _ = writeln!(
+        out,
+        "import {{ {infer}, {} }} from \"@tickwire/client\";",
+        imports.join(", ")
+    );
+    out.push_str(&generator.body);
+    out.push_str(&body);
     Ok(out)
 }
 
@@ -392,11 +581,11 @@ impl TypeScript {
                 import("bool");
                 "bool".into()
             }
-            Layout::Uint { bits } if *bits <= 53 => {
+            Layout::Uint { bits, .. } if *bits <= 53 => {
                 import("uint");
                 format!("uint({bits})")
             }
-            Layout::Uint { bits } => {
+            Layout::Uint { bits, .. } => {
                 import("uintBig");
                 format!("uintBig({bits})")
             }
@@ -405,19 +594,19 @@ impl TypeScript {
                 import("int");
                 format!("int({bits})")
             }
-            Layout::Range { min, max } if min.abs() <= MAX_SAFE && max.abs() <= MAX_SAFE => {
+            Layout::Range { min, max, .. } if min.abs() <= MAX_SAFE && max.abs() <= MAX_SAFE => {
                 import("range");
                 format!("range({min}, {max})")
             }
-            Layout::Range { min, max } => {
+            Layout::Range { min, max, .. } => {
                 import("rangeBig");
                 format!("rangeBig({min}n, {max}n)")
             }
-            Layout::Varint { signed: false } => {
+            Layout::Varint { ty } if !ty.signed() => {
                 import("varint");
                 "varint".into()
             }
-            Layout::Varint { signed: true } => {
+            Layout::Varint { .. } => {
                 import("varintSigned");
                 "varintSigned".into()
             }
@@ -508,6 +697,77 @@ mod tests {
         assert_eq!(
             typescript(&[layout]),
             Err(CodegenError::Int64("Big.value".into()))
+        );
+    }
+
+    #[test]
+    fn integer_layouts_name_the_rust_type() {
+        use crate::codec::{Bits, Range, Varint};
+        assert_eq!(
+            <u16 as Describe>::layout(),
+            Layout::Uint {
+                bits: 16,
+                ty: IntType::U16
+            }
+        );
+        assert_eq!(
+            DescribeCodec::<u32>::layout(&Bits::new(4)),
+            Layout::Uint {
+                bits: 4,
+                ty: IntType::U32
+            }
+        );
+        assert_eq!(
+            DescribeCodec::<i8>::layout(&Range::new(-5, 5)),
+            Layout::Range {
+                min: -5,
+                max: 5,
+                ty: IntType::I8
+            }
+        );
+        assert_eq!(
+            DescribeCodec::<i64>::layout(&Varint),
+            Layout::Varint { ty: IntType::I64 }
+        );
+        assert_eq!((IntType::I16.min(), IntType::I16.max()), (-32768, 32767));
+        assert_eq!(
+            (IntType::U64.min(), IntType::U64.max()),
+            (0, u64::MAX as i128)
+        );
+        assert_eq!(
+            (IntType::I64.min(), IntType::I64.max()),
+            (i64::MIN as i128, i64::MAX as i128)
+        );
+    }
+
+    #[test]
+    fn varints_and_ranges_keep_their_typescript_codecs() {
+        let layout = Layout::Struct {
+            name: "Counts",
+            fields: vec![
+                ("small", Layout::Varint { ty: IntType::U8 }),
+                ("signed", Layout::Varint { ty: IntType::I32 }),
+                (
+                    "hp",
+                    Layout::Range {
+                        min: 0,
+                        max: 100,
+                        ty: IntType::U8,
+                    },
+                ),
+                (
+                    "nibble",
+                    Layout::Uint {
+                        bits: 4,
+                        ty: IntType::U64,
+                    },
+                ),
+            ],
+        };
+        let ts = typescript(&[layout]).unwrap();
+        assert!(
+            ts.contains("  small: varint,\n  signed: varintSigned,\n  hp: range(0, 100),\n  nibble: uint(4),\n"),
+            "{ts}"
         );
     }
 

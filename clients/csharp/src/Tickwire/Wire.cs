@@ -242,6 +242,8 @@ namespace Tickwire.Wire
         int _start;
         long _bitPosition;
         long _bitEnd;
+        /// <summary>Where unaligned string bytes are gathered; made on first need.</summary>
+        byte[] _scratch;
 
         /// <summary>An empty reader; call <see cref="Reset"/>.</summary>
         public BitReader() { _buffer = new byte[0]; }
@@ -416,7 +418,10 @@ namespace Tickwire.Wire
             }
             else
             {
-                bytes = new byte[length];
+                // Unaligned bytes are gathered in a scratch buffer the reader keeps, so the
+                // string is the only allocation.
+                if (_scratch == null || _scratch.Length < length) _scratch = new byte[Math.Max(length, 32)];
+                bytes = _scratch;
                 offset = 0;
                 ReadRawBytes(bytes, 0, length);
             }

@@ -71,6 +71,7 @@ export const ClientInputCodec: Codec<ClientInput> = {
     }
     return { ack, inputs };
   },
+  defaultValue: () => ({ ack: null, inputs: [] }),
 };
 
 /**
@@ -91,6 +92,10 @@ function flatEnum<V extends Record<string, Codec<Record<string, unknown>>>>(vari
     },
     decode(reader) {
       const { tag, value } = inner.decode(reader) as { tag: string; value: Record<string, unknown> };
+      return { type: tag, ...value } as Flat<V>;
+    },
+    defaultValue() {
+      const { tag, value } = inner.defaultValue() as { tag: string; value: Record<string, unknown> };
       return { type: tag, ...value } as Flat<V>;
     },
   };

@@ -15,13 +15,16 @@
  * ```
  */
 
-import { EncodeError, checkLayout } from "./errors.js";
+import { EncodeError, checkKeyName, checkLayout } from "./errors.js";
 import { Quantize } from "./quantize.js";
 import { BitReader } from "./reader.js";
 import { bitsForSpan } from "./span.js";
 import { BitWriter, type BitWriterOptions } from "./writer.js";
 
-/** One value's layout: how to write it, how to read it, and the fewest bits it can take. */
+/**
+ * One value's layout: how to write it, how to read it, the fewest bits it can take, and the
+ * value the Rust type's `Default` gives.
+ */
 export interface Codec<T> {
   /** Writes `value`; an `EncodeError` if it breaks the layout's bounds. */
   encode(writer: BitWriter, value: T): void;
@@ -29,14 +32,28 @@ export interface Codec<T> {
   decode(reader: BitReader): T;
   /** The fewest bits any value takes (sequences use it to refuse impossible lengths early). */
   readonly minBits: number;
+  /**
+   * A new copy of the Rust field's `Default` (0, `false`, `""`, `[]`, `null`, each element's
+   * default in an array), which need not be inside the layout's bounds: what a replicated
+   * field holds when the server does not send it (`docs/REPLICATION.md`, "Types").
+   */
+  defaultValue(): T;
 }
 
 /** The type a codec reads and writes. */
 export type Infer<C> = C extends Codec<infer T> ? T : never;
 
-function codec<T>(minBits: number, encode: Codec<T>["encode"], decode: Codec<T>["decode"]): Codec<T> {
-  return { encode, decode, minBits };
+function codec<T>(
+  minBits: number,
+  encode: Codec<T>["encode"],
+  decode: Codec<T>["decode"],
+  defaultValue: Codec<T>["defaultValue"],
+): Codec<T> {
+  return { encode, decode, minBits, defaultValue };
 }
+
+const zero = (): number => 0;
+const zeroBig = (): bigint => 0n;
 
 /** Encodes one whole message. */
 export function encode<T>(layout: Codec<T>, value: T, options?: BitWriterOptions): Uint8Array {
@@ -54,17 +71,17 @@ export function decode<T>(layout: Codec<T>, bytes: Uint8Array): T {
 }
 
 /** A boolean, 1 bit. */
-export const bool: Codec<boolean> = codec(1, (w, v) => w.writeBool(v), (r) => r.readBool());
+export const bool: Codec<boolean> = codec(1, (w, v) => w.writeBool(v), (r) => r.readBool(), () => false);
 
 /** An unsigned integer of `bits` bits (`#[wire(bits = N)]`, or `u8`/`u16`/`u32` naturally). */
 export function uint(bits: number): Codec<number> {
   checkLayout(bits <= 53, `uint(${bits}) can exceed a safe integer: use uintBig`);
-  return codec(bits, (w, v) => w.writeUint(v, bits), (r) => r.readUint(bits));
+  return codec(bits, (w, v) => w.writeUint(v, bits), (r) => r.readUint(bits), zero);
 }
 
 /** An unsigned integer of up to 64 bits as a bigint (`u64` naturally). */
 export function uintBig(bits: number): Codec<bigint> {
-  return codec(bits, (w, v) => w.writeUint(v, bits), (r) => r.readUintBig(bits));
+  return codec(bits, (w, v) => w.writeUint(v, bits), (r) => r.readUintBig(bits), zeroBig);
 }
 
 /** A two's complement signed integer of its natural width (`i8`, `i16`, `i32`). */
@@ -82,64 +99,82 @@ export function int(bits: 8 | 16 | 32): Codec<number> {
       const raw = r.readUint(bits);
       return raw >= half ? raw - 2 * half : raw;
     },
+    zero,
   );
 }
 
-/** An integer in `min..=max` (`#[wire(min = A, max = B)]`). */
+/** An integer in `min..=max` (`#[wire(min = A, max = B)]`); its default is 0, as in Rust, even outside the range. */
 export function range(min: number, max: number): Codec<number> {
-  return codec(bitsForSpan(max - min), (w, v) => w.writeRange(v, min, max), (r) => r.readRange(min, max));
+  return codec(bitsForSpan(max - min), (w, v) => w.writeRange(v, min, max), (r) => r.readRange(min, max), zero);
 }
 
 /** An integer in `min..=max` with bigint bounds (spans up to 2^64 − 1). */
 export function rangeBig(min: bigint, max: bigint): Codec<bigint> {
-  return codec(bitsForSpan(max - min), (w, v) => w.writeRange(v, min, max), (r) => r.readRangeBig(min, max));
+  return codec(
+    bitsForSpan(max - min),
+    (w, v) => w.writeRange(v, min, max),
+    (r) => r.readRangeBig(min, max),
+    zeroBig,
+  );
 }
 
 /** An unsigned varint (`#[wire(varint)]` on an unsigned field) that fits a safe integer. */
-export const varint: Codec<number> = codec(8, (w, v) => w.writeVarint(v), (r) => r.readVarint());
+export const varint: Codec<number> = codec(8, (w, v) => w.writeVarint(v), (r) => r.readVarint(), zero);
 /** An unsigned varint up to 2^64 − 1. */
-export const varintBig: Codec<bigint> = codec(8, (w, v) => w.writeVarint(v), (r) => r.readVarintBig());
+export const varintBig: Codec<bigint> = codec(8, (w, v) => w.writeVarint(v), (r) => r.readVarintBig(), zeroBig);
 /** A zigzag varint (`#[wire(varint)]` on a signed field) that fits a safe integer. */
-export const varintSigned: Codec<number> = codec(8, (w, v) => w.writeVarintSigned(v), (r) => r.readVarintSigned());
+export const varintSigned: Codec<number> = codec(
+  8,
+  (w, v) => w.writeVarintSigned(v),
+  (r) => r.readVarintSigned(),
+  zero,
+);
 /** A zigzag varint, any `i64`. */
 export const varintSignedBig: Codec<bigint> = codec(
   8,
   (w, v) => w.writeVarintSigned(v),
   (r) => r.readVarintSignedBig(),
+  zeroBig,
 );
 
 /** An `f32`, its 32 bits raw. */
-export const f32: Codec<number> = codec(32, (w, v) => w.writeF32(v), (r) => r.readF32());
+export const f32: Codec<number> = codec(32, (w, v) => w.writeF32(v), (r) => r.readF32(), zero);
 /** An `f64`, its 64 bits raw. */
-export const f64: Codec<number> = codec(64, (w, v) => w.writeF64(v), (r) => r.readF64());
+export const f64: Codec<number> = codec(64, (w, v) => w.writeF64(v), (r) => r.readF64(), zero);
 
-/** An `f32` on a grid (`#[wire(quantize(min = A, max = B, resolution = R))]`). */
+/** An `f32` on a grid (`#[wire(quantize(min = A, max = B, resolution = R))]`); its default is 0, as in Rust, even off the grid. */
 export function quantized(grid: Quantize): Codec<number>;
 export function quantized(min: number, max: number, resolution: number): Codec<number>;
 export function quantized(gridOrMin: Quantize | number, max?: number, resolution?: number): Codec<number> {
   const grid = gridOrMin instanceof Quantize ? gridOrMin : new Quantize(gridOrMin, max ?? NaN, resolution ?? NaN);
-  return codec(grid.bits, (w, v) => w.writeQuantized(v, grid), (r) => r.readQuantized(grid));
+  return codec(grid.bits, (w, v) => w.writeQuantized(v, grid), (r) => r.readQuantized(grid), zero);
 }
 
 /** A UTF-8 string of at most `maxLen` bytes (`#[wire(max_len = N)] String`). */
 export function string(maxLen: number): Codec<string> {
-  return codec(bitsForSpan(maxLen), (w, v) => w.writeString(v, maxLen), (r) => r.readString(maxLen));
+  return codec(bitsForSpan(maxLen), (w, v) => w.writeString(v, maxLen), (r) => r.readString(maxLen), () => "");
 }
 
 /** A byte array of at most `maxLen` bytes (`#[wire(max_len = N)] Vec<u8>`). */
 export function bytes(maxLen: number): Codec<Uint8Array> {
-  return codec(bitsForSpan(maxLen), (w, v) => w.writeBytes(v, maxLen), (r) => r.readBytes(maxLen));
+  return codec<Uint8Array>(
+    bitsForSpan(maxLen),
+    (w, v) => w.writeBytes(v, maxLen),
+    (r) => r.readBytes(maxLen),
+    () => new Uint8Array(0),
+  );
 }
 
 /** `count` bytes with no prefix. */
 export function rawBytes(count: number): Codec<Uint8Array> {
-  return codec(
+  return codec<Uint8Array>(
     count * 8,
     (w, v) => {
       checkLayout(v.length === count, `rawBytes(${count}) given ${v.length} bytes`);
       w.writeRawBytes(v);
     },
     (r) => r.readRawBytes(count),
+    () => new Uint8Array(count),
   );
 }
 
@@ -160,12 +195,13 @@ export function array<T>(element: Codec<T>, length: number): Codec<T[]> {
       }
       return out;
     },
+    () => Array.from({ length }, () => element.defaultValue()),
   );
 }
 
 /** `Option<T>`: a presence bit, then the value; `null` for `None`. */
 export function option<T>(inner: Codec<T>): Codec<T | null> {
-  return codec(
+  return codec<T | null>(
     1,
     (w, v) => {
       w.writeBool(v !== null);
@@ -174,12 +210,13 @@ export function option<T>(inner: Codec<T>): Codec<T | null> {
       }
     },
     (r) => (r.readBool() ? inner.decode(r) : null),
+    () => null,
   );
 }
 
 /** `Vec<T>` of at most `maxLen` elements: a length prefix, then the elements. */
 export function vec<T>(element: Codec<T>, maxLen: number): Codec<T[]> {
-  return codec(
+  return codec<T[]>(
     bitsForSpan(maxLen),
     (w, v) => {
       w.writeLen(v.length, maxLen);
@@ -196,6 +233,7 @@ export function vec<T>(element: Codec<T>, maxLen: number): Codec<T[]> {
       }
       return out;
     },
+    () => [],
   );
 }
 
@@ -205,8 +243,7 @@ export function struct<F extends Record<string, Codec<unknown>>>(
 ): Codec<{ [K in keyof F]: Infer<F[K]> }> {
   const entries = Object.entries(fields);
   for (const [name] of entries) {
-    // Integer-like keys are enumerated first whatever their position, which would reorder the wire.
-    checkLayout(!/^(0|[1-9]\d*)$/.test(name), `struct field name ${name} is integer-like`);
+    checkKeyName("struct field name", name);
   }
   const minBits = entries.reduce((sum, [, field]) => sum + field.minBits, 0);
   return codec(
@@ -223,11 +260,18 @@ export function struct<F extends Record<string, Codec<unknown>>>(
       }
       return out as { [K in keyof F]: Infer<F[K]> };
     },
+    () => {
+      const out: Record<string, unknown> = {};
+      for (const [name, field] of entries) {
+        out[name] = field.defaultValue();
+      }
+      return out as { [K in keyof F]: Infer<F[K]> };
+    },
   );
 }
 
 /** A field-less enum variant's (or struct's) layout: 0 bits. */
-export const unit: Codec<null> = codec(0, () => {}, () => null);
+export const unit: Codec<null> = codec(0, () => {}, () => null, () => null);
 
 /** An enum value: the variant's name and its fields' value (`null` for a unit variant). */
 export type Variant<V extends Record<string, Codec<unknown>>> = {
@@ -236,13 +280,15 @@ export type Variant<V extends Record<string, Codec<unknown>>> = {
 
 /**
  * An enum: the variant's index (declaration order, the order of `variants`' keys) in
- * `bitsForSpan(count - 1)` bits, then the variant's fields.
+ * `bitsForSpan(count - 1)` bits, then the variant's fields. Its default is the first variant
+ * with its fields' defaults: the layout does not carry Rust's `#[default]`, so a replicated
+ * enum field's Rust type should make its first variant the default.
  */
 export function enumOf<V extends Record<string, Codec<unknown>>>(variants: V): Codec<Variant<V>> {
   const entries = Object.entries(variants);
   checkLayout(entries.length > 0, "an enum without variants cannot be encoded");
   for (const [name] of entries) {
-    checkLayout(!/^(0|[1-9]\d*)$/.test(name), `enum variant name ${name} is integer-like`);
+    checkKeyName("enum variant name", name);
   }
   const bits = bitsForSpan(entries.length - 1);
   const index = new Map(entries.map(([name], i) => [name, i]));
@@ -259,6 +305,10 @@ export function enumOf<V extends Record<string, Codec<unknown>>>(variants: V): C
       const i = r.readRange(0, entries.length - 1);
       const [tag, variant] = entries[i]!;
       return { tag, value: variant.decode(r) } as Variant<V>;
+    },
+    () => {
+      const [tag, variant] = entries[0]!;
+      return { tag, value: variant.defaultValue() } as Variant<V>;
     },
   );
 }

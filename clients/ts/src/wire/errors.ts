@@ -56,3 +56,11 @@ export function checkLayout(ok: boolean, message: string): void {
     throw new RangeError(message);
   }
 }
+
+/**
+ * Throws a `RangeError` for an integer-like name (`"0"`, `"12"`): JavaScript enumerates such
+ * keys first whatever their position, so a layout keyed by them would reorder the wire.
+ */
+export function checkKeyName(what: string, name: string): void {
+  checkLayout(!/^(0|[1-9]\d*)$/.test(name), `${what} ${name} is integer-like`);
+}

@@ -11,7 +11,7 @@ use bytes::Bytes;
 use tickwire_proto::admission::{Admission, Admitted, Refusal};
 use tickwire_proto::login::{LOGIN_BYTES, LoginRefusal, ServerNonce};
 use tickwire_proto::reliable::ChannelKind;
-use tickwire_proto::{ConnectionParams, MAX_TICK_RATE_HZ, ParamsError};
+use tickwire_proto::{ConnectionParams, ParamsError};
 use tokio::sync::{Notify, mpsc, watch};
 
 use super::connection::Timings;
@@ -222,15 +222,12 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    /// The accepted message for a client whose room ticks at `tick_rate_hz` (clamped to
-    /// 1..=[`MAX_TICK_RATE_HZ`]).
+    /// The accepted message for a client whose room ticks at `tick_rate_hz`
+    /// ([`ConnectionParams::with_tick_rate`]).
     pub(crate) fn accepted_at(&self, tick_rate_hz: u8) -> Bytes {
-        let params = ConnectionParams {
-            tick_rate_hz: tick_rate_hz.clamp(1, MAX_TICK_RATE_HZ),
-            ..self.params.clone()
-        };
         // The endpoint's parameters validated when it was made; only the rate differs.
-        accepted_message(&params).unwrap_or_else(|| self.accepted.clone())
+        accepted_message(&self.params.with_tick_rate(tick_rate_hz))
+            .unwrap_or_else(|| self.accepted.clone())
     }
 }
 
@@ -470,7 +467,7 @@ impl WsEndpoint {
     }
 
     /// The accepted message for a client seated in a room ticking at `tick_rate_hz`: the
-    /// endpoint's parameters with the room's rate (clamped to 1..=[`MAX_TICK_RATE_HZ`]).
+    /// endpoint's parameters with the room's rate ([`ConnectionParams::with_tick_rate`]).
     pub fn accepted_at(&self, tick_rate_hz: u8) -> Bytes {
         self.inner.shared.accepted_at(tick_rate_hz)
     }

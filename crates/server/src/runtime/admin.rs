@@ -1,6 +1,7 @@
 //! Operator access: the console's [`AdminOps`] over the running server, and the same
 //! operations as JSON under `/api/admin/*` behind the bearer token.
 
+use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Instant;
@@ -19,6 +20,7 @@ use super::App;
 use super::api::{ApiError, RoomListing, parse_player};
 use crate::console::{AdminOps, PlayerSummary, PlayerTransport, StatsSnapshot};
 use crate::credentials::{Refused, Via};
+use crate::replicate::ReplicationProfile;
 use crate::room::PlayerId;
 use crate::shard::{RoomId, RoomInfo};
 use crate::worker::Control;
@@ -219,6 +221,7 @@ pub(super) fn router(app: Arc<App>) -> Router<Arc<App>> {
         .route("/api/admin/rooms/{id}/unlock", post(admin_unlock))
         .route("/api/admin/rooms/{id}/dispose", post(admin_dispose))
         .route("/api/admin/players", get(admin_players))
+        .route("/api/admin/replication", get(admin_replication))
         .route("/api/admin/kick/{player}", post(admin_kick))
         .route("/api/admin/say", post(admin_say))
         .route("/api/admin/drain", post(admin_drain))
@@ -359,10 +362,11 @@ struct AdminRoomJson {
 async fn admin_rooms(State(app): State<Arc<App>>) -> Response {
     let mut listing = Vec::new();
     let now = std::time::Instant::now();
+    let matchmaker = app.matchmaker();
     for (index, shard) in app.shards.iter().enumerate() {
         let view = shard.view.read();
         for room in view.rooms {
-            let reserved = app.matchmaker().reserved_in(room.id, now);
+            let reserved = matchmaker.reserved_in(room.id, now);
             let ms = |quantile: f64| {
                 let tick = room.recent_ticks.quantile(quantile)?;
                 Some(tick.as_secs_f64() * 1000.0)
@@ -386,6 +390,7 @@ async fn admin_rooms(State(app): State<Arc<App>>) -> Response {
             });
         }
     }
+    drop(matchmaker);
     listing.sort_by_key(|room| room.listing.id);
     axum::Json(listing).into_response()
 }
@@ -453,6 +458,36 @@ async fn admin_unlock(State(app): State<Arc<App>>, Path(id): Path<String>) -> Re
 
 async fn admin_dispose(State(app): State<Arc<App>>, Path(id): Path<String>) -> Response {
     room_op(&app, &id, RoomOp::Dispose).await
+}
+
+/// What rooms' replicated worlds have sent since the server started, per room kind: bytes
+/// by entity kind and field (estimated from one send in eight), largest first, so a game's
+/// developer sees what its state costs. The page turns two readings into bytes per second.
+async fn admin_replication(State(app): State<Arc<App>>) -> Response {
+    let mut kinds: HashMap<String, ReplicationProfile> = HashMap::new();
+    for shard in &app.shards {
+        for (kind, profile) in &shard.view.read().replication {
+            kinds.entry(kind.clone()).or_default().merge(profile);
+        }
+    }
+    let mut kinds: Vec<_> = kinds.into_iter().collect();
+    kinds.sort_by(|a, b| a.0.cmp(&b.0));
+    let kinds: Vec<_> = kinds
+        .iter()
+        .map(|(kind, profile)| {
+            let mut rows: Vec<_> = super::metrics::replication_rows(profile)
+                .map(|(entity, field, bytes)| json!({ "entity": entity, "field": field, "bytes": bytes.round() }))
+                .collect();
+            rows.sort_by(|a, b| b["bytes"].as_f64().partial_cmp(&a["bytes"].as_f64()).unwrap_or(std::cmp::Ordering::Equal));
+            json!({
+                "kind": kind,
+                "snapshots": profile.snapshots,
+                "bytes": profile.total_bytes().round(),
+                "rows": rows,
+            })
+        })
+        .collect();
+    axum::Json(json!({ "kinds": kinds })).into_response()
 }
 
 async fn admin_players(State(app): State<Arc<App>>) -> Response {

@@ -14,6 +14,7 @@ use metrics_exporter_prometheus::{
 
 use super::{App, Phase};
 use crate::console::PlayerTransport;
+use crate::replicate::ReplicationProfile;
 use crate::shard::TickObserver;
 
 const TICK_DURATION: &str = "tickwire_tick_duration_seconds";
@@ -126,6 +127,7 @@ impl Metrics {
         let mut shard = crate::shard::ShardStats::default();
         let mut overruns: HashMap<String, u64> = HashMap::new();
         let mut refused = [0u64; 2];
+        let mut replication: HashMap<String, ReplicationProfile> = HashMap::new();
         for (index, link) in app.shards.iter().enumerate() {
             let view = link.view.read();
             // Per shard, so that one stalled shard shows (the totals would hide it): its
@@ -147,6 +149,9 @@ impl Metrics {
             }
             for (kind, times) in &view.tick_times {
                 *overruns.entry(kind.clone()).or_default() += times.overruns();
+            }
+            for (kind, profile) in &view.replication {
+                replication.entry(kind.clone()).or_default().merge(profile);
             }
             refused[0] += view.joins_refused;
             refused[1] += view.refused_by_address;
@@ -185,6 +190,16 @@ impl Metrics {
         }
         for (kind, count) in &rooms {
             self.gauge("tickwire_rooms", &[("kind", kind)], *count as f64);
+        }
+        for (kind, profile) in &replication {
+            for (entity, field, bytes) in replication_rows(profile) {
+                let labels = [
+                    ("kind", kind.as_str()),
+                    ("entity", entity),
+                    ("field", field),
+                ];
+                self.counter("tickwire_replication_bytes_total", &labels, bytes as u64);
+            }
         }
         for (transport, received, sent, bytes_in, bytes_out) in [
             (
@@ -516,6 +531,33 @@ fn add_udp(total: &mut tickwire_proto::ServerStats, one: &tickwire_proto::Server
     t.packet_replayed += o.packet_replayed;
     t.unauthenticated += o.unauthenticated;
     t.overloaded += o.overloaded;
+}
+
+/// A profile as (entity kind, field, bytes) rows: each field of each kind, each kind's
+/// framing (ids, kinds, field masks) as field `_framing`, the roster as entity `_roster`,
+/// headers and counts as entity `_snapshot`.
+pub(super) fn replication_rows(
+    profile: &ReplicationProfile,
+) -> impl Iterator<Item = (&'static str, &'static str, f64)> + '_ {
+    let kinds = profile.kinds.iter().flat_map(|kind| {
+        std::iter::once((kind.kind, "_framing", kind.framing_bytes)).chain(
+            kind.fields
+                .iter()
+                .map(move |(field, bytes)| (kind.kind, *field, *bytes)),
+        )
+    });
+    let roster = std::iter::once(("_roster", "_framing", profile.roster.framing_bytes)).chain(
+        profile
+            .roster
+            .fields
+            .iter()
+            .map(|(field, bytes)| ("_roster", *field, *bytes)),
+    );
+    kinds.chain(roster).chain(std::iter::once((
+        "_snapshot",
+        "_header",
+        profile.overhead_bytes,
+    )))
 }
 
 fn add_shard(total: &mut crate::shard::ShardStats, one: &crate::shard::ShardStats) {

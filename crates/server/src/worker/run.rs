@@ -545,6 +545,7 @@ impl Worker {
             recv: *self.inbox.stats(),
             shard: shard.stats(),
             tick_times: shard.tick_times().clone(),
+            replication: shard.replication_profiles().clone(),
             joins_refused: self.sessions.stats().joins_refused,
             refused_by_address: self.sessions.stats().refused_by_address,
             ..WorkerView::default()

@@ -36,6 +36,8 @@ pub struct WorkerView {
     pub shard: ShardStats,
     /// Tick durations by room kind.
     pub tick_times: HashMap<String, TickTimes>,
+    /// What replicated worlds sent, by room kind, entity kind and field.
+    pub replication: HashMap<String, tickwire_room::replicate::ReplicationProfile>,
     /// Players refused a seat (an unreadable ticket, a room that refused them, a player
     /// already connected, a per-address limit).
     pub joins_refused: u64,

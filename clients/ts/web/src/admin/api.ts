@@ -49,6 +49,16 @@ export interface Player {
 }
 
 /** The server refused the token (401), or refuses this address for a while (429). */
+/** What one room kind's replicated worlds have sent since the server started (`/api/admin/replication`). */
+export interface ReplicationKind {
+  kind: string;
+  snapshots: number;
+  /** Bytes, estimated from one send in eight. */
+  bytes: number;
+  /** By entity kind and field, largest first (`_framing`: ids, kinds, masks; `_roster`; `_snapshot`: headers). */
+  rows: { entity: string; field: string; bytes: number }[];
+}
+
 export class Refused extends Error {
   constructor(
     message: string,
@@ -84,6 +94,10 @@ export class AdminApi {
 
   players(): Promise<Player[]> {
     return this.request("GET", "/api/admin/players");
+  }
+
+  replication(): Promise<{ kinds: ReplicationKind[] }> {
+    return this.request("GET", "/api/admin/replication");
   }
 
   kick(player: number): Promise<unknown> {

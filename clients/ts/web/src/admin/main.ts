@@ -3,7 +3,7 @@
 // and room lock/unlock/dispose where the server has them). Everything shown comes from
 // `/api/admin/*`; player names and room labels come from the network, so they only ever go
 // into the page as text.
-import { AdminApi, ApiError, type Player, Refused, type Room, type Stats } from "./api.js";
+import { AdminApi, ApiError, type Player, Refused, type ReplicationKind, type Room, type Stats } from "./api.js";
 import { Series, drawPlot, formatNumber } from "./plot.js";
 
 const TOKEN_KEY = "tickwire-admin-token";
@@ -79,6 +79,8 @@ class AdminPage {
   private readonly playerCount = new Series();
   /** Each room's bytes/s in and out over the window, and its last counters; rooms gone are forgotten. */
   private readonly roomTraffic = new Map<number, RoomTraffic>();
+  /** Each replicated field's last reading (kind/entity/field): its bytes and the rate taken from it. */
+  private readonly replicationLast = new Map<string, { at: number; bytes: number; rate: number | null }>();
 
   constructor() {
     $<HTMLFormElement>("login").addEventListener("submit", (event) => {
@@ -149,10 +151,16 @@ class AdminPage {
     const api = this.api;
     if (api === null) return;
     try {
-      const [stats, rooms, players] = await Promise.all([api.stats(), api.rooms(), api.players()]);
+      const [stats, rooms, players, replication] = await Promise.all([
+        api.stats(),
+        api.rooms(),
+        api.players(),
+        api.replication().catch(() => ({ kinds: [] })), // a server without replicated rooms' route
+      ]);
       this.showStats(stats);
       this.showRooms(rooms);
       this.showMembers(players);
+      this.showReplication(replication.kinds);
     } catch (failure) {
       this.onFailure(failure);
     }
@@ -217,6 +225,35 @@ class AdminPage {
       { series: this.bytesOut, color: "#f6ad55" },
     ]);
     drawPlot($<HTMLCanvasElement>("plot-players"), [{ series: this.playerCount, color: "#b794f4" }]);
+  }
+
+  /** What each room kind's state costs: bytes/s by entity kind and field, from two readings. */
+  private showReplication(kinds: ReplicationKind[]): void {
+    const now = performance.now();
+    const rows: HTMLTableRowElement[] = [];
+    for (const { kind, rows: fields, bytes: total } of kinds) {
+      for (const { entity, field, bytes } of fields) {
+        const key = `${kind}/${entity}/${field}`;
+        const last = this.replicationLast.get(key);
+        if (last === undefined || now - last.at >= MIN_RATE_INTERVAL_MS) {
+          const rate = last === undefined ? null : ((bytes - last.bytes) * 1000) / (now - last.at);
+          this.replicationLast.set(key, { at: now, bytes, rate: rate ?? last?.rate ?? null });
+        }
+        const rate = this.replicationLast.get(key)?.rate ?? null;
+        const row = document.createElement("tr");
+        row.append(
+          cell(kind),
+          cell(entity),
+          cell(field),
+          cell(rate === null ? "–" : formatNumber(rate), "bytes"),
+          cell(formatNumber(bytes), "bytes"),
+          cell(total > 0 ? `${((100 * bytes) / total).toFixed(1)}%` : "–"),
+        );
+        rows.push(row);
+      }
+    }
+    $("replication-section").hidden = rows.length === 0;
+    $("replication").querySelector("tbody")!.replaceChildren(...rows);
   }
 
   private showRooms(rooms: Room[]): void {
